@@ -1,0 +1,1 @@
+"""Generated code; do not edit. Regenerate with `make proto`."""

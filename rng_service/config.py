@@ -1,0 +1,305 @@
+"""Service configuration: frozen dataclasses built and validated once at start-up.
+
+Sources, later ones winning: the defaults below, a TOML file, then environment variables named
+``RNG_SERVICE__<SECTION>__<KEY>`` (for example ``RNG_SERVICE__SERVER__PORT=50052``). This module
+is the only one that reads configuration files or the environment. Every error names the
+setting and the values it allows (:class:`ConfigError`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "GeneratorSettings",
+    "LogSettings",
+    "MetricsSettings",
+    "ServerSettings",
+    "StorageSettings",
+    "load_config",
+]
+
+ENV_PREFIX = "RNG_SERVICE__"
+
+
+class ConfigError(Exception):
+    """A setting is missing, mistyped or out of range. The message names it."""
+
+
+def _require(ok: bool, setting: str, allowed: str, value: object) -> None:
+    if not ok:
+        raise ConfigError(f"{setting}: {value!r} is not allowed (allowed: {allowed})")
+
+
+def _port(setting: str, value: int) -> None:
+    _require(0 <= value <= 65535, setting, "an integer from 0 to 65535 (0 = any free port)", value)
+
+
+def _host(setting: str, value: str) -> None:
+    if value == "localhost":
+        return
+    try:
+        ipaddress.ip_address(value.strip("[]"))
+    except ValueError:
+        raise ConfigError(
+            f"{setting}: {value!r} is not allowed (allowed: an IP address or 'localhost')"
+        ) from None
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerSettings:
+    host: str = "127.0.0.1"
+    port: int = 50051
+    #: Seconds that in-flight calls get to finish on shutdown.
+    shutdown_grace_seconds: float = 10.0
+    #: The client identity used for idempotency until mTLS identifies clients.
+    default_client_id: str = "default"
+
+    def __post_init__(self) -> None:
+        _host("server.host", self.host)
+        _port("server.port", self.port)
+        _require(
+            0 <= self.shutdown_grace_seconds <= 300,
+            "server.shutdown_grace_seconds",
+            "0 to 300",
+            self.shutdown_grace_seconds,
+        )
+        _require(
+            0 < len(self.default_client_id) <= 128,
+            "server.default_client_id",
+            "1 to 128 characters",
+            self.default_client_id,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricsSettings:
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = 9464
+
+    def __post_init__(self) -> None:
+        _host("metrics.host", self.host)
+        _port("metrics.port", self.port)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogSettings:
+    #: First line of every checkpoint (C2SP tlog-checkpoint "origin"): names this log.
+    origin: str = "rng-service.local/log"
+    #: Signed-note key name of the checkpoint-signing key.
+    key_name: str = "rng-service.local"
+    #: Ed25519 private key, PKCS#8 PEM (``rng-service keygen``).
+    key_file: Path = Path("var/keys/log-signing-key.pem")
+    #: Name of an environment variable holding the key's passphrase ("" = unencrypted key).
+    key_passphrase_env: str = ""
+    #: Seconds between stored ("published") checkpoints while entries are appended.
+    publish_interval_seconds: float = 10.0
+    #: Most requests committed in one group (one transaction, one signature).
+    max_group_size: int = 512
+    #: Most requests waiting for the writer; beyond it callers get RESOURCE_EXHAUSTED.
+    max_queue: int = 10_000
+
+    def __post_init__(self) -> None:
+        _require(
+            bool(self.origin) and "\n" not in self.origin and self.origin.isprintable(),
+            "log.origin",
+            "a non-empty printable line, e.g. 'casino.example/rng-log'",
+            self.origin,
+        )
+        _require(
+            bool(self.key_name)
+            and self.key_name.isprintable()
+            and not any(c in self.key_name for c in " +"),
+            "log.key_name",
+            "a non-empty name without spaces or '+'",
+            self.key_name,
+        )
+        _require(
+            0.1 <= self.publish_interval_seconds <= 86400,
+            "log.publish_interval_seconds",
+            "0.1 to 86400",
+            self.publish_interval_seconds,
+        )
+        _require(
+            1 <= self.max_group_size <= 10_000, "log.max_group_size", "1 to 10000", self.max_group_size
+        )
+        _require(1 <= self.max_queue <= 1_000_000, "log.max_queue", "1 to 1000000", self.max_queue)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StorageSettings:
+    driver: str = "sqlite"
+    path: Path = Path("var/outcome-log.sqlite3")
+
+    def __post_init__(self) -> None:
+        _require(self.driver in ("sqlite",), "storage.driver", "'sqlite'", self.driver)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GeneratorSettings:
+    #: Reseed from fresh entropy after this many DRBG generate requests.
+    reseed_interval_requests: int = 65_536
+    #: ...and at least this often, in seconds.
+    reseed_interval_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        _require(
+            1 <= self.reseed_interval_requests <= 2**48,
+            "generator.reseed_interval_requests",
+            "1 to 2^48 (SP 800-90A table 3)",
+            self.reseed_interval_requests,
+        )
+        _require(
+            0.001 <= self.reseed_interval_seconds <= 86400,
+            "generator.reseed_interval_seconds",
+            "0.001 to 86400",
+            self.reseed_interval_seconds,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    server: ServerSettings = field(default_factory=ServerSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    log: LogSettings = field(default_factory=LogSettings)
+    storage: StorageSettings = field(default_factory=StorageSettings)
+    generator: GeneratorSettings = field(default_factory=GeneratorSettings)
+
+
+_SECTIONS: dict[str, type[Any]] = {
+    f.name: typing.get_type_hints(Config)[f.name] for f in dataclasses.fields(Config)
+}
+
+
+def _coerce(setting: str, hint: Any, value: Any, *, from_env: bool) -> Any:
+    """Converts a TOML or environment value to the field's type, or raises ConfigError."""
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if from_env and isinstance(value, str) and value.lower() in ("true", "false", "1", "0"):
+            return value.lower() in ("true", "1")
+        raise ConfigError(f"{setting}: {value!r} is not allowed (allowed: true or false)")
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if from_env and isinstance(value, str):
+            try:
+                return int(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"{setting}: {value!r} is not allowed (allowed: an integer)")
+    if hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if from_env and isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"{setting}: {value!r} is not allowed (allowed: a number)")
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(f"{setting}: {value!r} is not allowed (allowed: a string)")
+    if hint is Path:
+        if isinstance(value, str) and value:
+            return Path(value)
+        raise ConfigError(f"{setting}: {value!r} is not allowed (allowed: a file path)")
+    if isinstance(hint, types.UnionType):  # pragma: no cover - no optional settings yet
+        raise ConfigError(f"{setting}: unsupported setting type")
+    raise ConfigError(f"{setting}: unsupported setting type {hint!r}")
+
+
+def _build_section(name: str, raw: Mapping[str, Any], env_keys: set[str]) -> Any:
+    cls = _SECTIONS[name]
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ConfigError(
+            f"{name}.{unknown[0]}: unknown setting (allowed in [{name}]: {', '.join(sorted(known))})"
+        )
+    kwargs = {
+        key: _coerce(f"{name}.{key}", hints[key], value, from_env=key in env_keys)
+        for key, value in raw.items()
+    }
+    return cls(**kwargs)
+
+
+def load_config(
+    path: Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    base_dir: Path | None = None,
+) -> Config:
+    """Builds the configuration from defaults, an optional TOML file and the environment.
+
+    Relative paths in the result are resolved against ``base_dir`` (default: the current
+    directory), so the service does not depend on where it is started once loaded.
+    """
+    environ = os.environ if environ is None else environ
+    data: dict[str, dict[str, Any]] = {}
+    if path is not None:
+        try:
+            with open(path, "rb") as fh:
+                raw = tomllib.load(fh)
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path}: not found") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"config file {path}: not valid TOML: {e}") from None
+        for section, values in raw.items():
+            if section not in _SECTIONS:
+                raise ConfigError(
+                    f"{section}: unknown section (allowed: {', '.join(sorted(_SECTIONS))})"
+                )
+            if not isinstance(values, dict):
+                raise ConfigError(f"{section}: must be a table [{section}]")
+            data[section] = dict(values)
+    env_keys: dict[str, set[str]] = {}
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        parts = name[len(ENV_PREFIX) :].lower().split("__")
+        if len(parts) != 2 or parts[0] not in _SECTIONS:
+            raise ConfigError(
+                f"{name}: not a setting (allowed: {ENV_PREFIX}<SECTION>__<KEY> with SECTION one of "
+                f"{', '.join(s.upper() for s in sorted(_SECTIONS))})"
+            )
+        data.setdefault(parts[0], {})[parts[1]] = value
+        env_keys.setdefault(parts[0], set()).add(parts[1])
+    sections = {
+        name: _build_section(name, data.get(name, {}), env_keys.get(name, set()))
+        for name in _SECTIONS
+    }
+    config = Config(**sections)
+    base = base_dir if base_dir is not None else Path.cwd()
+    return dataclasses.replace(
+        config,
+        log=dataclasses.replace(config.log, key_file=_resolve(base, config.log.key_file)),
+        storage=dataclasses.replace(config.storage, path=_resolve(base, config.storage.path)),
+    )
+
+
+def _resolve(base: Path, path: Path) -> Path:
+    return path if path.is_absolute() else (base / path)
