@@ -1,0 +1,70 @@
+"""Configuration: defaults, TOML, environment overrides, and errors that name the setting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rng_service.config import ConfigError, load_config
+
+
+def test_defaults_are_loopback_and_sqlite(tmp_path: Path) -> None:
+    config = load_config(None, environ={}, base_dir=tmp_path)
+    assert config.server.host == "127.0.0.1"
+    assert config.server.port == 50051
+    assert config.storage.driver == "sqlite"
+    assert config.storage.path == tmp_path / "var/outcome-log.sqlite3"
+    assert config.log.key_file.is_absolute()
+
+
+def test_toml_then_environment(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[server]\nport = 6000\n[log]\norigin = "casino.example/log"\n')
+    config = load_config(
+        path,
+        environ={"RNG_SERVICE__SERVER__PORT": "6001", "RNG_SERVICE__METRICS__ENABLED": "false"},
+        base_dir=tmp_path,
+    )
+    assert config.server.port == 6001
+    assert config.metrics.enabled is False
+    assert config.log.origin == "casino.example/log"
+
+
+def test_shipped_dev_config_loads() -> None:
+    root = Path(__file__).resolve().parents[2]
+    config = load_config(root / "config/dev.toml", environ={}, base_dir=root)
+    assert config.server.port == 50051
+
+
+@pytest.mark.parametrize(
+    ("toml", "env", "expected"),
+    [
+        ("[server]\nport = 70000\n", {}, "server.port"),
+        ('[server]\nport = "x"\n', {}, "server.port"),
+        ("[server]\nhost = \"example.com\"\n", {}, "server.host"),
+        ("[server]\nbogus = 1\n", {}, "server.bogus: unknown setting"),
+        ("[nope]\n", {}, "nope: unknown section"),
+        ("[storage]\ndriver = \"mysql\"\n", {}, "storage.driver"),
+        ("[log]\nkey_name = \"a b\"\n", {}, "log.key_name"),
+        ("[log]\nmax_group_size = 0\n", {}, "log.max_group_size"),
+        ("[generator]\nreseed_interval_requests = 0\n", {}, "generator.reseed_interval_requests"),
+        ("", {"RNG_SERVICE__SERVER__PORT": "abc"}, "server.port"),
+        ("", {"RNG_SERVICE__BOGUS": "1"}, "RNG_SERVICE__BOGUS"),
+        ("not toml [", {}, "not valid TOML"),
+    ],
+)
+def test_errors_name_the_setting_and_allowed_values(
+    tmp_path: Path, toml: str, env: dict[str, str], expected: str
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError, match=expected.replace(".", r"\.")) as info:
+        load_config(path, environ=env, base_dir=tmp_path)
+    text = str(info.value)
+    assert "allowed" in text or "TOML" in text
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "missing.toml", environ={})
