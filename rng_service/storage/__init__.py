@@ -1,0 +1,28 @@
+"""Log storage: the :class:`LogStorage` Protocol, its records and errors (``base``), and one
+module per driver (``memory``, ``sqlite``) that only the composition root imports.
+
+Storage keeps opaque entry bytes, RFC 6962 complete-subtree nodes and checkpoint notes, and
+imports nothing from ``rng_service.log``.
+"""
+
+from rng_service.storage.base import (
+    CheckpointRecord,
+    DuplicateRequest,
+    EntryRecord,
+    LogStorage,
+    NodeRecord,
+    SchemaVersionMismatch,
+    SequenceConflict,
+    StorageUnavailable,
+)
+
+__all__ = [
+    "CheckpointRecord",
+    "DuplicateRequest",
+    "EntryRecord",
+    "LogStorage",
+    "NodeRecord",
+    "SchemaVersionMismatch",
+    "SequenceConflict",
+    "StorageUnavailable",
+]

@@ -1,0 +1,195 @@
+"""The log storage contract: record types, the :class:`LogStorage` Protocol and its errors.
+
+Owns what every driver (``memory``, ``sqlite``, later ``postgres``) must do; see
+``docs/architecture.md`` ("Storage contract"). Storage keeps opaque, already canonical entry
+bytes plus the keys they are looked up by, the complete-subtree Merkle nodes (RFC 6962
+section 2.1; node ``(level, index)`` covers leaves ``[index * 2**level, (index + 1) * 2**level)``,
+level 0 being the leaf hash) and the signed checkpoint notes (C2SP tlog-checkpoint). It never
+interprets those bytes and imports nothing from ``rng_service.log``, so that log -> storage
+stays one-way.
+
+Conventions shared by all drivers:
+
+- ``append`` is one atomic, durable transaction: either every entry, node and the checkpoint is
+  stored, or nothing is. Entries must continue the log without gaps
+  (``entries[i].index == tree_size() + i``), else :class:`SequenceConflict`; a
+  ``(client_id, request_id)`` already stored, or repeated in the batch, raises
+  :class:`DuplicateRequest`; a node coordinate already stored raises :class:`SequenceConflict`;
+  an I/O or commit failure raises :class:`~rng_service.errors.StorageUnavailable`.
+- ``entries(start, end)`` is half-open and returns the stored part of ``[start, end)``.
+- Time filters are half-open: ``since_ns <= timestamp_ns < until_ns``; size filters inclusive.
+- Results are ordered by entry index, and checkpoints by (size, timestamp, insertion).
+- The meta key ``schema_version`` is reserved for the driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from rng_service.errors import (
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    StorageUnavailable,
+)
+
+__all__ = [
+    "RESERVED_META_KEYS",
+    "CheckpointRecord",
+    "DuplicateRequest",
+    "EntryRecord",
+    "LogStorage",
+    "NodeRecord",
+    "SchemaVersionMismatch",
+    "SequenceConflict",
+    "StorageUnavailable",
+    "check_append_batch",
+    "check_entry_range",
+    "check_limit",
+    "check_meta_key",
+]
+
+RESERVED_META_KEYS = frozenset({"schema_version"})
+
+
+@dataclass(frozen=True, slots=True)
+class EntryRecord:
+    """One log entry: its canonical bytes ``data``, ``leaf_hash`` and its lookup keys."""
+
+    index: int
+    data: bytes
+    leaf_hash: bytes
+    client_id: str
+    request_id: str
+    request_digest: bytes
+    kind: str
+    table_id: str
+    round_id: str
+    session_id: str
+    timestamp_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    """Merkle node of a complete subtree: level 0 = leaf hash."""
+
+    level: int
+    index: int
+    hash: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRecord:
+    """A signed checkpoint note for tree ``size``, made at ``timestamp_ns``."""
+
+    size: int
+    timestamp_ns: int
+    note: bytes
+
+
+class SequenceConflict(FailedPrecondition):
+    """The batch does not continue the stored log (another writer, or a stale tree)."""
+
+
+class DuplicateRequest(AlreadyExists):
+    """``(client_id, request_id)`` is already in the log; nothing of the batch was stored."""
+
+    def __init__(self, client_id: str, request_id: str) -> None:
+        self.client_id = client_id
+        self.request_id = request_id
+        super().__init__(f"request {request_id!r} of client {client_id!r} is already logged")
+
+
+class SchemaVersionMismatch(FailedPrecondition):
+    """The database was written with another schema version; it is not opened."""
+
+
+@runtime_checkable
+class LogStorage(Protocol):
+    """What the log needs from a store. All methods may be called from any thread; ``append``
+    is called by one writer at a time."""
+
+    def tree_size(self) -> int: ...
+
+    def append(
+        self,
+        entries: Sequence[EntryRecord],
+        nodes: Sequence[NodeRecord],
+        checkpoint: CheckpointRecord | None = None,
+    ) -> None: ...
+
+    def entries(self, start: int, end: int) -> list[EntryRecord]: ...
+
+    def entry_by_request(self, client_id: str, request_id: str) -> EntryRecord | None: ...
+
+    def entry_by_leaf_hash(self, leaf_hash: bytes) -> EntryRecord | None: ...
+
+    def find_entries(
+        self,
+        *,
+        table_id: str | None = None,
+        round_id: str | None = None,
+        session_id: str | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+        limit: int = 1000,
+    ) -> list[EntryRecord]: ...
+
+    def nodes(self, coords: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]: ...
+
+    def add_checkpoint(self, checkpoint: CheckpointRecord) -> None: ...
+
+    def latest_checkpoint(self) -> CheckpointRecord | None: ...
+
+    def checkpoints(
+        self,
+        *,
+        min_size: int | None = None,
+        max_size: int | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+    ) -> list[CheckpointRecord]: ...
+
+    def get_meta(self, key: str) -> bytes | None: ...
+
+    def set_meta(self, key: str, value: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+
+# -- Checks shared by the drivers, so that every driver rejects the same inputs the same way --
+
+
+def check_append_batch(size: int, entries: Sequence[EntryRecord]) -> None:
+    """Raises :class:`SequenceConflict` unless ``entries`` continue a log of ``size`` entries
+    without gaps, and :class:`DuplicateRequest` if a request repeats inside the batch."""
+    seen: set[tuple[str, str]] = set()
+    for offset, entry in enumerate(entries):
+        if entry.index != size + offset:
+            raise SequenceConflict(
+                f"entry at batch position {offset} has index {entry.index}, expected "
+                f"{size + offset} (stored tree size {size})"
+            )
+        key = (entry.client_id, entry.request_id)
+        if key in seen:
+            raise DuplicateRequest(*key)
+        seen.add(key)
+
+
+def check_entry_range(start: int, end: int) -> None:
+    if start < 0 or end < start:
+        raise InvalidArgument(
+            "range", f"[{start}, {end}) is not a range", allowed="0 <= start <= end"
+        )
+
+
+def check_limit(limit: int) -> None:
+    if limit < 1:
+        raise InvalidArgument("limit", f"{limit} is not positive", allowed=">= 1")
+
+
+def check_meta_key(key: str) -> None:
+    if key in RESERVED_META_KEYS:
+        raise InvalidArgument("key", f"{key!r} is reserved for the storage driver")

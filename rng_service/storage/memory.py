@@ -1,0 +1,191 @@
+"""In-memory :class:`~rng_service.storage.base.LogStorage`: the fake used by tests and lab runs.
+
+Owns nothing durable: everything lives in this process and is lost on exit. It follows the same
+contract as the SQLite driver (the storage conformance suite runs against both), is thread-safe
+behind one lock, and makes ``append`` atomic by validating the whole batch before changing
+anything. ``fail_next_append`` lets tests simulate a failed commit.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+
+from rng_service.errors import StorageUnavailable
+from rng_service.storage.base import (
+    CheckpointRecord,
+    DuplicateRequest,
+    EntryRecord,
+    NodeRecord,
+    SequenceConflict,
+    check_append_batch,
+    check_entry_range,
+    check_limit,
+    check_meta_key,
+)
+
+__all__ = ["MemoryStorage"]
+
+
+class MemoryStorage:
+    """A thread-safe in-memory log store."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: list[EntryRecord] = []
+        self._by_request: dict[tuple[str, str], int] = {}
+        self._by_leaf: dict[bytes, int] = {}
+        self._nodes: dict[tuple[int, int], bytes] = {}
+        self._checkpoints: list[CheckpointRecord] = []
+        self._meta: dict[str, bytes] = {}
+        self._fail_next: str | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"MemoryStorage(size={len(self._entries)})"
+
+    def fail_next_append(self, reason: str = "simulated commit failure") -> None:
+        """Makes the next :meth:`append` raise StorageUnavailable and store nothing."""
+        with self._lock:
+            self._fail_next = reason
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageUnavailable("in-memory log store is closed")
+
+    def tree_size(self) -> int:
+        with self._lock:
+            self._check_open()
+            return len(self._entries)
+
+    def append(
+        self,
+        entries: Sequence[EntryRecord],
+        nodes: Sequence[NodeRecord],
+        checkpoint: CheckpointRecord | None = None,
+    ) -> None:
+        with self._lock:
+            self._check_open()
+            check_append_batch(len(self._entries), entries)
+            for entry in entries:
+                if (entry.client_id, entry.request_id) in self._by_request:
+                    raise DuplicateRequest(entry.client_id, entry.request_id)
+            coords: set[tuple[int, int]] = set()
+            for node in nodes:
+                coord = (node.level, node.index)
+                if coord in self._nodes or coord in coords:
+                    raise SequenceConflict(f"Merkle node {coord} is already stored")
+                coords.add(coord)
+            if self._fail_next is not None:
+                reason, self._fail_next = self._fail_next, None
+                raise StorageUnavailable(f"log append failed: {reason}")
+            for entry in entries:
+                self._entries.append(entry)
+                self._by_request[(entry.client_id, entry.request_id)] = entry.index
+                self._by_leaf.setdefault(entry.leaf_hash, entry.index)
+            for node in nodes:
+                self._nodes[(node.level, node.index)] = node.hash
+            if checkpoint is not None:
+                self._checkpoints.append(checkpoint)
+
+    def entries(self, start: int, end: int) -> list[EntryRecord]:
+        check_entry_range(start, end)
+        with self._lock:
+            self._check_open()
+            return self._entries[start:end]
+
+    def entry_by_request(self, client_id: str, request_id: str) -> EntryRecord | None:
+        with self._lock:
+            self._check_open()
+            index = self._by_request.get((client_id, request_id))
+            return None if index is None else self._entries[index]
+
+    def entry_by_leaf_hash(self, leaf_hash: bytes) -> EntryRecord | None:
+        with self._lock:
+            self._check_open()
+            index = self._by_leaf.get(leaf_hash)
+            return None if index is None else self._entries[index]
+
+    def find_entries(
+        self,
+        *,
+        table_id: str | None = None,
+        round_id: str | None = None,
+        session_id: str | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+        limit: int = 1000,
+    ) -> list[EntryRecord]:
+        check_limit(limit)
+        found: list[EntryRecord] = []
+        with self._lock:
+            self._check_open()
+            for e in self._entries:
+                if (
+                    (table_id is None or e.table_id == table_id)
+                    and (round_id is None or e.round_id == round_id)
+                    and (session_id is None or e.session_id == session_id)
+                    and (since_ns is None or e.timestamp_ns >= since_ns)
+                    and (until_ns is None or e.timestamp_ns < until_ns)
+                ):
+                    found.append(e)
+                    if len(found) >= limit:
+                        break
+        return found
+
+    def nodes(self, coords: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+        with self._lock:
+            self._check_open()
+            return {c: self._nodes[c] for c in coords if c in self._nodes}
+
+    def add_checkpoint(self, checkpoint: CheckpointRecord) -> None:
+        with self._lock:
+            self._check_open()
+            self._checkpoints.append(checkpoint)
+
+    def _ordered_checkpoints(self) -> list[CheckpointRecord]:
+        order = sorted(
+            range(len(self._checkpoints)),
+            key=lambda i: (self._checkpoints[i].size, self._checkpoints[i].timestamp_ns, i),
+        )
+        return [self._checkpoints[i] for i in order]
+
+    def latest_checkpoint(self) -> CheckpointRecord | None:
+        with self._lock:
+            self._check_open()
+            ordered = self._ordered_checkpoints()
+            return ordered[-1] if ordered else None
+
+    def checkpoints(
+        self,
+        *,
+        min_size: int | None = None,
+        max_size: int | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+    ) -> list[CheckpointRecord]:
+        with self._lock:
+            self._check_open()
+            return [
+                c
+                for c in self._ordered_checkpoints()
+                if (min_size is None or c.size >= min_size)
+                and (max_size is None or c.size <= max_size)
+                and (since_ns is None or c.timestamp_ns >= since_ns)
+                and (until_ns is None or c.timestamp_ns < until_ns)
+            ]
+
+    def get_meta(self, key: str) -> bytes | None:
+        with self._lock:
+            self._check_open()
+            return self._meta.get(key)
+
+    def set_meta(self, key: str, value: bytes) -> None:
+        check_meta_key(key)
+        with self._lock:
+            self._check_open()
+            self._meta[key] = bytes(value)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True

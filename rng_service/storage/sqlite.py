@@ -1,0 +1,483 @@
+"""SQLite driver of :class:`~rng_service.storage.base.LogStorage`.
+
+Owns the SQLite schema (version :data:`SCHEMA_VERSION`, kept in the ``meta`` table) and the
+durability settings: WAL journal with ``synchronous=FULL``, so that a returned ``append`` has
+been fsynced. One writer connection is used under a lock (``append``, ``add_checkpoint``,
+``set_meta``); every other thread reads through its own connection (WAL readers never block the
+writer and see only committed transactions). ``append`` is one ``BEGIN IMMEDIATE`` transaction
+with ``executemany`` per table; any failure rolls it back, so a batch is stored whole or not at
+all. A database written with another schema version is refused, never migrated silently.
+
+Entry bytes and node hashes are opaque here (RFC 6962 section 2.1 nodes, C2SP tlog-checkpoint
+notes are interpreted by ``rng_service.log`` only).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rng_service.errors import InvalidArgument, StorageUnavailable
+from rng_service.storage.base import (
+    CheckpointRecord,
+    DuplicateRequest,
+    EntryRecord,
+    NodeRecord,
+    SchemaVersionMismatch,
+    SequenceConflict,
+    check_append_batch,
+    check_entry_range,
+    check_limit,
+    check_meta_key,
+)
+
+__all__ = ["SCHEMA_VERSION", "SqliteConfig", "SqliteStorage"]
+
+SCHEMA_VERSION = 1
+"""Version of the schema below; a database with another version is refused at open."""
+
+_SCHEMA = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
+CREATE TABLE entries (
+    idx            INTEGER PRIMARY KEY,
+    data           BLOB    NOT NULL,
+    leaf_hash      BLOB    NOT NULL,
+    client_id      TEXT    NOT NULL,
+    request_id     TEXT    NOT NULL,
+    request_digest BLOB    NOT NULL,
+    kind           TEXT    NOT NULL,
+    table_id       TEXT    NOT NULL,
+    round_id       TEXT    NOT NULL,
+    session_id     TEXT    NOT NULL,
+    timestamp_ns   INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX entries_request ON entries (client_id, request_id);
+CREATE INDEX entries_leaf_hash ON entries (leaf_hash);
+CREATE INDEX entries_table ON entries (table_id);
+CREATE INDEX entries_round ON entries (round_id);
+CREATE INDEX entries_session ON entries (session_id);
+CREATE INDEX entries_timestamp ON entries (timestamp_ns);
+CREATE TABLE nodes (
+    level INTEGER NOT NULL,
+    idx   INTEGER NOT NULL,
+    hash  BLOB    NOT NULL,
+    PRIMARY KEY (level, idx)
+) WITHOUT ROWID;
+CREATE TABLE checkpoints (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    size         INTEGER NOT NULL,
+    timestamp_ns INTEGER NOT NULL,
+    note         BLOB    NOT NULL
+);
+CREATE INDEX checkpoints_size ON checkpoints (size, timestamp_ns);
+CREATE INDEX checkpoints_timestamp ON checkpoints (timestamp_ns);
+"""
+
+# Queries are literals; the only composed SQL (filters in find_entries/checkpoints, the IN
+# list in nodes) is built from fixed fragments, never from caller text (hence the S608 noqa).
+_SELECT_ENTRIES = (
+    "SELECT idx, data, leaf_hash, client_id, request_id, request_digest, kind, table_id, "
+    "round_id, session_id, timestamp_ns FROM entries "
+)
+_INSERT_ENTRY = (
+    "INSERT INTO entries (idx, data, leaf_hash, client_id, request_id, request_digest, kind, "
+    "table_id, round_id, session_id, timestamp_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+)
+_INSERT_NODE = "INSERT INTO nodes (level, idx, hash) VALUES (?,?,?)"
+_INSERT_CHECKPOINT = "INSERT INTO checkpoints (size, timestamp_ns, note) VALUES (?,?,?)"
+_CHECKPOINT_ORDER = "ORDER BY size, timestamp_ns, id"
+_NODE_BATCH = 400  # coordinates per query: 800 parameters stay under every SQLite limit
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SqliteConfig:
+    """Where the database lives and how long a writer waits for a lock.
+
+    ``path``: the database file (created with its schema if missing; its directory must exist).
+    ``busy_timeout_ms``: how long a statement waits for another connection's lock before the
+    operation fails with StorageUnavailable (default 5000).
+    """
+
+    path: Path
+    busy_timeout_ms: int = 5000
+
+    def __post_init__(self) -> None:
+        if self.busy_timeout_ms < 0:
+            raise InvalidArgument("busy_timeout_ms", "must not be negative", allowed=">= 0")
+
+
+def _entry(row: tuple[Any, ...]) -> EntryRecord:
+    return EntryRecord(
+        index=row[0],
+        data=bytes(row[1]),
+        leaf_hash=bytes(row[2]),
+        client_id=row[3],
+        request_id=row[4],
+        request_digest=bytes(row[5]),
+        kind=row[6],
+        table_id=row[7],
+        round_id=row[8],
+        session_id=row[9],
+        timestamp_ns=row[10],
+    )
+
+
+def _checkpoint(row: tuple[Any, ...]) -> CheckpointRecord:
+    return CheckpointRecord(size=row[0], timestamp_ns=row[1], note=bytes(row[2]))
+
+
+class SqliteStorage:
+    """A durable log store in one SQLite database file (one writing process at a time)."""
+
+    def __init__(self, config: SqliteConfig) -> None:
+        self._config = config
+        self._path = Path(config.path)
+        self._write_lock = threading.Lock()
+        self._readers_lock = threading.Lock()
+        self._readers: list[sqlite3.Connection] = []
+        self._local = threading.local()
+        self._closed = False
+        self._writer = self._connect()
+        try:
+            self._init_schema()
+        except BaseException:
+            self._writer.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"SqliteStorage(path={str(self._path)!r})"
+
+    # -- connections -----------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                str(self._path),
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self._config.busy_timeout_ms / 1000,
+            )
+        except sqlite3.Error as e:
+            raise StorageUnavailable(f"cannot open SQLite log {self._path}: {e}") from e
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._config.busy_timeout_ms)}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StorageUnavailable(
+                    f"SQLite log {self._path} cannot use WAL journal mode (got {mode!r})"
+                )
+            conn.execute("PRAGMA synchronous = FULL")
+        except sqlite3.Error as e:
+            conn.close()
+            raise StorageUnavailable(f"cannot open SQLite log {self._path}: {e}") from e
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageUnavailable(f"SQLite log {self._path} is closed")
+
+    def _reader(self) -> sqlite3.Connection:
+        self._check_open()
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            conn.execute("PRAGMA query_only = ON")
+            with self._readers_lock:
+                try:
+                    self._check_open()
+                except StorageUnavailable:
+                    conn.close()
+                    raise
+                self._readers.append(conn)
+            self._local.conn = conn
+        return conn
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            rows: list[tuple[Any, ...]] = self._reader().execute(sql, params).fetchall()
+        except sqlite3.Error as e:
+            raise StorageUnavailable(f"SQLite log {self._path}: read failed: {e}") from e
+        return rows
+
+    def _init_schema(self) -> None:
+        conn = self._writer
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                tables = {
+                    r[0]
+                    for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                }
+                if "meta" not in tables:
+                    if tables - {"sqlite_sequence"}:
+                        raise SchemaVersionMismatch(
+                            f"{self._path} is an SQLite database but not an rng-service log "
+                            f"(tables {sorted(tables)}, no meta table); refusing to open it"
+                        )
+                    # One statement at a time: executescript() would commit the transaction.
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    conn.execute(
+                        "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
+                        (str(SCHEMA_VERSION).encode(),),
+                    )
+                else:
+                    row = conn.execute(
+                        "SELECT value FROM meta WHERE key = 'schema_version'"
+                    ).fetchone()
+                    found = bytes(row[0]).decode(errors="replace") if row else "none"
+                    if found != str(SCHEMA_VERSION):
+                        raise SchemaVersionMismatch(
+                            f"SQLite log {self._path} has schema version {found}; this build "
+                            f"reads version {SCHEMA_VERSION} only. Refusing to open it (use the "
+                            f"matching release, or migrate the database explicitly)"
+                        )
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as e:
+            raise StorageUnavailable(f"cannot open SQLite log {self._path}: {e}") from e
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def append(
+        self,
+        entries: Sequence[EntryRecord],
+        nodes: Sequence[NodeRecord],
+        checkpoint: CheckpointRecord | None = None,
+    ) -> None:
+        with self._write_lock:
+            self._check_open()
+            conn = self._writer
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    size = conn.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM entries").fetchone()[
+                        0
+                    ]
+                    check_append_batch(size, entries)
+                    conn.executemany(
+                        _INSERT_ENTRY,
+                        [
+                            (
+                                e.index,
+                                e.data,
+                                e.leaf_hash,
+                                e.client_id,
+                                e.request_id,
+                                e.request_digest,
+                                e.kind,
+                                e.table_id,
+                                e.round_id,
+                                e.session_id,
+                                e.timestamp_ns,
+                            )
+                            for e in entries
+                        ],
+                    )
+                    conn.executemany(_INSERT_NODE, [(n.level, n.index, n.hash) for n in nodes])
+                    if checkpoint is not None:
+                        conn.execute(
+                            _INSERT_CHECKPOINT,
+                            (checkpoint.size, checkpoint.timestamp_ns, checkpoint.note),
+                        )
+                    conn.execute("COMMIT")
+                except BaseException:
+                    self._rollback()
+                    raise
+            except sqlite3.IntegrityError as e:
+                raise self._explain_conflict(e, entries) from e
+            except sqlite3.Error as e:
+                raise StorageUnavailable(
+                    f"SQLite log {self._path}: append of {len(entries)} entries failed and was "
+                    f"rolled back: {e}"
+                ) from e
+
+    def _rollback(self) -> None:
+        try:
+            if self._writer.in_transaction:
+                self._writer.execute("ROLLBACK")
+        except sqlite3.Error:
+            # The original error is what the caller needs; SQLite rolls back an unfinished
+            # transaction itself when the connection is next used or closed.
+            pass
+
+    def _explain_conflict(
+        self, error: sqlite3.IntegrityError, entries: Sequence[EntryRecord]
+    ) -> Exception:
+        text = str(error)
+        if "entries.client_id" in text or "entries.request_id" in text:
+            for e in entries:
+                found = self._writer.execute(
+                    "SELECT 1 FROM entries WHERE client_id = ? AND request_id = ?",
+                    (e.client_id, e.request_id),
+                ).fetchone()
+                if found:
+                    return DuplicateRequest(e.client_id, e.request_id)
+        if "nodes." in text:
+            return SequenceConflict(f"a Merkle node of the batch is already stored ({text})")
+        if "entries.idx" in text:
+            return SequenceConflict(f"an entry index of the batch is already stored ({text})")
+        return StorageUnavailable(f"SQLite log {self._path}: append rejected: {text}")
+
+    def _write(self, sql: str, params: Sequence[Any]) -> None:
+        with self._write_lock:
+            self._check_open()
+            try:
+                self._writer.execute("BEGIN IMMEDIATE")
+                try:
+                    self._writer.execute(sql, params)
+                    self._writer.execute("COMMIT")
+                except BaseException:
+                    self._rollback()
+                    raise
+            except sqlite3.Error as e:
+                raise StorageUnavailable(f"SQLite log {self._path}: write failed: {e}") from e
+
+    def add_checkpoint(self, checkpoint: CheckpointRecord) -> None:
+        self._write(_INSERT_CHECKPOINT, (checkpoint.size, checkpoint.timestamp_ns, checkpoint.note))
+
+    def set_meta(self, key: str, value: bytes) -> None:
+        check_meta_key(key)
+        self._write(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, bytes(value)),
+        )
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def tree_size(self) -> int:
+        size: int = self._read("SELECT COALESCE(MAX(idx) + 1, 0) FROM entries")[0][0]
+        return size
+
+    def entries(self, start: int, end: int) -> list[EntryRecord]:
+        check_entry_range(start, end)
+        rows = self._read(
+            _SELECT_ENTRIES + "WHERE idx >= ? AND idx < ? ORDER BY idx",
+            (start, end),
+        )
+        return [_entry(r) for r in rows]
+
+    def entry_by_request(self, client_id: str, request_id: str) -> EntryRecord | None:
+        rows = self._read(
+            _SELECT_ENTRIES + "WHERE client_id = ? AND request_id = ?",
+            (client_id, request_id),
+        )
+        return _entry(rows[0]) if rows else None
+
+    def entry_by_leaf_hash(self, leaf_hash: bytes) -> EntryRecord | None:
+        rows = self._read(
+            _SELECT_ENTRIES + "WHERE leaf_hash = ? ORDER BY idx LIMIT 1",
+            (leaf_hash,),
+        )
+        return _entry(rows[0]) if rows else None
+
+    def find_entries(
+        self,
+        *,
+        table_id: str | None = None,
+        round_id: str | None = None,
+        session_id: str | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+        limit: int = 1000,
+    ) -> list[EntryRecord]:
+        check_limit(limit)
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("table_id", table_id),
+            ("round_id", round_id),
+            ("session_id", session_id),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if since_ns is not None:
+            where.append("timestamp_ns >= ?")
+            params.append(since_ns)
+        if until_ns is not None:
+            where.append("timestamp_ns < ?")
+            params.append(until_ns)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        params.append(limit)
+        rows = self._read(
+            _SELECT_ENTRIES + f"{clause} ORDER BY idx LIMIT ?",
+            params,
+        )
+        return [_entry(r) for r in rows]
+
+    def nodes(self, coords: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+        wanted = list(dict.fromkeys(coords))
+        found: dict[tuple[int, int], bytes] = {}
+        for start in range(0, len(wanted), _NODE_BATCH):
+            chunk = wanted[start : start + _NODE_BATCH]
+            values = ",".join("(?,?)" for _ in chunk)
+            params = [x for coord in chunk for x in coord]
+            rows = self._read(
+                f"SELECT level, idx, hash FROM nodes WHERE (level, idx) IN (VALUES {values})",  # noqa: S608
+                params,
+            )
+            for level, idx, value in rows:
+                found[(level, idx)] = bytes(value)
+        return found
+
+    def latest_checkpoint(self) -> CheckpointRecord | None:
+        rows = self._read(
+            "SELECT size, timestamp_ns, note FROM checkpoints "
+            "ORDER BY size DESC, timestamp_ns DESC, id DESC LIMIT 1"
+        )
+        return _checkpoint(rows[0]) if rows else None
+
+    def checkpoints(
+        self,
+        *,
+        min_size: int | None = None,
+        max_size: int | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+    ) -> list[CheckpointRecord]:
+        where: list[str] = []
+        params: list[Any] = []
+        for condition, value in (
+            ("size >= ?", min_size),
+            ("size <= ?", max_size),
+            ("timestamp_ns >= ?", since_ns),
+            ("timestamp_ns < ?", until_ns),
+        ):
+            if value is not None:
+                where.append(condition)
+                params.append(value)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        rows = self._read(
+            f"SELECT size, timestamp_ns, note FROM checkpoints {clause} {_CHECKPOINT_ORDER}",  # noqa: S608
+            params,
+        )
+        return [_checkpoint(r) for r in rows]
+
+    def get_meta(self, key: str) -> bytes | None:
+        rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
+        return bytes(rows[0][0]) if rows else None
+
+    def close(self) -> None:
+        with self._write_lock, self._readers_lock:
+            if self._closed:
+                return
+            self._closed = True
+            for conn in [self._writer, *self._readers]:
+                conn.close()
+            self._readers.clear()

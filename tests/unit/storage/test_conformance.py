@@ -1,0 +1,318 @@
+"""Storage conformance suite: every driver in ``drivers.DRIVERS`` against the LogStorage contract.
+
+Covers every Protocol method, atomicity of ``append`` (a conflict or failure anywhere in a batch
+stores nothing of it), persistence across reopen for persistent drivers, and concurrent readers
+while a writer appends.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from rng_service.errors import InvalidArgument, StorageUnavailable
+from rng_service.storage import (
+    CheckpointRecord,
+    DuplicateRequest,
+    LogStorage,
+    NodeRecord,
+    SequenceConflict,
+)
+from tests.unit.storage.drivers import Driver, leaf_nodes, make_entry
+
+T0 = 1_767_225_600_000_000_000
+
+
+def _fill(store: LogStorage, n: int, batch: int = 4) -> None:
+    for start in range(0, n, batch):
+        entries = [make_entry(i) for i in range(start, min(n, start + batch))]
+        store.append(entries, leaf_nodes(entries))
+
+
+def _assert_unchanged(store: LogStorage, size: int, checkpoints: int = 0) -> None:
+    assert store.tree_size() == size
+    assert [e.index for e in store.entries(0, size + 10)] == list(range(size))
+    assert store.nodes([(0, size), (0, size + 1), (1, size // 2)]) == {}
+    assert len(store.checkpoints()) == checkpoints
+
+
+def test_implements_protocol(store: LogStorage) -> None:
+    assert isinstance(store, LogStorage)
+
+
+def test_empty_store(store: LogStorage) -> None:
+    assert store.tree_size() == 0
+    assert store.entries(0, 10) == []
+    assert store.entry_by_request("c", "r") is None
+    assert store.entry_by_leaf_hash(b"\x00" * 32) is None
+    assert store.find_entries() == []
+    assert store.nodes([(0, 0), (3, 1)]) == {}
+    assert store.nodes([]) == {}
+    assert store.latest_checkpoint() is None
+    assert store.checkpoints() == []
+    assert store.get_meta("origin") is None
+
+
+def test_append_and_read_back(store: LogStorage) -> None:
+    first = [make_entry(0), make_entry(1)]
+    store.append(first, [*leaf_nodes(first), NodeRecord(1, 0, b"n" * 32)])
+    second = [make_entry(2)]
+    store.append(second, leaf_nodes(second))
+    assert store.tree_size() == 3
+    assert store.entries(0, 3) == [*first, *second]
+    assert store.entries(1, 2) == [first[1]]
+    assert store.entries(2, 100) == second
+    assert store.entries(3, 5) == []
+    assert store.entries(1, 1) == []
+    assert store.entry_by_request("table-client-1", "req-1") == first[1]
+    assert store.entry_by_request("other-client", "req-1") is None
+    assert store.entry_by_leaf_hash(second[0].leaf_hash) == second[0]
+    assert store.nodes([(0, 0), (0, 2), (1, 0), (1, 1), (0, 2)]) == {
+        (0, 0): first[0].leaf_hash,
+        (0, 2): second[0].leaf_hash,
+        (1, 0): b"n" * 32,
+    }
+
+
+def test_nodes_many_coordinates(store: LogStorage) -> None:
+    nodes = [
+        NodeRecord(level, i, bytes([level, i % 256]) * 16) for level in range(3) for i in range(700)
+    ]
+    store.append([], nodes)
+    wanted = [(n.level, n.index) for n in nodes] + [(5, 0)]
+    assert store.nodes(iter(wanted)) == {(n.level, n.index): n.hash for n in nodes}
+
+
+def test_entry_by_leaf_hash_returns_first(store: LogStorage) -> None:
+    entries = [make_entry(i, data=b"same bytes") for i in range(3)]
+    store.append(entries, [])
+    found = store.entry_by_leaf_hash(entries[0].leaf_hash)
+    assert found is not None
+    assert found.index == 0
+
+
+def test_invalid_arguments(store: LogStorage) -> None:
+    with pytest.raises(InvalidArgument, match="range"):
+        store.entries(-1, 2)
+    with pytest.raises(InvalidArgument, match="range"):
+        store.entries(5, 2)
+    with pytest.raises(InvalidArgument, match="limit"):
+        store.find_entries(limit=0)
+    with pytest.raises(InvalidArgument, match="reserved"):
+        store.set_meta("schema_version", b"99")
+
+
+def test_find_entries(store: LogStorage) -> None:
+    entries = [
+        make_entry(0, table_id="T1", round_id="R1", session_id="S1", timestamp_ns=T0 + 10),
+        make_entry(1, table_id="T2", round_id="R1", session_id="S2", timestamp_ns=T0 + 20),
+        make_entry(2, table_id="T1", round_id="R2", session_id="S1", timestamp_ns=T0 + 30),
+        make_entry(3, table_id="T1", round_id="R2", session_id="S2", timestamp_ns=T0 + 40),
+    ]
+    store.append(entries, [])
+
+    def idx(**kw: object) -> list[int]:
+        return [e.index for e in store.find_entries(**kw)]  # type: ignore[arg-type]
+
+    assert idx() == [0, 1, 2, 3]
+    assert idx(table_id="T1") == [0, 2, 3]
+    assert idx(round_id="R1") == [0, 1]
+    assert idx(session_id="S2") == [1, 3]
+    assert idx(table_id="T1", round_id="R2", session_id="S2") == [3]
+    assert idx(table_id="T3") == []
+    assert idx(since_ns=T0 + 20) == [1, 2, 3]
+    assert idx(until_ns=T0 + 30) == [0, 1]
+    assert idx(since_ns=T0 + 20, until_ns=T0 + 40) == [1, 2]
+    assert idx(table_id="T1", limit=2) == [0, 2]
+    assert store.find_entries(round_id="R2")[0] == entries[2]
+
+
+def test_checkpoints(store: LogStorage) -> None:
+    c2 = CheckpointRecord(size=2, timestamp_ns=T0 + 100, note=b"note 2\n")
+    c2_later = CheckpointRecord(size=2, timestamp_ns=T0 + 150, note=b"note 2 again\n")
+    c5 = CheckpointRecord(size=5, timestamp_ns=T0 + 200, note=b"note 5\n")
+    entries = [make_entry(0), make_entry(1)]
+    store.append(entries, leaf_nodes(entries), c2)
+    assert store.latest_checkpoint() == c2
+    store.add_checkpoint(c5)
+    store.add_checkpoint(c2_later)
+    assert store.latest_checkpoint() == c5
+    assert store.checkpoints() == [c2, c2_later, c5]
+    assert store.checkpoints(min_size=3) == [c5]
+    assert store.checkpoints(max_size=2) == [c2, c2_later]
+    assert store.checkpoints(since_ns=T0 + 150) == [c2_later, c5]
+    assert store.checkpoints(until_ns=T0 + 150) == [c2]
+    assert store.checkpoints(min_size=2, max_size=2, since_ns=T0 + 101) == [c2_later]
+    assert store.checkpoints(min_size=6) == []
+
+
+def test_append_without_entries_stores_checkpoint(store: LogStorage) -> None:
+    cp = CheckpointRecord(size=0, timestamp_ns=T0, note=b"empty\n")
+    store.append([], [], cp)
+    assert store.tree_size() == 0
+    assert store.latest_checkpoint() == cp
+
+
+def test_meta(store: LogStorage) -> None:
+    store.set_meta("origin", b"casino.example/log")
+    store.set_meta("key", b"\x00\xff")
+    assert store.get_meta("origin") == b"casino.example/log"
+    store.set_meta("origin", b"changed")
+    assert store.get_meta("origin") == b"changed"
+    assert store.get_meta("key") == b"\x00\xff"
+
+
+@pytest.mark.parametrize("first_index", [0, 1, 2, 4, 5])
+def test_sequence_conflict_on_wrong_start(store: LogStorage, first_index: int) -> None:
+    _fill(store, 3)
+    batch = [make_entry(first_index, request_id="new")]
+    with pytest.raises(SequenceConflict, match="expected 3"):
+        store.append(batch, leaf_nodes(batch))
+    _assert_unchanged(store, 3)
+
+
+def test_sequence_conflict_in_middle_of_batch_stores_nothing(store: LogStorage) -> None:
+    _fill(store, 2)
+    batch = [make_entry(2), make_entry(3), make_entry(5)]
+    cp = CheckpointRecord(size=5, timestamp_ns=T0, note=b"n\n")
+    with pytest.raises(SequenceConflict, match="index 5, expected 4"):
+        store.append(batch, leaf_nodes(batch), cp)
+    _assert_unchanged(store, 2)
+
+
+def test_duplicate_request_in_middle_of_batch_stores_nothing(store: LogStorage) -> None:
+    _fill(store, 3)
+    batch = [make_entry(3), make_entry(4, request_id="req-1"), make_entry(5)]
+    cp = CheckpointRecord(size=6, timestamp_ns=T0, note=b"n\n")
+    with pytest.raises(DuplicateRequest) as info:
+        store.append(batch, leaf_nodes(batch), cp)
+    assert (info.value.client_id, info.value.request_id) == ("table-client-1", "req-1")
+    _assert_unchanged(store, 3)
+    assert store.entry_by_request("table-client-1", "req-3") is None
+    # The same batch without the duplicate then goes through.
+    fixed = [make_entry(3), make_entry(4), make_entry(5)]
+    store.append(fixed, leaf_nodes(fixed), cp)
+    assert store.tree_size() == 6
+
+
+def test_same_request_id_for_another_client_is_not_a_duplicate(store: LogStorage) -> None:
+    _fill(store, 1)
+    batch = [make_entry(1, client_id="other", request_id="req-0")]
+    store.append(batch, [])
+    assert store.entry_by_request("other", "req-0") == batch[0]
+
+
+def test_duplicate_request_inside_batch(store: LogStorage) -> None:
+    batch = [make_entry(0, request_id="x"), make_entry(1, request_id="x")]
+    with pytest.raises(DuplicateRequest):
+        store.append(batch, leaf_nodes(batch))
+    _assert_unchanged(store, 0)
+
+
+def test_node_conflict_stores_nothing(store: LogStorage) -> None:
+    _fill(store, 2)
+    batch = [make_entry(2)]
+    with pytest.raises(SequenceConflict, match="node"):
+        store.append(batch, [*leaf_nodes(batch), NodeRecord(0, 1, b"z" * 32)])
+    _assert_unchanged(store, 2)
+    assert store.nodes([(0, 1)]) == {(0, 1): make_entry(1).leaf_hash}
+
+
+def test_failed_commit_stores_nothing(driver: Driver, store: LogStorage, tmp_path: Path) -> None:
+    _fill(store, 2)
+    batch = [make_entry(2), make_entry(3)]
+    cp = CheckpointRecord(size=4, timestamp_ns=T0, note=b"n\n")
+    with driver.failing_commits(store, tmp_path), pytest.raises(StorageUnavailable):
+        store.append(batch, leaf_nodes(batch), cp)
+    _assert_unchanged(store, 2)
+    store.append(batch, leaf_nodes(batch), cp)
+    assert store.tree_size() == 4
+    assert store.latest_checkpoint() == cp
+
+
+def test_closed_store_is_unavailable(driver: Driver, tmp_path: Path) -> None:
+    store = driver.open(tmp_path)
+    _fill(store, 1)
+    store.close()
+    store.close()
+    with pytest.raises(StorageUnavailable):
+        store.tree_size()
+    with pytest.raises(StorageUnavailable):
+        store.entries(0, 1)
+    batch = [make_entry(1)]
+    with pytest.raises(StorageUnavailable):
+        store.append(batch, [])
+
+
+def test_reopen_keeps_everything(persistent_driver: Driver, tmp_path: Path) -> None:
+    store = persistent_driver.open(tmp_path)
+    _fill(store, 10, batch=3)
+    nodes = [NodeRecord(1, i, bytes([i]) * 32) for i in range(5)]
+    cp = CheckpointRecord(size=10, timestamp_ns=T0, note=b"cp\n")
+    store.append([], nodes, cp)
+    store.set_meta("origin", b"o")
+    before = store.entries(0, 10)
+    store.close()
+
+    again = persistent_driver.open(tmp_path)
+    try:
+        assert again.tree_size() == 10
+        assert again.entries(0, 10) == before
+        assert again.nodes([(1, i) for i in range(5)]) == {(1, n.index): n.hash for n in nodes}
+        assert again.latest_checkpoint() == cp
+        assert again.get_meta("origin") == b"o"
+        more = [make_entry(10)]
+        again.append(more, leaf_nodes(more))
+        assert again.tree_size() == 11
+    finally:
+        again.close()
+
+
+def test_readers_while_writer_appends(store: LogStorage) -> None:
+    batches, batch_size = 60, 5
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def writer() -> None:
+        try:
+            for b in range(batches):
+                entries = [make_entry(i) for i in range(b * batch_size, (b + 1) * batch_size)]
+                store.append(entries, leaf_nodes(entries))
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+        finally:
+            done.set()
+
+    def reader() -> None:
+        try:
+            last = 0
+            while True:
+                finished = done.is_set()
+                size = store.tree_size()
+                # Batches are atomic: sizes are whole batches, never go back, and every entry
+                # and node below the size is readable.
+                assert size % batch_size == 0
+                assert size >= last
+                last = size
+                got = store.entries(0, size)
+                assert [e.index for e in got] == list(range(size))
+                assert len(store.nodes([(0, i) for i in range(size)])) == size
+                if size:
+                    assert store.entry_by_request("table-client-1", f"req-{size - 1}") is not None
+                if finished:
+                    assert size == batches * batch_size
+                    return
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer)] + [
+        threading.Thread(target=reader) for _ in range(3)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors, errors
+    assert store.tree_size() == batches * batch_size

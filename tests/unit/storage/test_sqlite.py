@@ -1,0 +1,148 @@
+"""SQLite driver specifics: durability settings, schema and version refusal, indexes, and a
+transaction interrupted in the middle of a batch."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from rng_service.errors import InvalidArgument, StorageUnavailable
+from rng_service.storage import CheckpointRecord, SchemaVersionMismatch
+from rng_service.storage.sqlite import SCHEMA_VERSION, SqliteConfig, SqliteStorage
+from tests.unit.storage.drivers import leaf_nodes, make_entry
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "log.sqlite3"
+
+
+def _open(path: Path) -> SqliteStorage:
+    return SqliteStorage(SqliteConfig(path=path, busy_timeout_ms=50))
+
+
+def test_wal_and_full_sync(db_path: Path) -> None:
+    store = _open(db_path)
+    try:
+        raw = sqlite3.connect(db_path)
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        raw.close()
+        # synchronous is per connection: FULL (2) on the writer that commits appends.
+        assert store._writer.execute("PRAGMA synchronous").fetchone()[0] == 2
+    finally:
+        store.close()
+
+
+def test_schema_version_and_indexes(db_path: Path) -> None:
+    _open(db_path).close()
+    raw = sqlite3.connect(db_path)
+    try:
+        version = raw.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        assert version == str(SCHEMA_VERSION).encode()
+        index_columns = {
+            name: [r[2] for r in raw.execute(f"PRAGMA index_info('{name}')")]
+            for (name,) in raw.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+            if not name.startswith("sqlite_autoindex")
+        }
+        assert index_columns["entries_request"] == ["client_id", "request_id"]
+        unique = {r[1]: r[2] for r in raw.execute("PRAGMA index_list('entries')")}
+        assert unique["entries_request"] == 1
+        for column in ("leaf_hash", "table_id", "round_id", "session_id", "timestamp_ns"):
+            assert [column] in index_columns.values(), column
+        pk = [
+            r[1]
+            for r in sorted(raw.execute("PRAGMA table_info('nodes')"), key=lambda r: r[5])
+            if r[5]
+        ]
+        assert pk == ["level", "idx"]
+    finally:
+        raw.close()
+
+
+def test_meta_reports_schema_version(db_path: Path) -> None:
+    store = _open(db_path)
+    try:
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION).encode()
+    finally:
+        store.close()
+
+
+def test_refuses_other_schema_version(db_path: Path) -> None:
+    store = _open(db_path)
+    store.append([make_entry(0)], [])
+    store.close()
+    raw = sqlite3.connect(db_path)
+    raw.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (b"2",))
+    raw.commit()
+    raw.close()
+    with pytest.raises(SchemaVersionMismatch, match=r"schema version 2.*version 1"):
+        _open(db_path)
+
+
+def test_refuses_foreign_database(db_path: Path) -> None:
+    raw = sqlite3.connect(db_path)
+    raw.execute("CREATE TABLE something (x)")
+    raw.commit()
+    raw.close()
+    with pytest.raises(SchemaVersionMismatch, match="not an rng-service log"):
+        _open(db_path)
+
+
+def test_not_a_database(db_path: Path) -> None:
+    db_path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StorageUnavailable, match="cannot open SQLite log"):
+        _open(db_path)
+
+
+def test_missing_directory(tmp_path: Path) -> None:
+    with pytest.raises(StorageUnavailable, match="cannot open SQLite log"):
+        _open(tmp_path / "no" / "such" / "dir" / "log.sqlite3")
+
+
+def test_negative_busy_timeout_rejected(db_path: Path) -> None:
+    with pytest.raises(InvalidArgument, match="busy_timeout_ms"):
+        SqliteConfig(path=db_path, busy_timeout_ms=-1)
+
+
+def test_interrupted_batch_is_rolled_back(db_path: Path) -> None:
+    store = _open(db_path)
+    try:
+        first = [make_entry(i) for i in range(3)]
+        store.append(first, leaf_nodes(first))
+        batch = [make_entry(i) for i in range(3, 200)]
+        cp = CheckpointRecord(size=200, timestamp_ns=1, note=b"n\n")
+        # Abort the statement after some virtual-machine steps: part of the batch is written
+        # inside the transaction when SQLite gives up.
+        calls = 0
+
+        def interrupt() -> int:
+            nonlocal calls
+            calls += 1
+            return 1 if calls > 50 else 0
+
+        store._writer.set_progress_handler(interrupt, 100)
+        with pytest.raises(StorageUnavailable, match="rolled back"):
+            store.append(batch, leaf_nodes(batch), cp)
+        store._writer.set_progress_handler(None, 0)
+        assert calls > 50
+        assert store.tree_size() == 3
+        assert store.nodes([(0, 3), (0, 150)]) == {}
+        assert store.latest_checkpoint() is None
+        store.append(batch, leaf_nodes(batch), cp)
+        assert store.tree_size() == 200
+    finally:
+        store.close()
+
+
+def test_data_survives_reopen_byte_for_byte(db_path: Path) -> None:
+    store = _open(db_path)
+    entry = make_entry(0, data=bytes(range(256)) * 3)
+    store.append([entry], leaf_nodes([entry]))
+    store.close()
+    store = _open(db_path)
+    try:
+        assert store.entries(0, 1) == [entry]
+    finally:
+        store.close()
