@@ -14,10 +14,10 @@ notes are interpreted by ``rng_service.log`` only).
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from rng_service.storage.base import (
     check_meta_key,
 )
 
-__all__ = ["SCHEMA_VERSION", "SqliteConfig", "SqliteStorage"]
+__all__ = ["SCHEMA_VERSION", "SqliteStorage"]
 
 SCHEMA_VERSION = 1
 """Version of the schema below; a database with another version is refused at open."""
@@ -96,23 +96,6 @@ _CHECKPOINT_ORDER = "ORDER BY size, timestamp_ns, id"
 _NODE_BATCH = 400  # coordinates per query: 800 parameters stay under every SQLite limit
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SqliteConfig:
-    """Where the database lives and how long a writer waits for a lock.
-
-    ``path``: the database file (created with its schema if missing; its directory must exist).
-    ``busy_timeout_ms``: how long a statement waits for another connection's lock before the
-    operation fails with StorageUnavailable (default 5000).
-    """
-
-    path: Path
-    busy_timeout_ms: int = 5000
-
-    def __post_init__(self) -> None:
-        if self.busy_timeout_ms < 0:
-            raise InvalidArgument("busy_timeout_ms", "must not be negative", allowed=">= 0")
-
-
 def _entry(row: tuple[Any, ...]) -> EntryRecord:
     return EntryRecord(
         index=row[0],
@@ -136,9 +119,16 @@ def _checkpoint(row: tuple[Any, ...]) -> CheckpointRecord:
 class SqliteStorage:
     """A durable log store in one SQLite database file (one writing process at a time)."""
 
-    def __init__(self, config: SqliteConfig) -> None:
-        self._config = config
-        self._path = Path(config.path)
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_ms: int = 5000) -> None:
+        """Opens (creating if missing, with its schema) the log database at ``path``.
+
+        ``path``'s directory must exist. ``busy_timeout_ms``: how long a statement waits for
+        another connection's lock before the operation fails with StorageUnavailable.
+        """
+        if busy_timeout_ms < 0:
+            raise InvalidArgument("busy_timeout_ms", "must not be negative", allowed=">= 0")
+        self._busy_timeout_ms = int(busy_timeout_ms)
+        self._path = Path(path)
         self._write_lock = threading.Lock()
         self._readers_lock = threading.Lock()
         self._readers: list[sqlite3.Connection] = []
@@ -162,12 +152,12 @@ class SqliteStorage:
                 str(self._path),
                 isolation_level=None,
                 check_same_thread=False,
-                timeout=self._config.busy_timeout_ms / 1000,
+                timeout=self._busy_timeout_ms / 1000,
             )
         except sqlite3.Error as e:
             raise StorageUnavailable(f"cannot open SQLite log {self._path}: {e}") from e
         try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self._config.busy_timeout_ms)}")
+            conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StorageUnavailable(

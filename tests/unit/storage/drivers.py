@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rng_service.storage.base import EntryRecord, LogStorage, NodeRecord
 from rng_service.storage.memory import MemoryStorage
-from rng_service.storage.sqlite import SqliteConfig, SqliteStorage
+from rng_service.storage.sqlite import SqliteStorage
 
 FailingCommits = Callable[[LogStorage, Path], contextlib.AbstractContextManager[None]]
 
@@ -40,7 +40,7 @@ def _memory_failing(store: LogStorage, _: Path) -> Iterator[None]:
 
 
 def _open_sqlite(directory: Path) -> LogStorage:
-    return SqliteStorage(SqliteConfig(path=directory / "log.sqlite3", busy_timeout_ms=50))
+    return SqliteStorage(directory / "log.sqlite3", busy_timeout_ms=50)
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ import pytest
 
 from rng_service.errors import InvalidArgument, StorageUnavailable
 from rng_service.storage import CheckpointRecord, SchemaVersionMismatch
-from rng_service.storage.sqlite import SCHEMA_VERSION, SqliteConfig, SqliteStorage
+from rng_service.storage.sqlite import SCHEMA_VERSION, SqliteStorage
 from tests.unit.storage.drivers import leaf_nodes, make_entry
 
 
@@ -20,7 +20,7 @@ def db_path(tmp_path: Path) -> Path:
 
 
 def _open(path: Path) -> SqliteStorage:
-    return SqliteStorage(SqliteConfig(path=path, busy_timeout_ms=50))
+    return SqliteStorage(path, busy_timeout_ms=50)
 
 
 def test_wal_and_full_sync(db_path: Path) -> None:
@@ -103,7 +103,7 @@ def test_missing_directory(tmp_path: Path) -> None:
 
 def test_negative_busy_timeout_rejected(db_path: Path) -> None:
     with pytest.raises(InvalidArgument, match="busy_timeout_ms"):
-        SqliteConfig(path=db_path, busy_timeout_ms=-1)
+        SqliteStorage(db_path, busy_timeout_ms=-1)
 
 
 def test_interrupted_batch_is_rolled_back(db_path: Path) -> None:
