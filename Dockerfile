@@ -1,0 +1,33 @@
+# syntax=docker/dockerfile:1
+# Multi-stage build of rng-service. The base is replaceable (podman build --build-arg BASE_IMAGE=...).
+ARG BASE_IMAGE=python:3.11-slim
+
+FROM ${BASE_IMAGE} AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY rng_service ./rng_service
+COPY certification ./certification
+RUN python3 -m venv /opt/rng-service \
+ && /opt/rng-service/bin/pip install --no-cache-dir --upgrade pip \
+ && /opt/rng-service/bin/pip install --no-cache-dir .
+
+FROM ${BASE_IMAGE}
+COPY --from=build /opt/rng-service /opt/rng-service
+RUN (getent group rng >/dev/null || groupadd --system --gid 10001 rng) \
+ && (getent passwd rng >/dev/null || useradd --system --uid 10001 --gid rng --home-dir /var/lib/rng-service --shell /usr/sbin/nologin rng) \
+ && mkdir -p /var/lib/rng-service /etc/rng-service \
+ && chown rng:rng /var/lib/rng-service
+ENV PATH=/opt/rng-service/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    RNG_SERVICE__SERVER__HOST=0.0.0.0 \
+    RNG_SERVICE__METRICS__HOST=0.0.0.0 \
+    RNG_SERVICE__STORAGE__PATH=/var/lib/rng-service/outcome-log.sqlite3 \
+    RNG_SERVICE__LOG__KEY_FILE=/etc/rng-service/keys/log-signing-key.pem
+USER rng:rng
+WORKDIR /var/lib/rng-service
+VOLUME ["/var/lib/rng-service"]
+EXPOSE 50051 9464
+HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["rng-service", "call", "--target", "127.0.0.1:50051", "--timeout", "4", "health"]
+ENTRYPOINT ["rng-service"]
+CMD ["serve"]

@@ -1,0 +1,248 @@
+"""Composition root: builds the service from a validated :class:`Config`.
+
+The only module that knows the concrete storage driver, the entropy source, the key file and
+the gRPC server; everything it wires takes its collaborators as constructor arguments, so tests
+build the same graph with fakes (a fixed entropy source, a fake clock, in-memory storage).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+from dataclasses import dataclass
+from typing import Any
+
+from grpc_health.v1._async import HealthServicer
+from prometheus_client import CollectorRegistry, start_http_server
+
+from rng_service.clock import Clock, SystemClock
+from rng_service.config import Config, is_loopback
+from rng_service.drbg import (
+    EntropySource,
+    GeneratorConfig,
+    HealthTestedEntropySource,
+    OsEntropySource,
+    ProductionGenerator,
+)
+from rng_service.errors import RngServiceError
+from rng_service.log.appender import Appender
+from rng_service.log.keys import load_private_key
+from rng_service.log.note import Ed25519NoteSigner
+from rng_service.log.tree import MerkleTree
+from rng_service.metrics import GeneratorCollector, Metrics
+from rng_service.service.server import HealthMonitor, build_server
+from rng_service.service.servicers import LogServicer, OutcomeServicer, PublicKeyInfo
+from rng_service.storage.base import LogStorage
+from rng_service.storage.sqlite import SqliteStorage
+
+__all__ = ["Service", "StartupError", "run"]
+
+_log = logging.getLogger("rng_service")
+
+
+class StartupError(Exception):
+    """The service cannot start; the message says which setting or resource is at fault."""
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    grpc_port: int
+    metrics_port: int | None
+
+
+class Service:
+    """One running service instance. ``await start()``, then ``await stop()``."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        clock: Clock | None = None,
+        entropy: EntropySource | None = None,
+        storage: LogStorage | None = None,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock or SystemClock()
+        self._entropy = entropy
+        self._storage = storage
+        self.registry = registry or CollectorRegistry()
+        self.metrics = Metrics(self.registry)
+        self.generator: ProductionGenerator | None = None
+        self.appender: Appender | None = None
+        self._server: Any = None
+        self._health_monitor: HealthMonitor | None = None
+        self._metrics_server: Any = None
+        self.endpoints: Endpoints | None = None
+
+    def _open_storage(self) -> LogStorage:
+        if self._storage is not None:
+            return self._storage
+        path = self.config.storage.path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return SqliteStorage(path)
+        except (OSError, RngServiceError) as e:
+            raise StartupError(f"storage.path: cannot open {path}: {e}") from e
+
+    def _load_signer(self) -> Ed25519NoteSigner:
+        cfg = self.config.log
+        passphrase: bytes | None = None
+        if cfg.key_passphrase_env:
+            value = os.environ.get(cfg.key_passphrase_env)
+            if value is None:
+                raise StartupError(
+                    f"log.key_passphrase_env: environment variable {cfg.key_passphrase_env} "
+                    "is not set"
+                )
+            passphrase = value.encode("utf-8")
+        try:
+            key = load_private_key(cfg.key_file, passphrase)
+        except RngServiceError as e:
+            raise StartupError(f"log.key_file: {e}") from e
+        return Ed25519NoteSigner(cfg.key_name, key)
+
+    async def start(self) -> Endpoints:
+        cfg = self.config
+        signer = self._load_signer()
+        storage = self._open_storage()
+        self._storage = storage
+        tree = MerkleTree.load(storage)
+        entropy = self._entropy or HealthTestedEntropySource(OsEntropySource())
+        self.generator = ProductionGenerator(
+            entropy=entropy,
+            clock=self.clock,
+            config=GeneratorConfig(
+                reseed_interval_requests=cfg.generator.reseed_interval_requests,
+                reseed_interval_seconds=cfg.generator.reseed_interval_seconds,
+            ),
+        )
+        generator = self.generator
+        self.registry.register(GeneratorCollector(generator.status))
+        self.metrics.log_size.set(tree.size)
+        self.appender = Appender(
+            storage=storage,
+            tree=tree,
+            generator=generator,
+            signer=signer,
+            origin=cfg.log.origin,
+            clock=self.clock,
+            publish_interval_seconds=cfg.log.publish_interval_seconds,
+            max_group_size=cfg.log.max_group_size,
+            max_queue=cfg.log.max_queue,
+            observer=self.metrics,
+        )
+        self.appender.start()
+        health = HealthServicer()
+        self._health_monitor = HealthMonitor(health, lambda: generator.status().state == "ok")
+        await self._health_monitor.update()
+        self._health_monitor.start()
+        keys = [
+            PublicKeyInfo(
+                key_id=signer.key_id.hex(),
+                name=signer.name,
+                public_key=signer.public_key_bytes,
+                verifier_key=signer.verifier_key(),
+                active=True,
+            )
+        ]
+        self._server = build_server(
+            outcome=OutcomeServicer(
+                appender=self.appender,
+                client_id=cfg.server.default_client_id,
+                rpc_observer=self.metrics,
+            ),
+            log=LogServicer(keys=keys, rpc_observer=self.metrics),
+            health=health,
+        )
+        address = f"{cfg.server.host}:{cfg.server.port}"
+        if ":" in cfg.server.host:
+            address = f"[{cfg.server.host.strip('[]')}]:{cfg.server.port}"
+        if not is_loopback(cfg.server.host):
+            _log.warning(
+                "PLAINTEXT gRPC on a non-loopback address %s: only for development", address
+            )
+        port = self._server.add_insecure_port(address)
+        if port == 0:
+            raise StartupError(f"server.port: cannot listen on {address}")
+        await self._server.start()
+        metrics_port: int | None = None
+        if cfg.metrics.enabled:
+            try:
+                self._metrics_server, _ = start_http_server(
+                    cfg.metrics.port, addr=cfg.metrics.host, registry=self.registry
+                )
+            except OSError as e:
+                raise StartupError(
+                    f"metrics.port: cannot listen on {cfg.metrics.host}:{cfg.metrics.port}: {e}"
+                ) from e
+            metrics_port = self._metrics_server.server_port
+        self.endpoints = Endpoints(grpc_port=port, metrics_port=metrics_port)
+        _log.info(
+            json.dumps(
+                {
+                    "event": "started",
+                    "grpc": f"{cfg.server.host}:{port}",
+                    "metrics": metrics_port,
+                    "storage": cfg.storage.driver,
+                    "log_size": tree.size,
+                    "key_id": signer.key_id.hex(),
+                    "verifier_key": signer.verifier_key(),
+                    "generator_instance": generator.instance_id,
+                }
+            )
+        )
+        return self.endpoints
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Stops accepting calls, lets in-flight ones finish, flushes, publishes a checkpoint."""
+        if grace is None:
+            grace = self.config.server.shutdown_grace_seconds
+        if self._health_monitor is not None:
+            await self._health_monitor.stop()
+        if self._server is not None:
+            await self._server.stop(grace)
+        if self.appender is not None:
+            await asyncio.to_thread(self.appender.stop)
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+            self._metrics_server.server_close()
+        if self._storage is not None:
+            self._storage.close()
+        _log.info(json.dumps({"event": "stopped"}))
+
+
+async def _serve(config: Config) -> int:
+    service = Service(config)
+    try:
+        endpoints = await service.start()
+    except StartupError as e:
+        _log.error("cannot start: %s", e)
+        await service.stop(0)
+        return 2
+    print(
+        f"rng-service listening on {config.server.host}:{endpoints.grpc_port}"
+        + (f", metrics on :{endpoints.metrics_port}" if endpoints.metrics_port else ""),
+        flush=True,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    _log.info(json.dumps({"event": "shutdown_requested"}))
+    await service.stop()
+    return 0
+
+
+def run(config: Config) -> int:
+    """Runs the service until SIGTERM or SIGINT; returns the process exit status."""
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        return uvloop.run(_serve(config))
+    return asyncio.run(_serve(config))

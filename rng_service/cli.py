@@ -1,0 +1,251 @@
+"""``rng-service``: run the service, manage keys, call it, verify receipts.
+
+Subcommands:
+  serve            run with a config file (production)
+  dev-run          like serve, but first creates a development signing key if there is none
+  keygen           write an Ed25519 key pair for signing checkpoints
+  pubkey           print the verifier key of a private key file
+  call spin|keys|health   a small client, for users without grpcurl
+  verify-receipt   check a receipt offline with the log's verifier key
+Errors are messages with a non-zero exit status, never tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from rng_service.config import ConfigError, load_config
+from rng_service.errors import RngServiceError
+
+__all__ = ["main"]
+
+DEV_BANNER = """\
+************************************************************************
+*  DEVELOPMENT KEY: {path}
+*  rng-service created a new checkpoint-signing key because none existed.
+*  It is for local development only: receipts signed with it prove
+*  nothing to anyone else. Production keys come from `rng-service keygen`
+*  on a secure host, with a passphrase (see docs/operations.md).
+************************************************************************"""
+
+
+def _passphrase(env_name: str | None) -> bytes | None:
+    if not env_name:
+        return None
+    value = os.environ.get(env_name)
+    if value is None:
+        raise SystemExit(f"error: environment variable {env_name} (the passphrase) is not set")
+    return value.encode("utf-8")
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from rng_service.app import run
+
+    config = load_config(args.config)
+    return run(config)
+
+
+def _cmd_dev_run(args: argparse.Namespace) -> int:
+    from rng_service.app import run
+    from rng_service.log.keys import generate_key_pair
+
+    config = load_config(args.config)
+    key_file = config.log.key_file
+    if not key_file.exists():
+        generate_key_pair(key_file, name=config.log.key_name, passphrase=None)
+        print(DEV_BANNER.format(path=key_file), file=sys.stderr, flush=True)
+    else:
+        print(f"using signing key {key_file}", file=sys.stderr)
+    target = f"{config.server.host}:{config.server.port}"
+    print(
+        "try it:\n"
+        f"  .venv/bin/rng-service call spin --target {target} --wheel double_zero "
+        "--table T1 --round R1\n"
+        f"  .venv/bin/rng-service pubkey --key-file {key_file} --name {config.log.key_name}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return run(config)
+
+
+def _cmd_keygen(args: argparse.Namespace) -> int:
+    from rng_service.log.keys import generate_key_pair
+
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise SystemExit(f"error: {out} exists (use --force to replace it)")
+    info = generate_key_pair(out, name=args.name, passphrase=_passphrase(args.passphrase_env))
+    print(f"private key: {out} (mode 0600)")
+    print(f"verifier key: {info.verifier_key}")
+    return 0
+
+
+def _cmd_pubkey(args: argparse.Namespace) -> int:
+    from rng_service.log.keys import load_private_key
+    from rng_service.log.note import Ed25519NoteSigner
+
+    key = load_private_key(Path(args.key_file), _passphrase(args.passphrase_env))
+    print(Ed25519NoteSigner(args.name, key).verifier_key())
+    return 0
+
+
+def _verifiers(keys: list[str]) -> list[object]:
+    from rng_service.log.note import NoteVerifier
+
+    return [NoteVerifier.from_verifier_key(k) for k in keys]
+
+
+def _cmd_call(args: argparse.Namespace) -> int:
+    from rng_service.log.receipt import receipt_to_json, verify_receipt
+    from rng_service.service.client import ClientError, RngClient
+
+    try:
+        with RngClient(args.target, timeout=args.timeout) as client:
+            if args.what == "keys":
+                print(json.dumps(client.public_keys(), indent=2))
+                return 0
+            if args.what == "health":
+                status = client.health(args.service)
+                print(status)
+                return 0 if status == "SERVING" else 1
+            request_id = args.request_id or f"cli-{secrets.token_hex(8)}"
+            result = client.spin(
+                wheel=args.wheel,
+                table_id=args.table,
+                round_id=args.round,
+                request_id=request_id,
+                session_id=args.session,
+            )
+    except ClientError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if args.receipt_out:
+        Path(args.receipt_out).write_text(receipt_to_json(result.receipt) + "\n")
+    verified = ""
+    if args.key:
+        checked = verify_receipt(result.receipt, _verifiers(args.key))  # type: ignore[arg-type]
+        verified = f"receipt verified: signed by {', '.join(checked.key_names)}"
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "request_id": request_id,
+                    "number": result.number,
+                    "color": result.color,
+                    "wheel_position": result.wheel_position,
+                    "spins": list(result.spins),
+                    "log_index": result.receipt.index,
+                    "tree_size": result.receipt.tree_size,
+                    "replayed": result.receipt.replayed,
+                },
+                indent=2,
+            )
+        )
+    else:
+        voids = sum(1 for s in result.spins if s["void"])
+        print(
+            f"{result.number} {result.color} (wheel position {result.wheel_position})"
+            + (f" after {voids} void spin(s)" if voids else "")
+            + f"  [request {request_id}, log index {result.receipt.index}"
+            + (", replayed" if result.receipt.replayed else "")
+            + "]"
+        )
+    if verified:
+        print(verified)
+    return 0
+
+
+def _cmd_verify_receipt(args: argparse.Namespace) -> int:
+    from rng_service.log.receipt import receipt_from_json, verify_receipt
+
+    try:
+        text = Path(args.receipt).read_text()
+    except OSError as e:
+        print(f"error: cannot read {args.receipt}: {e.strerror}", file=sys.stderr)
+        return 2
+    receipt = receipt_from_json(text)
+    checked = verify_receipt(receipt, _verifiers(args.key))  # type: ignore[arg-type]
+    print(
+        f"OK: entry {checked.entry.index} ({checked.entry.kind}, table {checked.entry.table_id}, "
+        f"round {checked.entry.round_id}) is in the log of size {checked.checkpoint.size} "
+        f"({checked.checkpoint.origin}), signed by {', '.join(checked.key_names)}"
+    )
+    print(json.dumps(dict(checked.entry.outcome), indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rng-service", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("serve", help="run the service")
+    p.add_argument("--config", type=Path, help="TOML config file (defaults apply without)")
+    p.set_defaults(fn=_cmd_serve)
+
+    p = sub.add_parser("dev-run", help="run with a development key, creating it if missing")
+    p.add_argument("--config", type=Path)
+    p.set_defaults(fn=_cmd_dev_run)
+
+    p = sub.add_parser("keygen", help="write an Ed25519 checkpoint-signing key pair")
+    p.add_argument("--out", required=True, help="private key file (PEM, mode 0600)")
+    p.add_argument("--name", required=True, help="signed-note key name, e.g. casino.example")
+    p.add_argument("--passphrase-env", help="environment variable holding a passphrase")
+    p.add_argument("--force", action="store_true", help="replace an existing file")
+    p.set_defaults(fn=_cmd_keygen)
+
+    p = sub.add_parser("pubkey", help="print the verifier key of a private key")
+    p.add_argument("--key-file", required=True)
+    p.add_argument("--name", required=True, help="the key name configured as log.key_name")
+    p.add_argument("--passphrase-env")
+    p.set_defaults(fn=_cmd_pubkey)
+
+    p = sub.add_parser("call", help="call a running service")
+    p.add_argument("--target", default="127.0.0.1:50051")
+    p.add_argument("--timeout", type=float, default=10.0)
+    calls = p.add_subparsers(dest="what", required=True)
+    s = calls.add_parser("spin", help="one roulette spin")
+    s.add_argument(
+        "--wheel", required=True, choices=["single_zero", "double_zero", "double_zero_as_single_zero"]
+    )
+    s.add_argument("--table", required=True, help="table id")
+    s.add_argument("--round", required=True, help="game round id")
+    s.add_argument("--request-id", help="idempotency key (default: a new random one)")
+    s.add_argument("--session", default="", help="session id (linked spins)")
+    s.add_argument("--json", action="store_true", help="print JSON")
+    s.add_argument("--receipt-out", help="write the receipt (JSON) to this file")
+    s.add_argument("--key", action="append", help="verify the receipt with this verifier key")
+    calls.add_parser("keys", help="the log's public keys")
+    h = calls.add_parser("health", help="gRPC health status")
+    h.add_argument("--service", default="")
+    p.set_defaults(fn=_cmd_call)
+
+    p = sub.add_parser("verify-receipt", help="verify a receipt offline")
+    p.add_argument("receipt", help="receipt file (from call spin --receipt-out)")
+    p.add_argument("--key", action="append", required=True, help="verifier key (repeatable)")
+    p.set_defaults(fn=_cmd_verify_receipt)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.fn(args))
+    except ConfigError as e:
+        print(f"configuration error: {e}", file=sys.stderr)
+        return 2
+    except RngServiceError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

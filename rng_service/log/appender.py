@@ -1,0 +1,447 @@
+"""The sequencer: draws outcomes, makes them durable in groups, signs, and issues receipts.
+
+One writer thread owns the log's write path. Callers (the gRPC servicers, on the event loop)
+submit validated :class:`DrawRequest` objects and get a future. The writer takes every request
+waiting, and for the whole group, in one pass:
+
+1. resolves idempotency: a (client, request id) already in the log, or earlier in the same group,
+   is answered with that entry (ALREADY_EXISTS if the parameters differ) and draws nothing;
+2. draws each new outcome from the generator (the outcome functions are pure), and encodes the
+   entry (``rng_service.log.entry``) with its index and time;
+3. appends entries and the new Merkle nodes in ONE durable storage transaction (RFC 6962
+   section 2.1 tree, ``rng_service.log.tree``), storing the group's checkpoint as a published
+   checkpoint when the publication interval has passed;
+4. signs one C2SP checkpoint for the group (Ed25519 signatures are deterministic, so the same
+   tree size always yields the same note) and computes each entry's inclusion proof;
+5. only then resolves the futures. Nothing is returned that is not durable: if the transaction
+   fails, every new outcome of the group fails with StorageUnavailable and is never shown.
+
+Signing and committing on this thread rather than on the event loop keeps the loop free and lets
+groups form while a commit is in flight (see docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from rng_service.clock import Clock
+from rng_service.errors import (
+    AlreadyExists,
+    GeneratorUnavailable,
+    Overloaded,
+    RngServiceError,
+    StorageUnavailable,
+    Unavailable,
+)
+from rng_service.log.entry import GeneratorRef, JsonValue, LogEntry, request_digest
+from rng_service.log.merkle import leaf_hash
+from rng_service.log.note import Checkpoint, NoteSigner, sign_note
+from rng_service.log.receipt import Receipt
+from rng_service.log.tree import MerkleTree
+from rng_service.sampling import RandomSource
+from rng_service.storage.base import CheckpointRecord, EntryRecord, LogStorage
+
+__all__ = [
+    "AppendObserver",
+    "AppendResult",
+    "Appender",
+    "DrawRequest",
+    "GeneratorLike",
+]
+
+_log = logging.getLogger(__name__)
+
+
+class GeneratorLike(Protocol):
+    """What the appender needs of a generator (production or deterministic lab mode)."""
+
+    @property
+    def instance_id(self) -> str: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def lab_mode(self) -> bool: ...
+    def random_bytes(self, n: int) -> bytes: ...
+
+
+class AppendObserver(Protocol):
+    def committed(
+        self,
+        *,
+        entries: int,
+        replays_by_kind: dict[str, int],
+        kinds: dict[str, int],
+        seconds: float,
+        tree_size: int,
+        published: bool,
+    ) -> None: ...
+
+    def append_failed(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DrawRequest:
+    """A validated outcome request. ``draw`` is a pure function of the random source."""
+
+    client_id: str
+    request_id: str
+    table_id: str
+    round_id: str
+    session_id: str
+    kind: str
+    params: Mapping[str, JsonValue]
+    draw: Callable[[RandomSource], Mapping[str, JsonValue]]
+    profile_sha256: str = ""
+    digest: bytes = field(default=b"", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.digest:
+            object.__setattr__(
+                self,
+                "digest",
+                request_digest(
+                    kind=self.kind,
+                    params=dict(self.params),
+                    table_id=self.table_id,
+                    round_id=self.round_id,
+                    session_id=self.session_id,
+                ),
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    entry: LogEntry
+    receipt: Receipt
+
+
+@dataclass(slots=True)
+class _Pending:
+    request: DrawRequest
+    future: concurrent.futures.Future[AppendResult]
+
+
+_STOP = object()
+
+
+class Appender:
+    """Owns the writer thread. Construct, ``start()``, ``submit()`` from any thread, ``stop()``."""
+
+    def __init__(
+        self,
+        *,
+        storage: LogStorage,
+        tree: MerkleTree,
+        generator: GeneratorLike,
+        signer: NoteSigner,
+        origin: str,
+        clock: Clock,
+        publish_interval_seconds: float = 10.0,
+        max_group_size: int = 512,
+        max_queue: int = 10_000,
+        observer: AppendObserver | None = None,
+    ) -> None:
+        self._storage = storage
+        self._tree = tree
+        self._generator = generator
+        self._signer = signer
+        self._origin = origin
+        self._clock = clock
+        self._publish_interval = publish_interval_seconds
+        self._max_group = max_group_size
+        self._queue: queue.Queue[_Pending | object] = queue.Queue(maxsize=max_queue)
+        self._observer = observer
+        self._thread: threading.Thread | None = None
+        self._last_publish = -float("inf")
+        self._note_cache: tuple[int, str] | None = None
+        self._sign_lock = threading.Lock()
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("appender already started")
+        self._thread = threading.Thread(target=self._run, name="log-writer", daemon=True)
+        self._thread.start()
+
+    def stop(self, *, publish: bool = True) -> None:
+        """Finishes every request already submitted, then publishes a final checkpoint."""
+        if self._thread is None:
+            return
+        self._queue.put(_STOP)
+        self._thread.join()
+        self._thread = None
+        if publish:
+            try:
+                self.publish_checkpoint()
+            except RngServiceError as e:
+                _log.error("final checkpoint not published: %s", e)
+
+    @property
+    def tree_size(self) -> int:
+        return self._tree.size
+
+    # --- submission ----------------------------------------------------------------------
+
+    def submit(self, request: DrawRequest) -> concurrent.futures.Future[AppendResult]:
+        if self._thread is None:
+            raise Unavailable("the log writer is not running")
+        future: concurrent.futures.Future[AppendResult] = concurrent.futures.Future()
+        future.set_running_or_notify_cancel()  # an accepted request cannot be cancelled
+        try:
+            self._queue.put_nowait(_Pending(request, future))
+        except queue.Full:
+            raise Overloaded("too many requests waiting for the log; retry later") from None
+        return future
+
+    # --- checkpoints ---------------------------------------------------------------------
+
+    def checkpoint_note(self, size: int) -> str:
+        """The signed checkpoint of the tree at ``size`` (deterministic for a given key)."""
+        cached = self._note_cache
+        if cached is not None and cached[0] == size:
+            return cached[1]
+        root = self._tree.root(size)
+        body = Checkpoint(origin=self._origin, size=size, root_hash=root).body()
+        with self._sign_lock:
+            note = sign_note(body, [self._signer]).decode("utf-8")
+        self._note_cache = (size, note)
+        return note
+
+    def publish_checkpoint(self) -> CheckpointRecord:
+        """Stores the checkpoint of the current tree as a published checkpoint (on demand)."""
+        size = self._tree.size
+        latest = self._storage.latest_checkpoint()
+        if latest is not None and latest.size == size:
+            return latest
+        record = CheckpointRecord(
+            size=size,
+            timestamp_ns=self._clock.now_ns(),
+            note=self.checkpoint_note(size).encode("utf-8"),
+        )
+        self._storage.add_checkpoint(record)
+        self._last_publish = self._clock.monotonic()
+        return record
+
+    # --- the writer ----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        stopping = False
+        while not stopping:
+            item = self._queue.get()
+            if item is _STOP:
+                break
+            group: list[_Pending] = [item]  # type: ignore[list-item]
+            while len(group) < self._max_group:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is _STOP:
+                    stopping = True
+                    break
+                group.append(nxt)  # type: ignore[arg-type]
+            try:
+                self._process(group)
+            except Exception as e:  # never leave a caller waiting forever
+                _log.exception("log writer failed on a group of %d", len(group))
+                for p in group:
+                    if not p.future.done():
+                        p.future.set_exception(Unavailable(f"internal error in the log writer: {e}"))
+
+    def _process(self, group: Sequence[_Pending]) -> None:
+        started = time.perf_counter()
+        next_index = self._tree.size
+        new: list[tuple[_Pending, LogEntry, bytes]] = []
+        seen: dict[tuple[str, str], tuple[bytes, int]] = {}  # key -> (digest, slot in new)
+        followers: list[tuple[_Pending, int]] = []  # same request id earlier in this group
+        replays: list[tuple[_Pending, EntryRecord]] = []
+        for p in group:
+            req = p.request
+            key = (req.client_id, req.request_id)
+            if key in seen:
+                digest, slot = seen[key]
+                if digest != req.digest:
+                    p.future.set_exception(_conflict(req))
+                else:
+                    followers.append((p, slot))
+                continue
+            try:
+                existing = self._storage.entry_by_request(req.client_id, req.request_id)
+            except RngServiceError as e:
+                p.future.set_exception(e)
+                continue
+            if existing is not None:
+                if existing.request_digest != req.digest:
+                    p.future.set_exception(_conflict(req))
+                else:
+                    replays.append((p, existing))
+                continue
+            try:
+                # A fresh RandomSource per outcome: its bytes come from the generator now, so
+                # the epoch recorded below is the one that produced them.
+                outcome = req.draw(RandomSource(self._generator))
+                gen = GeneratorRef(
+                    instance=self._generator.instance_id,
+                    epoch=self._generator.epoch,
+                    lab_mode=self._generator.lab_mode,
+                )
+            except GeneratorUnavailable as e:
+                p.future.set_exception(e)
+                continue
+            now = self._clock.now_ns()
+            entry = LogEntry(
+                index=next_index,
+                timestamp_ns=now,
+                kind=req.kind,
+                params=req.params,
+                outcome=outcome,
+                client=req.client_id,
+                table_id=req.table_id,
+                round_id=req.round_id,
+                session_id=req.session_id,
+                request_id=req.request_id,
+                generator=gen,
+                profile_sha256=req.profile_sha256,
+            )
+            seen[key] = (req.digest, len(new))
+            new.append((p, entry, entry.encode()))
+            next_index += 1
+
+        published = False
+        if new:
+            size = next_index
+            records = [_record(p.request, entry, data, size) for p, entry, data in new]
+            pending = self._tree.prepare([r.leaf_hash for r in records])
+            publish = self._clock.monotonic() - self._last_publish >= self._publish_interval
+            checkpoint: CheckpointRecord | None = None
+            try:
+                if publish:
+                    body = Checkpoint(origin=self._origin, size=size, root_hash=pending.root).body()
+                    with self._sign_lock:
+                        note = sign_note(body, [self._signer]).decode("utf-8")
+                    checkpoint = CheckpointRecord(
+                        size=size, timestamp_ns=self._clock.now_ns(), note=note.encode("utf-8")
+                    )
+                self._storage.append(records, pending.nodes, checkpoint)
+            except RngServiceError as e:
+                if self._observer is not None:
+                    self._observer.append_failed()
+                err = e if isinstance(e, Unavailable) else StorageUnavailable(str(e))
+                _log.error("group commit of %d entries failed: %s", len(records), e)
+                for p, _, _ in new:
+                    p.future.set_exception(err)
+                for p, _ in followers:
+                    p.future.set_exception(err)
+                self._resolve_replays(replays)
+                return
+            self._tree.commit(pending)
+            if checkpoint is not None:
+                self._last_publish = self._clock.monotonic()
+                self._note_cache = (size, checkpoint.note.decode("utf-8"))
+                published = True
+            note_text = self.checkpoint_note(size)
+            results: list[AppendResult] = []
+            for (p, entry, _), rec in zip(new, records, strict=True):
+                receipt = Receipt(
+                    index=rec.index,
+                    entry=rec.data,
+                    leaf_hash=rec.leaf_hash,
+                    inclusion_proof=tuple(self._tree.inclusion_proof(rec.index, size)),
+                    tree_size=size,
+                    checkpoint=note_text,
+                    replayed=False,
+                )
+                result = AppendResult(entry=entry, receipt=receipt)
+                results.append(result)
+                p.future.set_result(result)
+            for p, slot in followers:
+                first = results[slot]
+                p.future.set_result(
+                    AppendResult(
+                        entry=first.entry,
+                        receipt=_replayed(first.receipt),
+                    )
+                )
+        self._resolve_replays(replays)
+        if self._observer is not None:
+            kinds: dict[str, int] = {}
+            for _, entry, _ in new:
+                kinds[entry.kind] = kinds.get(entry.kind, 0) + 1
+            replay_kinds: dict[str, int] = {}
+            for p, _ in [*followers, *((p, 0) for p, _ in replays)]:
+                replay_kinds[p.request.kind] = replay_kinds.get(p.request.kind, 0) + 1
+            self._observer.committed(
+                entries=len(new),
+                replays_by_kind=replay_kinds,
+                kinds=kinds,
+                seconds=time.perf_counter() - started,
+                tree_size=self._tree.size,
+                published=published,
+            )
+
+    def _resolve_replays(self, replays: Sequence[tuple[_Pending, EntryRecord]]) -> None:
+        for p, rec in replays:
+            try:
+                p.future.set_result(self.replay(rec))
+            except RngServiceError as e:
+                p.future.set_exception(e)
+
+    def replay(self, rec: EntryRecord) -> AppendResult:
+        """The original answer for a logged entry: same entry, same proof, same checkpoint."""
+        size = rec.commit_size
+        return AppendResult(
+            entry=LogEntry.decode(rec.data),
+            receipt=Receipt(
+                index=rec.index,
+                entry=rec.data,
+                leaf_hash=rec.leaf_hash,
+                inclusion_proof=tuple(self._tree.inclusion_proof(rec.index, size)),
+                tree_size=size,
+                checkpoint=self.checkpoint_note(size),
+                replayed=True,
+            ),
+        )
+
+
+def _conflict(req: DrawRequest) -> AlreadyExists:
+    return AlreadyExists(
+        f"request_id {req.request_id!r} was already used with different parameters "
+        "(kind, table_id, round_id, session_id or outcome parameters); the first outcome stands"
+    )
+
+
+def _replayed(receipt: Receipt) -> Receipt:
+    return Receipt(
+        index=receipt.index,
+        entry=receipt.entry,
+        leaf_hash=receipt.leaf_hash,
+        inclusion_proof=receipt.inclusion_proof,
+        tree_size=receipt.tree_size,
+        checkpoint=receipt.checkpoint,
+        replayed=True,
+    )
+
+
+def _record(req: DrawRequest, entry: LogEntry, data: bytes, commit_size: int) -> EntryRecord:
+    return EntryRecord(
+        index=entry.index,
+        data=data,
+        leaf_hash=leaf_hash(data),
+        client_id=req.client_id,
+        request_id=req.request_id,
+        request_digest=req.digest,
+        kind=req.kind,
+        table_id=req.table_id,
+        round_id=req.round_id,
+        session_id=req.session_id,
+        timestamp_ns=entry.timestamp_ns,
+        commit_size=commit_size,
+    )

@@ -1,0 +1,155 @@
+"""Every Prometheus collector of the service, declared in one place with explicit buckets.
+
+The registry is injected (tests use a fresh one). The log layer reports through the small
+:class:`rng_service.log.appender.AppendObserver` protocol, which :class:`Metrics` implements;
+the generator is read at scrape time through its ``status()``. No label ever carries a secret or
+an unbounded value (request ids, table ids): labels are outcome kinds, RPC method names, gRPC
+status codes and fixed states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import grpc
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+__all__ = ["GeneratorCollector", "Metrics"]
+
+_LATENCY_BUCKETS = (
+    0.0005,
+    0.001,
+    0.002,
+    0.005,
+    0.01,
+    0.02,
+    0.05,
+    0.1,
+    0.2,
+    0.5,
+    1.0,
+    2.0,
+    5.0,
+)
+_GROUP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+class Metrics:
+    """The service's own collectors."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.outcomes = Counter(
+            "rng_outcomes",
+            "Outcomes issued (durably logged and returned), by outcome kind.",
+            ["kind"],
+            registry=registry,
+        )
+        self.replays = Counter(
+            "rng_outcome_replays",
+            "Retried requests answered with an outcome already in the log, by outcome kind.",
+            ["kind"],
+            registry=registry,
+        )
+        self.rpc_duration = Histogram(
+            "rng_rpc_duration_seconds",
+            "gRPC call latency, by method and status code.",
+            ["method", "code"],
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.append_duration = Histogram(
+            "rng_log_append_duration_seconds",
+            "Time to make one commit group durable (storage transaction).",
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.group_size = Histogram(
+            "rng_log_commit_group_size",
+            "Entries per group commit.",
+            buckets=_GROUP_BUCKETS,
+            registry=registry,
+        )
+        self.log_size = Gauge(
+            "rng_log_entries", "Entries in the log (the tree size).", registry=registry
+        )
+        self.append_failures = Counter(
+            "rng_log_append_failures",
+            "Group commits that failed (storage unavailable); nothing of them was returned.",
+            registry=registry,
+        )
+        self.checkpoints_published = Counter(
+            "rng_log_checkpoints_published",
+            "Checkpoints stored as published checkpoints.",
+            registry=registry,
+        )
+
+    # AppendObserver
+    def committed(
+        self, *, entries: int, replays_by_kind: dict[str, int], kinds: dict[str, int],
+        seconds: float, tree_size: int, published: bool,
+    ) -> None:  # fmt: skip
+        self.append_duration.observe(seconds)
+        if entries:
+            self.group_size.observe(entries)
+        for kind, n in kinds.items():
+            self.outcomes.labels(kind=kind).inc(n)
+        for kind, n in replays_by_kind.items():
+            self.replays.labels(kind=kind).inc(n)
+        self.log_size.set(tree_size)
+        if published:
+            self.checkpoints_published.inc()
+
+    def append_failed(self) -> None:
+        self.append_failures.inc()
+
+    # RpcObserver
+    def rpc_finished(self, method: str, code: grpc.StatusCode, seconds: float) -> None:
+        self.rpc_duration.labels(method=method, code=code.name).observe(seconds)
+
+
+class GeneratorCollector(Collector):
+    """Reads a generator's status at scrape time (state, reseeds, health-test failures)."""
+
+    def __init__(self, status: Callable[[], Any]) -> None:
+        self._status = status
+
+    def collect(self) -> Iterator[Any]:
+        s = self._status()
+        ok = s.state == "ok"
+        up = GaugeMetricFamily(
+            "rng_generator_up",
+            "1 when the generator may issue outcomes, 0 in its latched error state.",
+        )
+        up.add_metric([], 1.0 if ok else 0.0)
+        yield up
+        state = GaugeMetricFamily(
+            "rng_generator_state", "Generator state (1 for the current one).", labels=["state"]
+        )
+        for name in ("ok", "error"):
+            state.add_metric([name], 1.0 if s.state == name else 0.0)
+        yield state
+        reseeds = CounterMetricFamily("rng_generator_reseeds", "DRBG reseeds from fresh entropy.")
+        reseeds.add_metric([], float(s.reseeds))
+        yield reseeds
+        failures = CounterMetricFamily(
+            "rng_entropy_health_test_failures",
+            "SP 800-90B health-test failures of the entropy source (each discards its input).",
+        )
+        failures.add_metric([], float(s.health_test_failures))
+        yield failures
+        entropy = CounterMetricFamily(
+            "rng_entropy_read_bytes", "Bytes read from the entropy source."
+        )
+        entropy.add_metric([], float(s.entropy_bytes_read))
+        yield entropy
+        if s.last_reseed_ns:
+            last = GaugeMetricFamily(
+                "rng_generator_last_reseed_timestamp_seconds",
+                "Unix time of the last reseed (or instantiation).",
+            )
+            last.add_metric([], s.last_reseed_ns / 1e9)
+            yield last
