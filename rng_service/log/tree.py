@@ -1,0 +1,340 @@
+"""The service's incremental RFC 6962 Merkle tree over stored complete-subtree nodes.
+
+Owns the log's tree state (size, right-edge "frontier" of complete subtrees, root) and the
+computation of roots and proofs at any size up to the current one (RFC 6962 section 2.1; MTH,
+PATH and SUBPROOF of sections 2.1.1 and 2.1.2), with results identical to the reference
+definitions in :mod:`rng_service.log.merkle`.
+
+Storage keeps every complete-subtree node as ``NodeRecord(level, index, hash)``: node
+``(level, i)`` covers leaves ``[i * 2**level, (i + 1) * 2**level)`` and level 0 is the leaf
+hash. Every subtree that RFC 6962 hashes inside a tree of size ``n`` is either such a complete
+node or a right-edge range whose hash folds a few complete nodes, so a root or proof costs
+O(log n) node lookups and never rehashes the tree. An append hashes only the new leaves' path
+to the frontier (amortised O(1) nodes per leaf); start-up reads the O(log n) frontier nodes.
+
+Appends are two-phase because the storage transaction may fail: :meth:`MerkleTree.prepare`
+computes the new nodes and root without changing anything, and :meth:`MerkleTree.commit` adopts
+them after the storage commit succeeded. Node lookups go through an in-process cache: all nodes
+at levels >= ``cache_min_level`` (a 2**-level fraction of the tree) plus an LRU of recent lower
+nodes, so that receipts for the entries just committed cost no storage reads, and memory stays
+bounded (about 250 bytes per cached node: some 50 MB for a 10**6-entry log with the defaults).
+
+This module does no I/O itself: nodes come from an injected getter (``LogStorage.nodes``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from rng_service.errors import FailedPrecondition, IntegrityError, InvalidArgument, OutOfRange
+from rng_service.log.merkle import EMPTY_ROOT, HASH_SIZE, largest_power_of_two_below, node_hash
+from rng_service.storage.base import NodeRecord
+
+__all__ = [
+    "MerkleTree",
+    "NodeGetter",
+    "NodeSource",
+    "PendingAppend",
+    "StalePendingAppend",
+]
+
+Coord = tuple[int, int]
+NodeGetter = Callable[[Iterable[Coord]], dict[Coord, bytes]]
+"""Returns the stored hashes of the requested ``(level, index)`` nodes (missing ones omitted)."""
+
+
+class NodeSource(Protocol):
+    """The part of :class:`~rng_service.storage.base.LogStorage` the tree loads from."""
+
+    def tree_size(self) -> int: ...
+
+    def nodes(self, coords: Iterable[Coord]) -> dict[Coord, bytes]: ...
+
+
+class StalePendingAppend(FailedPrecondition):
+    """A prepared append no longer continues the tree (another append was committed first)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingAppend:
+    """The result of :meth:`MerkleTree.prepare`: what to store, and the tree after it."""
+
+    start: int
+    """Tree size the append continues."""
+    size: int
+    """Tree size after the append."""
+    nodes: tuple[NodeRecord, ...]
+    """New complete-subtree nodes to store with the entries (leaf hashes included)."""
+    root: bytes
+    """Root hash of the tree of ``size`` leaves."""
+    frontier: tuple[tuple[int, int, bytes], ...] = field(repr=False)
+    owner: object = field(repr=False, compare=False)
+
+
+def _decompose(lo: int, hi: int) -> list[Coord]:
+    """The complete subtrees, left to right, whose fold is MTH(D[lo:hi]); ``lo`` is aligned."""
+    coords: list[Coord] = []
+    pos, remaining = lo, hi - lo
+    for level in range(remaining.bit_length() - 1, -1, -1):
+        if remaining >> level & 1:
+            coords.append((level, pos >> level))
+            pos += 1 << level
+    return coords
+
+
+def _fold(hashes: Sequence[bytes]) -> bytes:
+    """MTH of consecutive complete subtrees of decreasing size: H(c1, H(c2, ... cj))."""
+    result = hashes[-1]
+    for h in reversed(hashes[:-1]):
+        result = node_hash(h, result)
+    return result
+
+
+def _inclusion_ranges(index: int, size: int) -> list[tuple[int, int]]:
+    """Leaf ranges whose MTH form PATH(index, D[size]), leaf-to-root (RFC 6962 2.1.1)."""
+    ranges: list[tuple[int, int]] = []
+    lo, hi = 0, size
+    while hi - lo > 1:
+        k = largest_power_of_two_below(hi - lo)
+        if index < lo + k:
+            ranges.append((lo + k, hi))
+            hi = lo + k
+        else:
+            ranges.append((lo, lo + k))
+            lo += k
+    ranges.reverse()
+    return ranges
+
+
+def _consistency_ranges(m: int, size: int) -> list[tuple[int, int]]:
+    """Leaf ranges whose MTH form PROOF(m, D[size]) (RFC 6962 2.1.2), 0 < m < size."""
+    descent: list[tuple[int, int]] = []
+    lo, hi, complete = 0, size, True
+    while True:
+        n = hi - lo
+        if m == n:
+            first = [] if complete else [(lo, hi)]
+            return first + descent[::-1]
+        k = largest_power_of_two_below(n)
+        if m <= k:
+            descent.append((lo + k, hi))
+            hi = lo + k
+        else:
+            descent.append((lo, lo + k))
+            m -= k
+            lo += k
+            complete = False
+
+
+class MerkleTree:
+    """The log's Merkle tree: thread-safe; one writer calls prepare/commit, anyone reads."""
+
+    def __init__(
+        self,
+        *,
+        size: int,
+        get_nodes: NodeGetter,
+        cache_min_level: int = 4,
+        recent_nodes: int = 1 << 16,
+    ) -> None:
+        """Opens the tree of ``size`` leaves whose nodes ``get_nodes`` returns.
+
+        Reads only the O(log size) frontier nodes; raises IntegrityError if one is missing.
+        ``cache_min_level``: nodes at this level and above stay cached for good.
+        ``recent_nodes``: capacity of the LRU cache of lower nodes (recent entries' paths).
+        """
+        if size < 0:
+            raise InvalidArgument("size", f"{size} is negative", allowed=">= 0")
+        if cache_min_level < 0:
+            raise InvalidArgument("cache_min_level", "must not be negative", allowed=">= 0")
+        if recent_nodes < 0:
+            raise InvalidArgument("recent_nodes", "must not be negative", allowed=">= 0")
+        self._get_nodes = get_nodes
+        self._cache_min_level = cache_min_level
+        self._recent_capacity = recent_nodes
+        self._lock = threading.Lock()
+        self._permanent: dict[Coord, bytes] = {}
+        self._recent: OrderedDict[Coord, bytes] = OrderedDict()
+        coords = _decompose(0, size)
+        hashes = self._fetch(coords)
+        self._size = size
+        self._frontier: tuple[tuple[int, int, bytes], ...] = tuple(
+            (level, index, hashes[(level, index)]) for level, index in coords
+        )
+        self._root = _fold([h for _, _, h in self._frontier]) if size else EMPTY_ROOT
+
+    @classmethod
+    def load(
+        cls, storage: NodeSource, *, cache_min_level: int = 4, recent_nodes: int = 1 << 16
+    ) -> MerkleTree:
+        """The tree of everything ``storage`` holds (no rehashing: state = stored nodes)."""
+        return cls(
+            size=storage.tree_size(),
+            get_nodes=storage.nodes,
+            cache_min_level=cache_min_level,
+            recent_nodes=recent_nodes,
+        )
+
+    def __repr__(self) -> str:
+        return f"MerkleTree(size={self._size}, root={self._root.hex()})"
+
+    @property
+    def size(self) -> int:
+        with self._lock:
+            return self._size
+
+    def cached_nodes(self) -> int:
+        """How many node hashes the cache holds now (for memory accounting and tests)."""
+        with self._lock:
+            return len(self._permanent) + len(self._recent)
+
+    # -- appending -------------------------------------------------------------------------
+
+    def prepare(self, leaf_hashes: Sequence[bytes]) -> PendingAppend:
+        """The nodes and root after appending ``leaf_hashes``; changes nothing."""
+        for position, h in enumerate(leaf_hashes):
+            if len(h) != HASH_SIZE:
+                raise InvalidArgument(
+                    "leaf_hashes", f"element {position} is {len(h)} bytes, expected {HASH_SIZE}"
+                )
+        with self._lock:
+            start, frontier, root = self._size, self._frontier, self._root
+        stack = list(frontier)
+        nodes: list[NodeRecord] = []
+        for offset, h in enumerate(leaf_hashes):
+            level, index, value = 0, start + offset, h
+            nodes.append(NodeRecord(level, index, value))
+            while stack and stack[-1][0] == level:
+                _, _, left = stack.pop()
+                level, index, value = level + 1, index >> 1, node_hash(left, value)
+                nodes.append(NodeRecord(level, index, value))
+            stack.append((level, index, value))
+        if leaf_hashes:
+            root = _fold([h for _, _, h in stack])
+        return PendingAppend(
+            start=start,
+            size=start + len(leaf_hashes),
+            nodes=tuple(nodes),
+            root=root,
+            frontier=tuple(stack),
+            owner=self,
+        )
+
+    def commit(self, pending: PendingAppend) -> None:
+        """Adopts a prepared append once its nodes are durably stored."""
+        with self._lock:
+            if pending.owner is not self or pending.start != self._size:
+                raise StalePendingAppend(
+                    f"prepared append continues tree size {pending.start}, but the tree has "
+                    f"{self._size} leaves (or belongs to another tree); prepare it again"
+                )
+            self._size = pending.size
+            self._frontier = pending.frontier
+            self._root = pending.root
+            for node in pending.nodes:
+                self._remember((node.level, node.index), node.hash)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _check_size(self, size: int | None) -> int:
+        current = self.size
+        if size is None:
+            return current
+        if not 0 <= size <= current:
+            raise OutOfRange(f"tree size {size} is outside 0..{current} (the current size)")
+        return size
+
+    def root(self, size: int | None = None) -> bytes:
+        """MTH of the first ``size`` leaves (default: all)."""
+        with self._lock:
+            if size is None or size == self._size:
+                return self._root
+        size = self._check_size(size)
+        if size == 0:
+            return EMPTY_ROOT
+        return self._range_hashes([(0, size)])[0]
+
+    def leaf_hash(self, index: int) -> bytes:
+        """The stored leaf hash of entry ``index``."""
+        size = self.size
+        if not 0 <= index < size:
+            raise OutOfRange(f"leaf index {index} is outside a tree of size {size}")
+        return self._hashes([(0, index)])[(0, index)]
+
+    def inclusion_proof(self, index: int, size: int | None = None) -> list[bytes]:
+        """PATH(index, D[size]) (RFC 6962 section 2.1.1), leaf-to-root; size defaults to all."""
+        size = self._check_size(size)
+        if not 0 <= index < size:
+            raise OutOfRange(f"leaf index {index} is outside a tree of size {size}")
+        return self._range_hashes(_inclusion_ranges(index, size))
+
+    def consistency_proof(self, size1: int, size2: int | None = None) -> list[bytes]:
+        """PROOF(size1, D[size2]) (RFC 6962 section 2.1.2); empty if size1 is 0 or size2."""
+        size2 = self._check_size(size2)
+        if not 0 <= size1 <= size2:
+            raise OutOfRange(f"tree sizes must satisfy 0 <= size1 <= size2, got {size1}, {size2}")
+        if size1 in (0, size2):
+            return []
+        return self._range_hashes(_consistency_ranges(size1, size2))
+
+    def _range_hashes(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        decomposed = [_decompose(lo, hi) for lo, hi in ranges]
+        found = self._hashes([c for coords in decomposed for c in coords])
+        return [_fold([found[c] for c in coords]) for coords in decomposed]
+
+    # -- node cache ------------------------------------------------------------------------
+
+    def _remember(self, coord: Coord, value: bytes) -> None:
+        # Caller holds the lock.
+        if coord[0] >= self._cache_min_level:
+            self._permanent[coord] = value
+        elif self._recent_capacity:
+            self._recent[coord] = value
+            self._recent.move_to_end(coord)
+            while len(self._recent) > self._recent_capacity:
+                self._recent.popitem(last=False)
+
+    def _hashes(self, coords: Sequence[Coord]) -> dict[Coord, bytes]:
+        found: dict[Coord, bytes] = {}
+        missing: list[Coord] = []
+        with self._lock:
+            frontier = {(level, index): h for level, index, h in self._frontier}
+            for c in coords:
+                if c in found:
+                    continue
+                value = frontier.get(c) or self._permanent.get(c)
+                if value is None:
+                    value = self._recent.get(c)
+                    if value is not None:
+                        self._recent.move_to_end(c)
+                if value is None:
+                    missing.append(c)
+                else:
+                    found[c] = value
+        if missing:
+            fetched = self._fetch(missing)
+            with self._lock:
+                for c, value in fetched.items():
+                    self._remember(c, value)
+            found.update(fetched)
+        return found
+
+    def _fetch(self, coords: Sequence[Coord]) -> dict[Coord, bytes]:
+        wanted = list(dict.fromkeys(coords))
+        if not wanted:
+            return {}
+        got = self._get_nodes(wanted)
+        absent = [c for c in wanted if c not in got]
+        if absent:
+            raise IntegrityError(
+                f"log storage lacks {len(absent)} Merkle node(s) the tree needs, e.g. "
+                f"(level, index) {absent[0]}: the stored tree is incomplete or corrupt"
+            )
+        bad = [c for c in wanted if len(got[c]) != HASH_SIZE]
+        if bad:
+            raise IntegrityError(f"stored Merkle node {bad[0]} is not a {HASH_SIZE}-byte hash")
+        return {c: got[c] for c in wanted}
