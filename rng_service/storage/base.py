@@ -69,6 +69,8 @@ class EntryRecord:
     round_id: str
     session_id: str
     timestamp_ns: int
+    commit_size: int
+    """Tree size after the commit that stored this entry (the receipt's tree size); opaque."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,7 +56,8 @@ CREATE TABLE entries (
     table_id       TEXT    NOT NULL,
     round_id       TEXT    NOT NULL,
     session_id     TEXT    NOT NULL,
-    timestamp_ns   INTEGER NOT NULL
+    timestamp_ns   INTEGER NOT NULL,
+    commit_size    INTEGER NOT NULL
 );
 CREATE UNIQUE INDEX entries_request ON entries (client_id, request_id);
 CREATE INDEX entries_leaf_hash ON entries (leaf_hash);
@@ -84,11 +85,11 @@ CREATE INDEX checkpoints_timestamp ON checkpoints (timestamp_ns);
 # list in nodes) is built from fixed fragments, never from caller text (hence the S608 noqa).
 _SELECT_ENTRIES = (
     "SELECT idx, data, leaf_hash, client_id, request_id, request_digest, kind, table_id, "
-    "round_id, session_id, timestamp_ns FROM entries "
+    "round_id, session_id, timestamp_ns, commit_size FROM entries "
 )
 _INSERT_ENTRY = (
     "INSERT INTO entries (idx, data, leaf_hash, client_id, request_id, request_digest, kind, "
-    "table_id, round_id, session_id, timestamp_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+    "table_id, round_id, session_id, timestamp_ns, commit_size) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 _INSERT_NODE = "INSERT INTO nodes (level, idx, hash) VALUES (?,?,?)"
 _INSERT_CHECKPOINT = "INSERT INTO checkpoints (size, timestamp_ns, note) VALUES (?,?,?)"
@@ -109,6 +110,7 @@ def _entry(row: tuple[Any, ...]) -> EntryRecord:
         round_id=row[8],
         session_id=row[9],
         timestamp_ns=row[10],
+        commit_size=row[11],
     )
 
 
@@ -274,6 +276,7 @@ class SqliteStorage:
                                 e.round_id,
                                 e.session_id,
                                 e.timestamp_ns,
+                                e.commit_size,
                             )
                             for e in entries
                         ],

@@ -89,6 +89,7 @@ def make_entry(
         timestamp_ns=timestamp_ns
         if timestamp_ns is not None
         else 1_767_225_600_000_000_000 + index,
+        commit_size=index + 1,
     )
 
 
