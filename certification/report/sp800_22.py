@@ -11,7 +11,7 @@ JSON layout::
      "decisions": {name: [{"sub_test", "sample_size", "passed", "proportion_min",
                            "proportion_max", "proportion_ok", "histogram",
                            "uniformity_p_value", "uniformity_ok", "ok"}, ...]},
-     "suite": {"passed", "failed_sub_tests": ["name/label", ...]}}
+     "suite": {"passed", "failed_sub_tests": ["name/label", ...], "expected_false_flags"}}
 
 Sub-tests are in the reference order; a P-value that does not apply is ``null``.
 """
@@ -61,6 +61,7 @@ def render_json(
         "suite": {
             "passed": assessment.passed,
             "failed_sub_tests": [_sub_test_id(d) for d in assessment.failures],
+            "expected_false_flags": assessment.expected_false_flags,
         },
     }
 
@@ -94,6 +95,10 @@ def render_summary(assessment: SuiteAssessment) -> str:
                 f"Minimum pass count for a sample of {size} sequences: {low} (alpha = {ALPHA})"
             )
     failures = assessment.failures
+    lines.append(
+        f"Failed sub-tests: {len(failures)}; an ideal generator would fail "
+        f"{assessment.expected_false_flags:.2f} on average with these sample sizes"
+    )
     if failures:
         lines.append(f"RESULT: FAIL ({len(failures)} sub-test(s) outside the section 4.2 limits)")
     else:

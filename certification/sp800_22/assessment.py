@@ -12,7 +12,12 @@ serial statistic) over the m sequences where it applies:
 
 The random excursion tests count only the sequences where they apply (``None`` P-values are left
 out; the reference does this by leaving out P-values equal to 0). The suite passes when no
-sub-test fails either decision. This module does no I/O.
+sub-test fails either decision.
+
+With 188 sub-tests, even an ideal generator often has a flagged sub-test (about half the time
+for 100 sequences): :func:`ideal_flag_probability` gives the chance for one sub-test, and
+:attr:`SuiteAssessment.expected_false_flags` the expected count for the whole run, so that a
+report can set the observed flags beside it. This module does no I/O.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
+from scipy import stats
 
 from certification.sp800_22._result import TestResult
 from certification.sp800_22._special import igamc
@@ -34,6 +40,7 @@ __all__ = [
     "SuiteAssessment",
     "assess",
     "assess_sub_test",
+    "ideal_flag_probability",
     "proportion_bounds",
 ]
 
@@ -103,6 +110,13 @@ class SuiteAssessment:
     def passed(self) -> bool:
         return not self.failures
 
+    @property
+    def expected_false_flags(self) -> float:
+        """Expected number of failed sub-tests for an ideal generator with these sample sizes."""
+        return math.fsum(
+            ideal_flag_probability(d.sample_size) for ds in self.decisions.values() for d in ds
+        )
+
 
 def proportion_bounds(sample_size: int, alpha: float = ALPHA) -> tuple[int, int]:
     """The reference's acceptable range of passing sequences, truncated to integers."""
@@ -111,6 +125,19 @@ def proportion_bounds(sample_size: int, alpha: float = ALPHA) -> tuple[int, int]
     p_hat = 1.0 - alpha
     half_width = 3.0 * math.sqrt(p_hat * alpha / sample_size)
     return int((p_hat - half_width) * sample_size), int((p_hat + half_width) * sample_size)
+
+
+def ideal_flag_probability(sample_size: int, alpha: float = ALPHA) -> float:
+    """Chance that one sub-test of an ideal generator fails a decision over ``sample_size``
+    sequences: exact for the proportion (binomial), plus the nominal 0.0001 of the uniformity
+    check where it is made (treating the two as exclusive, a close upper bound)."""
+    if sample_size == 0:
+        return 0.0
+    low, high = proportion_bounds(sample_size, alpha)
+    passing = stats.binom(sample_size, 1.0 - alpha)
+    proportion = float(passing.cdf(low - 1) + passing.sf(high))
+    uniformity = UNIFORMITY_THRESHOLD if sample_size // BINS > 0 else 0.0
+    return min(proportion + uniformity, 1.0)
 
 
 def assess_sub_test(
