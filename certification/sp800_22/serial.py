@@ -11,7 +11,7 @@ import numpy as np
 
 from certification.sp800_22._result import Bits, TestResult
 from certification.sp800_22._special import igamc
-from certification.sp800_22.approximate_entropy import cyclic_word_counts
+from certification.sp800_22.approximate_entropy import Counts, cyclic_word_counts, drop_last_bit
 
 __all__ = ["DEFAULT_M", "LABELS", "NAME", "serial"]
 
@@ -20,12 +20,11 @@ DEFAULT_M = 16
 LABELS = ("first", "second")
 
 
-def _psi_squared(bits: Bits, m: int) -> float:
+def _psi_squared(counts: Counts, m: int, n: int) -> float:
     if m <= 0:
         return 0.0
-    n = int(bits.size)
-    counts = cyclic_word_counts(bits, m).astype(np.float64)
-    return float(np.sum(counts * counts)) * 2.0**m / n - n
+    frequencies = counts.astype(np.float64)
+    return float(np.sum(frequencies * frequencies)) * 2.0**m / n - n
 
 
 def serial(bits: Bits, *, m: int = DEFAULT_M) -> TestResult:
@@ -33,9 +32,11 @@ def serial(bits: Bits, *, m: int = DEFAULT_M) -> TestResult:
     n = int(bits.size)
     if n == 0 or m < 2:
         return TestResult(name=NAME, labels=LABELS, p_values=(None, None))
-    psi_m = _psi_squared(bits, m)
-    psi_m1 = _psi_squared(bits, m - 1)
-    psi_m2 = _psi_squared(bits, m - 2)
+    counts_m = cyclic_word_counts(bits, m)
+    counts_m1 = drop_last_bit(counts_m)
+    psi_m = _psi_squared(counts_m, m, n)
+    psi_m1 = _psi_squared(counts_m1, m - 1, n)
+    psi_m2 = _psi_squared(drop_last_bit(counts_m1), m - 2, n)
     del_1 = psi_m - psi_m1
     del_2 = psi_m - 2.0 * psi_m1 + psi_m2
     p_1 = igamc(2.0 ** (m - 1) / 2.0, del_1 / 2.0)
