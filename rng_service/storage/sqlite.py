@@ -3,10 +3,11 @@
 Owns the SQLite schema (version :data:`SCHEMA_VERSION`, kept in the ``meta`` table) and the
 durability settings: WAL journal with ``synchronous=FULL``, so that a returned ``append`` has
 been fsynced. One writer connection is used under a lock (``append``, ``add_checkpoint``,
-``set_meta``); every other thread reads through its own connection (WAL readers never block the
-writer and see only committed transactions). ``append`` is one ``BEGIN IMMEDIATE`` transaction
-with ``executemany`` per table; any failure rolls it back, so a batch is stored whole or not at
-all. A database written with another schema version is refused, never migrated silently.
+``set_meta``); reads take a connection from a small pool of read-only connections, one per
+concurrent reader (WAL readers never block the writer and see only committed transactions).
+``append`` is one ``BEGIN IMMEDIATE`` transaction with ``executemany`` per table; any failure
+rolls it back, so a batch is stored whole or not at all. A database written with another schema
+version is refused, never migrated silently.
 
 Entry bytes and node hashes are opaque here (RFC 6962 section 2.1 nodes, C2SP tlog-checkpoint
 notes are interpreted by ``rng_service.log`` only).
@@ -95,6 +96,7 @@ _INSERT_NODE = "INSERT INTO nodes (level, idx, hash) VALUES (?,?,?)"
 _INSERT_CHECKPOINT = "INSERT INTO checkpoints (size, timestamp_ns, note) VALUES (?,?,?)"
 _CHECKPOINT_ORDER = "ORDER BY size, timestamp_ns, id"
 _NODE_BATCH = 400  # coordinates per query: 800 parameters stay under every SQLite limit
+_MAX_IDLE_READERS = 16  # reader connections kept open for reuse; more are opened on demand
 
 
 def _entry(row: tuple[Any, ...]) -> EntryRecord:
@@ -133,8 +135,7 @@ class SqliteStorage:
         self._path = Path(path)
         self._write_lock = threading.Lock()
         self._readers_lock = threading.Lock()
-        self._readers: list[sqlite3.Connection] = []
-        self._local = threading.local()
+        self._idle_readers: list[sqlite3.Connection] = []
         self._closed = False
         self._writer = self._connect()
         try:
@@ -178,27 +179,34 @@ class SqliteStorage:
         if self._closed:
             raise StorageUnavailable(f"SQLite log {self._path} is closed")
 
-    def _reader(self) -> sqlite3.Connection:
-        self._check_open()
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._connect()
+    def _acquire_reader(self) -> sqlite3.Connection:
+        with self._readers_lock:
+            self._check_open()
+            if self._idle_readers:
+                return self._idle_readers.pop()
+        conn = self._connect()
+        try:
             conn.execute("PRAGMA query_only = ON")
-            with self._readers_lock:
-                try:
-                    self._check_open()
-                except StorageUnavailable:
-                    conn.close()
-                    raise
-                self._readers.append(conn)
-            self._local.conn = conn
+        except sqlite3.Error as e:
+            conn.close()
+            raise StorageUnavailable(f"cannot open SQLite log {self._path}: {e}") from e
         return conn
 
+    def _release_reader(self, conn: sqlite3.Connection) -> None:
+        with self._readers_lock:
+            if self._closed or len(self._idle_readers) >= _MAX_IDLE_READERS:
+                conn.close()
+            else:
+                self._idle_readers.append(conn)
+
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        conn = self._acquire_reader()
         try:
-            rows: list[tuple[Any, ...]] = self._reader().execute(sql, params).fetchall()
+            rows: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
         except sqlite3.Error as e:
             raise StorageUnavailable(f"SQLite log {self._path}: read failed: {e}") from e
+        finally:
+            self._release_reader(conn)
         return rows
 
     def _init_schema(self) -> None:
@@ -471,6 +479,6 @@ class SqliteStorage:
             if self._closed:
                 return
             self._closed = True
-            for conn in [self._writer, *self._readers]:
+            for conn in [self._writer, *self._idle_readers]:
                 conn.close()
-            self._readers.clear()
+            self._idle_readers.clear()
