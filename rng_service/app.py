@@ -21,13 +21,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 
 from rng_service.clock import Clock, SystemClock
 from rng_service.config import Config, is_loopback
-from rng_service.drbg import (
-    EntropySource,
-    GeneratorConfig,
-    HealthTestedEntropySource,
-    OsEntropySource,
-    ProductionGenerator,
-)
+from rng_service.drbg import EntropySource, GeneratorConfig, OsEntropySource, ProductionGenerator
 from rng_service.errors import RngServiceError
 from rng_service.log.appender import Appender
 from rng_service.log.keys import load_private_key
@@ -112,7 +106,8 @@ class Service:
         storage = self._open_storage()
         self._storage = storage
         tree = MerkleTree.load(storage)
-        entropy = self._entropy or HealthTestedEntropySource(OsEntropySource())
+        # ProductionGenerator runs the SP 800-90B health tests on whatever source it gets.
+        entropy = self._entropy or OsEntropySource()
         self.generator = ProductionGenerator(
             entropy=entropy,
             clock=self.clock,
@@ -143,9 +138,9 @@ class Service:
         self._health_monitor.start()
         keys = [
             PublicKeyInfo(
-                key_id=signer.key_id.hex(),
+                key_id=f"{signer.key_id:08x}",
                 name=signer.name,
-                public_key=signer.public_key_bytes,
+                public_key=signer.public_key.public_bytes_raw(),
                 verifier_key=signer.verifier_key(),
                 active=True,
             )
@@ -190,7 +185,7 @@ class Service:
                     "metrics": metrics_port,
                     "storage": cfg.storage.driver,
                     "log_size": tree.size,
-                    "key_id": signer.key_id.hex(),
+                    "key_id": f"{signer.key_id:08x}",
                     "verifier_key": signer.verifier_key(),
                     "generator_instance": generator.instance_id,
                 }

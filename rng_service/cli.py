@@ -58,6 +58,7 @@ def _cmd_dev_run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     key_file = config.log.key_file
     if not key_file.exists():
+        key_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         generate_key_pair(key_file, name=config.log.key_name, passphrase=None)
         print(DEV_BANNER.format(path=key_file), file=sys.stderr, flush=True)
     else:

@@ -48,20 +48,26 @@ def verifiers(running: Running) -> list[NoteVerifier]:
     return [NoteVerifier.from_verifier_key(k.verifier_key) for k in keys]
 
 
-def many_spins(running: Running, wheel: int, n: int, prefix: str) -> list[rng_pb2.SpinRouletteResponse]:
-    futures = [
-        running.outcomes.SpinRoulette.future(
-            rng_pb2.SpinRouletteRequest(
-                context=rng_pb2.RequestContext(
-                    table_id="T-dist", round_id=f"R{i}", request_id=f"{prefix}-{i}"
+def many_spins(
+    running: Running, wheel: int, n: int, prefix: str, *, in_flight: int = 64
+) -> list[rng_pb2.SpinRouletteResponse]:
+    """``n`` spins with up to ``in_flight`` concurrent calls (bounded, like a real client)."""
+    replies: list[rng_pb2.SpinRouletteResponse] = []
+    for start in range(0, n, in_flight):
+        futures = [
+            running.outcomes.SpinRoulette.future(
+                rng_pb2.SpinRouletteRequest(
+                    context=rng_pb2.RequestContext(
+                        table_id="T-dist", round_id=f"R{i}", request_id=f"{prefix}-{i}"
+                    ),
+                    wheel=wheel,
                 ),
-                wheel=wheel,
-            ),
-            timeout=60,
-        )
-        for i in range(n)
-    ]
-    return [f.result() for f in futures]
+                timeout=60,
+            )
+            for i in range(start, min(n, start + in_flight))
+        ]
+        replies.extend(f.result() for f in futures)
+    return replies
 
 
 @pytest.mark.slow
