@@ -9,7 +9,7 @@ emitted are exactly the complete subtrees; cache bounds hold and recent proofs r
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import pytest
 
@@ -268,10 +268,10 @@ def test_cache_is_bounded_and_misses_fall_back_to_storage() -> None:
         (lambda t: t.leaf_hash(10), "leaf index 10"),
     ],
 )
-def test_out_of_range(call: object, message: str) -> None:
+def test_out_of_range(call: Callable[[MerkleTree], object], message: str) -> None:
     tree, _, _ = _grow(10, 15)
     with pytest.raises(OutOfRange, match=message):
-        call(tree)  # type: ignore[operator]
+        call(tree)
 
 
 def test_invalid_construction() -> None:

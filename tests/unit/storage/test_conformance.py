@@ -113,8 +113,24 @@ def test_find_entries(store: LogStorage) -> None:
     ]
     store.append(entries, [])
 
-    def idx(**kw: object) -> list[int]:
-        return [e.index for e in store.find_entries(**kw)]  # type: ignore[arg-type]
+    def idx(
+        *,
+        table_id: str | None = None,
+        round_id: str | None = None,
+        session_id: str | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+        limit: int = 1000,
+    ) -> list[int]:
+        found = store.find_entries(
+            table_id=table_id,
+            round_id=round_id,
+            session_id=session_id,
+            since_ns=since_ns,
+            until_ns=until_ns,
+            limit=limit,
+        )
+        return [e.index for e in found]
 
     assert idx() == [0, 1, 2, 3]
     assert idx(table_id="T1") == [0, 2, 3]
