@@ -343,6 +343,27 @@ def test_every_test_copes_with_any_length(n: int) -> None:
                 assert p is None or 0.0 <= p <= 1.0, (name, n, p)
 
 
+@pytest.mark.parametrize(
+    "pattern",
+    ["zeros", "ones", "alternating", "period-3", "half-and-half"],
+)
+def test_degenerate_million_bit_streams_give_valid_p_values(pattern: str) -> None:
+    n = 1_000_000
+    index = np.arange(n)
+    bits = {
+        "zeros": np.zeros(n),
+        "ones": np.ones(n),
+        "alternating": index % 2,
+        "period-3": index % 3 == 0,
+        "half-and-half": index >= n // 2,
+    }[pattern].astype(np.uint8)
+    results = run_tests(bits)  # warnings are errors: no division by zero, no NaN
+    for name, result in results.items():
+        for p in result.p_values:
+            assert p is None or 0.0 <= p <= 1.0, (name, p)
+    assert results["linear_complexity"].p_value == pytest.approx(0.0, abs=1e-12)
+
+
 def test_run_tests_refuses_unknown_names() -> None:
     with pytest.raises(ValueError, match="unknown test"):
         run_tests(aes_bits("x", 100), ("frequency", "nope"))
