@@ -38,7 +38,7 @@ def _entry_bytes(index: int) -> bytes:
         "timestamp_ns": 1_767_225_600_000_000_000 + index * 1_000_000,
         "generator": {"instance_id": "9c0d" * 8, "epoch": 41, "lab_mode": False},
         "params": {"wheel": "double_zero", "pockets": 38, "profile": "pa-617a-roulette-v1"},
-        "outcome": {"pocket": "17", "color": "black", "index": index % 38},
+        "outcome": {"pocket": "17", "color": "black", "pocket_index": 17},
         "request_digest": hashlib.sha256(str(index).encode()).hexdigest(),
         "note": "x" * 120,
     }
