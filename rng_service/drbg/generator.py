@@ -116,9 +116,9 @@ class GeneratorStatus:
     self_test: Literal["passed", "failed"]
 
 
-# Live production generators, so that one at-fork hook can reach them all without keeping
-# them alive (os.register_at_fork cannot unregister).
-_live: weakref.WeakSet[ProductionGenerator] = weakref.WeakSet()
+# Live generators, so that one at-fork hook can reach them all without keeping them alive
+# (os.register_at_fork cannot unregister).
+_live: weakref.WeakSet[ProductionGenerator | DeterministicGenerator] = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:
@@ -333,8 +333,9 @@ class ProductionGenerator:
             self._drbg.uninstantiate()
 
     def _after_fork_in_child(self) -> None:
-        # Another thread may have held the lock at fork time: the child gets a fresh one.
+        # Another thread may have held the locks at fork time: the child gets fresh ones.
         self._lock = threading.Lock()
+        self._entropy.reinit_lock_after_fork()
         self._buf = b""
         self._pos = 0
         self._fork_pending = True
@@ -383,9 +384,14 @@ class DeterministicGenerator:
         self._drbg = CtrDrbg.instantiate(
             entropy_input, nonce, personalization, derivation_function=True
         )
+        _live.add(self)
 
     def __repr__(self) -> str:
         return f"DeterministicGenerator(instance_id={self.instance_id}, lab_mode=True)"
+
+    def _after_fork_in_child(self) -> None:
+        # Another thread may have held the lock at fork time; the stream itself continues.
+        self._lock = threading.Lock()
 
     def status(self) -> GeneratorStatus:
         with self._lock:

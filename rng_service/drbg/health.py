@@ -189,6 +189,10 @@ class HealthTestedEntropySource:
             f"apt_cutoff={self._apt.cutoff}, failures={self.failures}, latched={self.latched})"
         )
 
+    def reinit_lock_after_fork(self) -> None:
+        """For a forked child: another parent thread may have held the lock at fork time."""
+        self._lock = threading.Lock()
+
     @property
     def rct_cutoff(self) -> int:
         return self._rct.cutoff

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import threading
 import warnings
 from collections import Counter
@@ -243,7 +244,7 @@ def test_exhausted_entropy_is_an_error_state() -> None:
     assert gen.status().state == "error"
 
 
-def _fork_and_draw(gen: ProductionGenerator, n: int) -> tuple[bytes, int]:
+def _fork_and_draw(gen: ProductionGenerator | DeterministicGenerator, n: int) -> tuple[bytes, int]:
     """Draws ``n`` bytes in a real forked child; returns them and the child's epoch."""
     read_fd, write_fd = os.pipe()
     with warnings.catch_warnings():
@@ -251,6 +252,7 @@ def _fork_and_draw(gen: ProductionGenerator, n: int) -> tuple[bytes, int]:
         pid = os.fork()
     if pid == 0:  # child
         try:
+            signal.alarm(10)  # a deadlocked child dies instead of hanging the test
             os.close(read_fd)
             out = gen.random_bytes(n) + gen.epoch.to_bytes(4, "big")
             os.write(write_fd, out)
@@ -266,7 +268,6 @@ def _fork_and_draw(gen: ProductionGenerator, n: int) -> tuple[bytes, int]:
     return data[:-4], int.from_bytes(data[-4:], "big")
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 @pytest.mark.parametrize("seed_source", ["fixed", "os"])
 def test_forked_child_never_repeats_parent_output(seed_source: str) -> None:
     entropy = SeededEntropySource(b"fork") if seed_source == "fixed" else OsEntropySource()
@@ -283,6 +284,39 @@ def test_forked_child_never_repeats_parent_output(seed_source: str) -> None:
     # ... and two children of the same parent differ from each other too.
     second_child, _ = _fork_and_draw(gen, 64)
     assert second_child != child_bytes[:64]
+
+
+def test_fork_while_another_thread_holds_the_locks() -> None:
+    gen = make()
+    gen.random_bytes(1)
+    locks = [gen._lock, gen._entropy._lock]
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        for lock in locks:
+            lock.acquire()
+        held.set()
+        release.wait()
+        for lock in reversed(locks):
+            lock.release()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    try:
+        child_bytes, child_epoch = _fork_and_draw(gen, 32)
+    finally:
+        release.set()
+        holder.join()
+    assert len(child_bytes) == 32
+    assert child_epoch == 1  # the child reseeded, taking the entropy lock it was given afresh
+
+
+def test_lab_generator_child_continues_the_stream() -> None:
+    gen = lab_gen()
+    gen.random_bytes(10)
+    child_bytes, _ = _fork_and_draw(gen, 32)
+    assert child_bytes == gen.random_bytes(32) == reference_lab_stream(42)[10:]
 
 
 def test_thread_safety() -> None:
