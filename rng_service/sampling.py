@@ -3,8 +3,10 @@
 This module owns every conversion of random bytes into game-relevant values: ``randbelow``,
 ``randint``, ``shuffle``, ``sample``, ``weighted_index`` and the numpy ``randbelow_batch``. It
 uses exact integer arithmetic only: no floating point, and no reduction of a random value
-modulo a range that does not divide the range the value is uniform on (rejection sampling, the
-"simple discard method" of NIST SP 800-90A Rev.1 Appendix A.5.1, generalised to whole bytes).
+modulo a range that does not divide the range the value is uniform on. ``randbelow`` is a
+rejection (discard) method in the sense of NIST SP 800-90A Rev.1 Appendix A.5: it works on
+whole bytes and accepts below the largest multiple of the range, so its output is exactly
+uniform, with no negligible-bias step.
 It imports nothing from the project but the standard library and numpy, and it does no I/O:
 its bytes come from a :class:`ByteSource` (in production ``rng_service.drbg.ProductionGenerator``,
 in lab mode ``rng_service.drbg.DeterministicGenerator``).
