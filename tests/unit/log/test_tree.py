@@ -96,6 +96,17 @@ def test_every_root_and_proof_equals_reference_up_to_70(seed: int) -> None:
             merkle.verify_consistency(m, n, proof, merkle.root_from_leaf_hashes(leaves[:m]), root)
 
 
+def test_every_proof_up_to_256_verifies_against_reference_roots() -> None:
+    tree, _, _ = _grow(256, 16)
+    roots = [merkle.root_from_leaf_hashes(LEAVES[:n]) for n in range(257)]
+    for n in range(1, 257):
+        assert tree.root(n) == roots[n]
+        for i in range(n):
+            merkle.verify_inclusion(LEAVES[i], i, n, tree.inclusion_proof(i, n), roots[n])
+        for m in range(n + 1):
+            merkle.verify_consistency(m, n, tree.consistency_proof(m, n), roots[m], roots[n])
+
+
 @pytest.mark.parametrize(("n", "seed"), [(257, 4), (1024, 5), (1100, 6)])
 def test_random_proofs_in_larger_trees(n: int, seed: int) -> None:
     tree, _, sizes = _grow(n, seed)
