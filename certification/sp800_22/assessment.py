@@ -7,8 +7,11 @@ serial statistic) over the m sequences where it applies:
   m (p_hat +- 3 sqrt(p_hat (1 - p_hat) / m)), p_hat = 1 - alpha; both bounds are truncated to
   integers as the reference's ``computeMetrics`` does;
 * uniformity (section 4.2.2): the P-values in 10 equal bins give a chi-square whose P-value_T
-  must be >= 0.0001. As in the reference, it is computed only when m // 10 >= 1, and the expected
-  count per bin is the integer m // 10.
+  must be >= 0.0001. As in the reference, it is computed only from 10 sequences on. The expected
+  count per bin is m / 10 as in the paper, not the reference's integer m // 10: the two agree when
+  m is a multiple of 10, and otherwise the reference's inflates the chi-square (for m = 19 an
+  ideal generator fails about 12 % of the time instead of 0.03 %), which matters for the random
+  excursion tests, whose m is whatever number of sequences they applied to.
 
 The random excursion tests count only the sequences where they apply (``None`` P-values are left
 out; the reference does this by leaving out P-values equal to 0). The suite passes when no
@@ -136,7 +139,7 @@ def ideal_flag_probability(sample_size: int, alpha: float = ALPHA) -> float:
     low, high = proportion_bounds(sample_size, alpha)
     passing = stats.binom(sample_size, 1.0 - alpha)
     proportion = float(passing.cdf(low - 1) + passing.sf(high))
-    uniformity = UNIFORMITY_THRESHOLD if sample_size // BINS > 0 else 0.0
+    uniformity = UNIFORMITY_THRESHOLD if sample_size >= BINS else 0.0
     return min(proportion + uniformity, 1.0)
 
 
@@ -150,9 +153,9 @@ def assess_sub_test(
     low, high = proportion_bounds(sample_size, alpha)
     bins = np.minimum(np.floor(applicable * BINS).astype(np.int64), BINS - 1)
     histogram = np.bincount(bins, minlength=BINS)
-    expected = sample_size // BINS
     uniformity: float | None = None
-    if expected > 0:
+    if sample_size >= BINS:
+        expected = sample_size / BINS
         chi_squared = float(np.sum((histogram - expected) ** 2 / expected))
         uniformity = igamc((BINS - 1) / 2.0, chi_squared / 2.0)
     return Decision(

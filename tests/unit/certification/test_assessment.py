@@ -47,11 +47,13 @@ def test_non_uniform_p_values_fail() -> None:
     assert not decision.ok
 
 
-def test_uniformity_needs_ten_sequences_and_uses_integer_expectation() -> None:
+def test_uniformity_needs_ten_sequences_and_expects_a_tenth_in_each_bin() -> None:
     assert assess_sub_test("t", "t", [0.5] * 9).uniformity_p_value is None
-    decision = assess_sub_test("t", "t", [i / 15 for i in range(15)])
-    chi2 = sum((c - 1) ** 2 / 1 for c in decision.histogram)  # expCount = 15 // 10 = 1
+    decision = assess_sub_test("t", "t", [i / 19 for i in range(19)])
+    assert sum(decision.histogram) == 19
+    chi2 = sum((c - 1.9) ** 2 / 1.9 for c in decision.histogram)  # the paper's s / 10
     assert decision.uniformity_p_value == pytest.approx(float(gammaincc(4.5, chi2 / 2)))
+    assert decision.uniformity_p_value > 0.99  # evenly spread; the integer expectation gives 0.44
 
 
 def test_not_applicable_p_values_are_left_out() -> None:
