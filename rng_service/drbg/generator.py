@@ -134,16 +134,18 @@ class ProductionGenerator:
     """Thread-safe, fork-safe, buffered CTR_DRBG (AES-256, derivation function) generator.
 
     Start-up order: the power-on self-test (SP 800-90A 11.3), then the SP 800-90B start-up
-    health test over ``config.startup_samples`` entropy bytes, then the instance id (16
-    bytes of entropy, hex), then instantiate with ``entropy_input_bytes`` of entropy input,
-    ``nonce_bytes`` of nonce and the personalization string
+    health test over ``config.startup_samples`` entropy bytes, then the instance id (SHA-256
+    of 16 bytes of entropy, pid, time and a counter; 32 hex digits), then instantiate with
+    ``entropy_input_bytes`` of entropy input, ``nonce_bytes`` of nonce and the
+    personalization string
     ``prefix || instance id || pid || clock ns || process-wide instance counter``.
     Any failure latches the error state: :meth:`random_bytes` then raises
     :class:`~rng_service.errors.GeneratorUnavailable` until the process restarts.
 
     Reseeds (fresh entropy input; additional input ``reason || epoch || pid || clock ns``)
     happen before a DRBG call once ``reseed_interval_requests`` calls or
-    ``reseed_interval_seconds`` have passed, and before the first output in a forked child.
+    ``reseed_interval_seconds`` have passed, and before the first output in a forked child,
+    which also takes a new instance id.
     """
 
     lab_mode = False
@@ -184,7 +186,7 @@ class ProductionGenerator:
         else:
             self._self_test = "passed"
             try:
-                self.instance_id = self._entropy.get_entropy(16).hex()
+                self.instance_id = self._new_instance_id()
                 self._instantiate()
             except Exception as e:
                 self._latch(e)
@@ -228,7 +230,10 @@ class ProductionGenerator:
                 raise GeneratorUnavailable(f"random generator unavailable: {self._error}")
             try:
                 if self._fork_pending or self._pid != os.getpid():
-                    self._reseed(b"fork")
+                    # A forked child is a new instance: a new public id keeps every
+                    # (instance_id, epoch) pair in the log naming one DRBG state.
+                    self.instance_id = self._new_instance_id()
+                    self._reseed(b"fork/" + self.instance_id.encode())
                 elif self._reseed_due():
                     self._reseed(b"scheduled")
                 pos = self._pos
@@ -270,6 +275,19 @@ class ProductionGenerator:
             raise GeneratorUnavailable("random generator is not instantiated")
         self._requests_since_reseed += 1
         return drbg.generate(num_bytes)
+
+    def _new_instance_id(self) -> str:
+        """128 random bits, hashed with pid, time and a counter: unique even if a (fake or
+        broken) entropy source repeats itself across instances or forked children."""
+        material = b"/".join(
+            [
+                self._entropy.get_entropy(16),
+                str(os.getpid()).encode(),
+                str(self._clock.now_ns()).encode(),
+                str(next(_instance_counter)).encode(),
+            ]
+        )
+        return hashlib.sha256(material).hexdigest()[:32]
 
     def _reseed_due(self) -> bool:
         return (

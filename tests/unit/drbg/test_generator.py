@@ -100,9 +100,9 @@ def test_start_up_status_and_identity() -> None:
 
 
 def test_two_instances_never_share_a_stream_even_with_identical_entropy() -> None:
-    a, b = make(seed=b"same"), make(seed=b"same")
-    assert a.instance_id == b.instance_id  # the (fake) entropy is identical ...
-    assert a.random_bytes(64) != b.random_bytes(64)  # ... the personalization is not
+    a, b = make(seed=b"same"), make(seed=b"same")  # the (fake) entropy is identical ...
+    assert a.instance_id != b.instance_id  # ... but not the ids
+    assert a.random_bytes(64) != b.random_bytes(64)  # ... nor the personalization
 
 
 def test_real_os_entropy_instances_differ() -> None:
@@ -244,8 +244,10 @@ def test_exhausted_entropy_is_an_error_state() -> None:
     assert gen.status().state == "error"
 
 
-def _fork_and_draw(gen: ProductionGenerator | DeterministicGenerator, n: int) -> tuple[bytes, int]:
-    """Draws ``n`` bytes in a real forked child; returns them and the child's epoch."""
+def _fork_and_draw(
+    gen: ProductionGenerator | DeterministicGenerator, n: int
+) -> tuple[bytes, int, str]:
+    """Draws ``n`` bytes in a real forked child; returns them, its epoch and instance id."""
     read_fd, write_fd = os.pipe()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
@@ -254,8 +256,8 @@ def _fork_and_draw(gen: ProductionGenerator | DeterministicGenerator, n: int) ->
         try:
             signal.alarm(10)  # a deadlocked child dies instead of hanging the test
             os.close(read_fd)
-            out = gen.random_bytes(n) + gen.epoch.to_bytes(4, "big")
-            os.write(write_fd, out)
+            out = gen.random_bytes(n)
+            os.write(write_fd, out + gen.epoch.to_bytes(4, "big") + gen.instance_id.encode())
         finally:
             os._exit(0)
     os.close(write_fd)
@@ -265,7 +267,8 @@ def _fork_and_draw(gen: ProductionGenerator | DeterministicGenerator, n: int) ->
     os.close(read_fd)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    return data[:-4], int.from_bytes(data[-4:], "big")
+    id_len = len(gen.instance_id)
+    return data[:n], int.from_bytes(data[n : n + 4], "big"), data[n + 4 :].decode()[:id_len]
 
 
 @pytest.mark.parametrize("seed_source", ["fixed", "os"])
@@ -273,16 +276,20 @@ def test_forked_child_never_repeats_parent_output(seed_source: str) -> None:
     entropy = SeededEntropySource(b"fork") if seed_source == "fixed" else OsEntropySource()
     gen = ProductionGenerator(entropy=entropy, clock=FakeClock(), config=GeneratorConfig())
     gen.random_bytes(5)  # the buffer now holds 4,091 bytes the parent will serve next
-    child_bytes, child_epoch = _fork_and_draw(gen, 8192)
+    parent_id = gen.instance_id
+    child_bytes, child_epoch, child_id = _fork_and_draw(gen, 8192)
     parent_bytes = gen.random_bytes(8192)
     assert child_epoch == 1  # the child reseeded before its first output
     assert gen.epoch == 0
+    assert re.fullmatch(r"[0-9a-f]{32}", child_id)
+    assert child_id != parent_id == gen.instance_id  # the child is a new instance
     assert len(child_bytes) == 8192
     # No 16-byte window of the child's output appears in the parent's.
     parent_windows = {parent_bytes[i : i + 16] for i in range(len(parent_bytes) - 15)}
     assert not any(child_bytes[i : i + 16] in parent_windows for i in range(0, 8192 - 15, 16))
     # ... and two children of the same parent differ from each other too.
-    second_child, _ = _fork_and_draw(gen, 64)
+    second_child, _, second_id = _fork_and_draw(gen, 64)
+    assert second_id not in (child_id, parent_id)
     assert second_child != child_bytes[:64]
 
 
@@ -304,7 +311,7 @@ def test_fork_while_another_thread_holds_the_locks() -> None:
     holder.start()
     held.wait()
     try:
-        child_bytes, child_epoch = _fork_and_draw(gen, 32)
+        child_bytes, child_epoch, _ = _fork_and_draw(gen, 32)
     finally:
         release.set()
         holder.join()
@@ -315,7 +322,8 @@ def test_fork_while_another_thread_holds_the_locks() -> None:
 def test_lab_generator_child_continues_the_stream() -> None:
     gen = lab_gen()
     gen.random_bytes(10)
-    child_bytes, _ = _fork_and_draw(gen, 32)
+    child_bytes, _, child_id = _fork_and_draw(gen, 32)
+    assert child_id == gen.instance_id  # lab mode: same seed, same stream, same id
     assert child_bytes == gen.random_bytes(32) == reference_lab_stream(42)[10:]
 
 
