@@ -81,7 +81,9 @@ def _cmd_keygen(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not args.force:
         raise SystemExit(f"error: {out} exists (use --force to replace it)")
-    info = generate_key_pair(out, name=args.name, passphrase=_passphrase(args.passphrase_env))
+    info = generate_key_pair(
+        out, name=args.name, passphrase=_passphrase(args.passphrase_env), overwrite=args.force
+    )
     print(f"private key: {out} (mode 0600)")
     print(f"verifier key: {info.verifier_key}")
     return 0

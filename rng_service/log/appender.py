@@ -40,7 +40,7 @@ from rng_service.errors import (
     StorageUnavailable,
     Unavailable,
 )
-from rng_service.log.entry import GeneratorRef, JsonValue, LogEntry, request_digest
+from rng_service.log.entry import GeneratorRef, JsonValue, LogEntry, format_time, request_digest
 from rng_service.log.merkle import leaf_hash
 from rng_service.log.note import Checkpoint, NoteSigner, sign_note
 from rng_service.log.receipt import Receipt
@@ -263,6 +263,22 @@ class Appender:
         seen: dict[tuple[str, str], tuple[bytes, int]] = {}  # key -> (digest, slot in new)
         followers: list[tuple[_Pending, int]] = []  # same request id earlier in this group
         replays: list[tuple[_Pending, EntryRecord]] = []
+        # One sequencing time per group, and one idempotency lookup per client per group.
+        now = self._clock.now_ns() // 1000 * 1000  # entries carry microseconds
+        time_text = format_time(now)
+        wanted: dict[str, list[str]] = {}
+        for p in group:
+            wanted.setdefault(p.request.client_id, []).append(p.request.request_id)
+        try:
+            logged = {
+                (client, request_id): record
+                for client, ids in wanted.items()
+                for request_id, record in self._storage.entries_by_requests(client, ids).items()
+            }
+        except RngServiceError as e:
+            for p in group:
+                p.future.set_exception(e)
+            return
         for p in group:
             req = p.request
             key = (req.client_id, req.request_id)
@@ -273,11 +289,7 @@ class Appender:
                 else:
                     followers.append((p, slot))
                 continue
-            try:
-                existing = self._storage.entry_by_request(req.client_id, req.request_id)
-            except RngServiceError as e:
-                p.future.set_exception(e)
-                continue
+            existing = logged.get(key)
             if existing is not None:
                 if existing.request_digest != req.digest:
                     p.future.set_exception(_conflict(req))
@@ -296,7 +308,6 @@ class Appender:
             except GeneratorUnavailable as e:
                 p.future.set_exception(e)
                 continue
-            now = self._clock.now_ns()
             entry = LogEntry(
                 index=next_index,
                 timestamp_ns=now,
@@ -310,6 +321,7 @@ class Appender:
                 request_id=req.request_id,
                 generator=gen,
                 profile_sha256=req.profile_sha256,
+                time_text=time_text,
             )
             seen[key] = (req.digest, len(new))
             new.append((p, entry, entry.encode()))
@@ -348,13 +360,14 @@ class Appender:
                 self._note_cache = (size, checkpoint.note.decode("utf-8"))
                 published = True
             note_text = self.checkpoint_note(size)
+            proofs = self._tree.inclusion_proofs([rec.index for rec in records], size)
             results: list[AppendResult] = []
-            for (p, entry, _), rec in zip(new, records, strict=True):
+            for (p, entry, _), rec, proof in zip(new, records, proofs, strict=True):
                 receipt = Receipt(
                     index=rec.index,
                     entry=rec.data,
                     leaf_hash=rec.leaf_hash,
-                    inclusion_proof=tuple(self._tree.inclusion_proof(rec.index, size)),
+                    inclusion_proof=tuple(proof),
                     tree_size=size,
                     checkpoint=note_text,
                     replayed=False,

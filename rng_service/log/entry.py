@@ -44,36 +44,50 @@ class EntryFormatError(IntegrityError):
 
 
 def _check(value: JsonValue, path: str) -> None:
-    if value is None or isinstance(value, (bool, str)):
-        if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as e:
-                raise ValueError(f"{path}: string is not valid Unicode") from e
-        return
-    if isinstance(value, int):
-        if not -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
-            raise ValueError(f"{path}: integer {value} outside +-(2^53-1)")
-        return
-    if isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            _check(item, f"{path}[{i}]")
-        return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str) or not key.isascii():
-                raise ValueError(f"{path}: object key {key!r} is not an ASCII string")
-            _check(item, f"{path}.{key}")
-        return
-    raise ValueError(f"{path}: {type(value).__name__} is not allowed in a canonical entry")
+    """Rejects what canonical JSON cannot carry exactly (the encoder catches bad Unicode).
+
+    Iterative, since it runs on every entry on the log's write path; a child's path text is
+    only built when the child is a container or fails.
+    """
+    stack: list[tuple[Any, str, object]] = [(value, path, None)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, parent, key = pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        where = parent if key is None else f"{parent}[{key}]" if type(key) is int else f"{parent}.{key}"
+        if kind is int:
+            if not -_MAX_SAFE_INT <= item <= _MAX_SAFE_INT:
+                raise ValueError(f"{where}: integer {item} outside +-(2^53-1)")
+        elif kind is dict:
+            for k, sub in item.items():
+                if type(k) is not str or not k.isascii():
+                    raise ValueError(f"{where}: object key {k!r} is not an ASCII string")
+                if type(sub) is not str:
+                    push((sub, where, k))
+        elif kind is list or kind is tuple:
+            for i, sub in enumerate(item):
+                if type(sub) is not str:
+                    push((sub, where, i))
+        elif isinstance(item, Mapping):
+            push((dict(item), where, None))
+        else:
+            raise ValueError(f"{where}: {kind.__name__} is not allowed in a canonical entry")
+
+
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
 
 
 def canonical_json(value: JsonValue) -> bytes:
     """RFC 8785 canonical JSON of ``value`` (restricted types; see the module docstring)."""
     _check(value, "$")
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    try:
+        return _ENCODER.encode(value).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"string is not valid Unicode: {e}") from e
 
 
 def format_time(timestamp_ns: int) -> str:
@@ -148,12 +162,14 @@ class LogEntry:
     generator: GeneratorRef
     profile_sha256: str = ""
     version: int = field(default=FORMAT_VERSION)
+    #: ``format_time(timestamp_ns)``, when the caller has it already (one per commit group).
+    time_text: str = field(default="", compare=False, repr=False)
 
     def to_record(self) -> dict[str, JsonValue]:
         return {
             "v": self.version,
             "index": self.index,
-            "time": format_time(self.timestamp_ns),
+            "time": self.time_text or format_time(self.timestamp_ns),
             "kind": self.kind,
             "params": dict(self.params),
             "outcome": dict(self.outcome),

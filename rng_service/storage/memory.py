@@ -94,6 +94,18 @@ class MemoryStorage:
             self._check_open()
             return self._entries[start:end]
 
+    def entries_by_requests(
+        self, client_id: str, request_ids: Sequence[str]
+    ) -> dict[str, EntryRecord]:
+        with self._lock:
+            self._check_open()
+            found = {}
+            for request_id in request_ids:
+                index = self._by_request.get((client_id, request_id))
+                if index is not None:
+                    found[request_id] = self._entries[index]
+            return found
+
     def entry_by_request(self, client_id: str, request_id: str) -> EntryRecord | None:
         with self._lock:
             self._check_open()

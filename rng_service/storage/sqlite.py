@@ -373,6 +373,23 @@ class SqliteStorage:
         )
         return [_entry(r) for r in rows]
 
+    def entries_by_requests(
+        self, client_id: str, request_ids: Sequence[str]
+    ) -> dict[str, EntryRecord]:
+        found: dict[str, EntryRecord] = {}
+        unique = list(dict.fromkeys(request_ids))
+        for start in range(0, len(unique), _NODE_BATCH):
+            chunk = unique[start : start + _NODE_BATCH]
+            marks = ",".join("?" * len(chunk))
+            rows = self._read(
+                _SELECT_ENTRIES + f"WHERE client_id = ? AND request_id IN ({marks})",  # noqa: S608
+                (client_id, *chunk),
+            )
+            for row in rows:
+                record = _entry(row)
+                found[record.request_id] = record
+        return found
+
     def entry_by_request(self, client_id: str, request_id: str) -> EntryRecord | None:
         rows = self._read(
             _SELECT_ENTRIES + "WHERE client_id = ? AND request_id = ?",

@@ -55,6 +55,18 @@ def test_empty_store(store: LogStorage) -> None:
     assert store.get_meta("origin") is None
 
 
+def test_entries_by_requests_is_one_lookup_for_many(store: LogStorage) -> None:
+    batch = [make_entry(i) for i in range(500)]
+    batch.append(make_entry(500, client_id="other", request_id="req-7"))
+    store.append(batch, leaf_nodes(batch))
+    wanted = [f"req-{i}" for i in range(0, 1000, 3)] + ["req-3", "missing"]
+    found = store.entries_by_requests("table-client-1", wanted)
+    assert found == {f"req-{i}": batch[i] for i in range(0, 500, 3)}
+    assert store.entries_by_requests("other", ["req-7", "req-8"]) == {"req-7": batch[500]}
+    assert store.entries_by_requests("nobody", wanted) == {}
+    assert store.entries_by_requests("table-client-1", []) == {}
+
+
 def test_append_and_read_back(store: LogStorage) -> None:
     first = [make_entry(0), make_entry(1)]
     store.append(first, [*leaf_nodes(first), NodeRecord(1, 0, b"n" * 32)])
