@@ -52,13 +52,19 @@ def rate(fn: Callable[[], object], *, seconds: float, per_call: int = 1) -> floa
 def machine() -> dict[str, object]:
     import os
 
-    return {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
+    return {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+    }
 
 
 def write_results(area: str, rows: list[Row]) -> Path:
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"{area}.json"
-    path.write_text(json.dumps({"machine": machine(), "rows": [r.as_dict() for r in rows]}, indent=2))
+    path.write_text(
+        json.dumps({"machine": machine(), "rows": [r.as_dict() for r in rows]}, indent=2)
+    )
     return path
 
 

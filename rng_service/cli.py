@@ -214,7 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     calls = p.add_subparsers(dest="what", required=True)
     s = calls.add_parser("spin", help="one roulette spin")
     s.add_argument(
-        "--wheel", required=True, choices=["single_zero", "double_zero", "double_zero_as_single_zero"]
+        "--wheel",
+        required=True,
+        choices=["single_zero", "double_zero", "double_zero_as_single_zero"],
     )
     s.add_argument("--table", required=True, help="table id")
     s.add_argument("--round", required=True, help="game round id")

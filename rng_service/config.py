@@ -142,7 +142,10 @@ class LogSettings:
             self.publish_interval_seconds,
         )
         _require(
-            1 <= self.max_group_size <= 10_000, "log.max_group_size", "1 to 10000", self.max_group_size
+            1 <= self.max_group_size <= 10_000,
+            "log.max_group_size",
+            "1 to 10000",
+            self.max_group_size,
         )
         _require(1 <= self.max_queue <= 1_000_000, "log.max_queue", "1 to 1000000", self.max_queue)
 
@@ -238,7 +241,8 @@ def _build_section(name: str, raw: Mapping[str, Any], env_keys: set[str]) -> Any
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ConfigError(
-            f"{name}.{unknown[0]}: unknown setting (allowed in [{name}]: {', '.join(sorted(known))})"
+            f"{name}.{unknown[0]}: unknown setting "
+            f"(allowed in [{name}]: {', '.join(sorted(known))})"
         )
     kwargs = {
         key: _coerce(f"{name}.{key}", hints[key], value, from_env=key in env_keys)

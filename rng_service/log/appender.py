@@ -254,7 +254,9 @@ class Appender:
                 _log.exception("log writer failed on a group of %d", len(group))
                 for p in group:
                     if not p.future.done():
-                        p.future.set_exception(Unavailable(f"internal error in the log writer: {e}"))
+                        p.future.set_exception(
+                            Unavailable(f"internal error in the log writer: {e}")
+                        )
 
     def _process(self, group: Sequence[_Pending]) -> None:
         started = time.perf_counter()

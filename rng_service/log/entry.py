@@ -56,7 +56,9 @@ def _check(value: JsonValue, path: str) -> None:
         kind = type(item)
         if kind is str or kind is bool or item is None:
             continue
-        where = parent if key is None else f"{parent}[{key}]" if type(key) is int else f"{parent}.{key}"
+        where = (
+            parent if key is None else f"{parent}[{key}]" if type(key) is int else f"{parent}.{key}"
+        )
         if kind is int:
             if not -_MAX_SAFE_INT <= item <= _MAX_SAFE_INT:
                 raise ValueError(f"{where}: integer {item} outside +-(2^53-1)")

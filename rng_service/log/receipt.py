@@ -74,7 +74,7 @@ def receipt_from_json(text: str) -> Receipt:
     try:
         data: Any = json.loads(text)
         if not isinstance(data, dict) or data.get("format") != RECEIPT_FORMAT:
-            raise ReceiptFormatError(f"not a receipt (expected \"format\": \"{RECEIPT_FORMAT}\")")
+            raise ReceiptFormatError(f'not a receipt (expected "format": "{RECEIPT_FORMAT}")')
         index, size = data["index"], data["tree_size"]
         if not (isinstance(index, int) and isinstance(size, int)):
             raise ReceiptFormatError("index and tree_size must be integers")

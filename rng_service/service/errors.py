@@ -12,7 +12,7 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import grpc
 from grpc import aio
@@ -69,7 +69,8 @@ def rpc(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
                 await context.abort(code, str(e))
                 raise  # unreachable: abort raises
             except aio.AbortError:
-                code = context.code() or grpc.StatusCode.UNKNOWN  # type: ignore[assignment]
+                # aio contexts answer None until a code is set
+                code = cast("grpc.StatusCode | None", context.code()) or grpc.StatusCode.UNKNOWN
                 raise
             except Exception:
                 code = grpc.StatusCode.INTERNAL

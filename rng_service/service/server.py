@@ -7,6 +7,7 @@ latched its error state (fail closed), for the overall service "" and each of ou
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 
@@ -83,8 +84,6 @@ class HealthMonitor:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except asyncio.CancelledError:
-                pass
         await self._health.enter_graceful_shutdown()

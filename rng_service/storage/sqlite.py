@@ -382,7 +382,7 @@ class SqliteStorage:
             chunk = unique[start : start + _NODE_BATCH]
             marks = ",".join("?" * len(chunk))
             rows = self._read(
-                _SELECT_ENTRIES + f"WHERE client_id = ? AND request_id IN ({marks})",  # noqa: S608
+                _SELECT_ENTRIES + f"WHERE client_id = ? AND request_id IN ({marks})",
                 (client_id, *chunk),
             )
             for row in rows:

@@ -83,9 +83,7 @@ def start(
     storage: LogStorage | None = None,
     clock: Clock | None = None,
 ) -> Running:
-    service = Service(
-        config, entropy=entropy or CounterEntropy(), storage=storage, clock=clock
-    )
+    service = Service(config, entropy=entropy or CounterEntropy(), storage=storage, clock=clock)
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="test-service-loop", daemon=True)
     thread.start()

@@ -53,7 +53,7 @@ def many_spins(
 ) -> list[rng_pb2.SpinRouletteResponse]:
     """``n`` spins with up to ``in_flight`` concurrent calls (bounded, like a real client)."""
     replies: list[rng_pb2.SpinRouletteResponse] = []
-    for start in range(0, n, in_flight):
+    for first in range(0, n, in_flight):
         futures = [
             running.outcomes.SpinRoulette.future(
                 rng_pb2.SpinRouletteRequest(
@@ -64,7 +64,7 @@ def many_spins(
                 ),
                 timeout=60,
             )
-            for i in range(start, min(n, start + in_flight))
+            for i in range(first, min(n, first + in_flight))
         ]
         replies.extend(f.result() for f in futures)
     return replies
@@ -102,7 +102,8 @@ def test_double_zero_as_single_zero_voids_and_respins_and_logs_both(running: Run
     for reply in voided:
         *voids, last = reply.spins
         assert all(s.void and s.number == "00" and s.color == rng_pb2.COLOR_GREEN for s in voids)
-        assert not last.void and last.number != "00"
+        assert not last.void
+        assert last.number != "00"
         assert last == reply.result
         entry = verify_receipt(receipt_of(reply), keys).entry
         logged = entry.outcome["spins"]
@@ -149,7 +150,8 @@ def test_retry_returns_the_same_logged_outcome_and_receipt(running: Running) -> 
         assert again.receipt.entry == first.receipt.entry
         assert again.receipt.checkpoint == first.receipt.checkpoint
         assert list(again.receipt.inclusion_proof) == list(first.receipt.inclusion_proof)
-        assert again.receipt.replayed and not first.receipt.replayed
+        assert again.receipt.replayed
+        assert not first.receipt.replayed
     assert running.service.appender.tree_size == size  # type: ignore[union-attr]
 
 
@@ -321,9 +323,11 @@ def test_generator_error_state_is_unavailable_and_not_serving(tmp_path: Path) ->
             running.spin("still-latched")
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE
         assert running.metrics_port is not None
-        text = urllib.request.urlopen(  # noqa: S310 - loopback metrics endpoint
-            f"http://127.0.0.1:{running.metrics_port}/metrics", timeout=10
-        ).read().decode()
+        text = (
+            urllib.request.urlopen(f"http://127.0.0.1:{running.metrics_port}/metrics", timeout=10)
+            .read()
+            .decode()
+        )
         assert "rng_generator_up 0.0" in text
     finally:
         running.stop()
@@ -356,9 +360,11 @@ def test_health_serving_and_metrics_exposed(running: Running) -> None:
     assert status.status == health_pb2.HealthCheckResponse.SERVING
     running.spin("m1")
     assert running.metrics_port is not None
-    text = urllib.request.urlopen(  # noqa: S310 - loopback metrics endpoint
-        f"http://127.0.0.1:{running.metrics_port}/metrics", timeout=10
-    ).read().decode()
+    text = (
+        urllib.request.urlopen(f"http://127.0.0.1:{running.metrics_port}/metrics", timeout=10)
+        .read()
+        .decode()
+    )
     assert 'rng_outcomes_total{kind="roulette_spin"} 1.0' in text
     assert 'rng_rpc_duration_seconds_count{code="OK",method="SpinRoulette"} 1.0' in text
     assert "rng_log_commit_group_size_bucket" in text

@@ -14,12 +14,12 @@ import pytest
 FORBIDDEN_BELOW_SERVICE = ("grpc", "sqlite3", "psycopg", "prometheus_client", "rng_service._proto")
 
 CASES = {
-    "rng_service.drbg": FORBIDDEN_BELOW_SERVICE + ("rng_service.outcomes", "rng_service.log"),
-    "rng_service.sampling": FORBIDDEN_BELOW_SERVICE + ("rng_service.outcomes", "rng_service.log"),
-    "rng_service.outcomes": FORBIDDEN_BELOW_SERVICE + ("rng_service.log", "rng_service.storage"),
+    "rng_service.drbg": (*FORBIDDEN_BELOW_SERVICE, "rng_service.outcomes", "rng_service.log"),
+    "rng_service.sampling": (*FORBIDDEN_BELOW_SERVICE, "rng_service.outcomes", "rng_service.log"),
+    "rng_service.outcomes": (*FORBIDDEN_BELOW_SERVICE, "rng_service.log", "rng_service.storage"),
     "rng_service.log.entry": FORBIDDEN_BELOW_SERVICE,
     "rng_service.log.merkle": FORBIDDEN_BELOW_SERVICE,
-    "rng_service.log.receipt": FORBIDDEN_BELOW_SERVICE + ("rng_service.storage",),
+    "rng_service.log.receipt": (*FORBIDDEN_BELOW_SERVICE, "rng_service.storage"),
     "rng_service.log.appender": ("grpc", "prometheus_client", "rng_service._proto", "sqlite3"),
     "rng_service.storage.base": ("grpc", "prometheus_client", "rng_service.log"),
     "rng_service.storage.sqlite": ("grpc", "prometheus_client", "rng_service.log"),
@@ -27,7 +27,10 @@ CASES = {
 
 
 def _imported(module: str) -> list[str]:
-    code = f"import importlib, json, sys; importlib.import_module({module!r}); print(json.dumps(sorted(sys.modules)))"
+    code = (
+        f"import importlib, json, sys; importlib.import_module({module!r}); "
+        "print(json.dumps(sorted(sys.modules)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return list(json.loads(out.stdout))
 
