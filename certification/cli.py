@@ -20,15 +20,17 @@ import multiprocessing
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 import numpy as np
+import numpy.typing as npt
 
 from certification.report import render_json, render_summary
 from certification.sp800_22 import Bits, TestResult, assess, run_tests
 
-__all__ = ["InputError", "main", "read_bits"]
+__all__ = ["InputError", "PackedBits", "main", "read_bits"]
 
 DEFAULT_BITS_PER_SEQUENCE = 1_000_000
 EXIT_PASS = 0
@@ -42,7 +44,31 @@ class InputError(Exception):
     """The input file cannot be used: missing, unreadable, malformed or too short."""
 
 
-def read_bits(path: Path, fmt: str) -> Bits:
+@dataclass(frozen=True)
+class PackedBits:
+    """The bits of an input file, kept packed (most significant bit first) and unpacked one
+    sequence at a time, so that memory stays near the file's size."""
+
+    packed: npt.NDArray[np.uint8]
+    size: int
+
+    def packed_slice(self, start: int, n: int) -> tuple[bytes, int]:
+        """The bytes covering bits [start, start + n) and the offset of ``start`` in them."""
+        first, offset = divmod(start, 8)
+        last = (start + n + 7) // 8
+        return self.packed[first:last].tobytes(), offset
+
+    def sequence(self, start: int, n: int) -> Bits:
+        """Bits [start, start + n) as a 0/1 array."""
+        return _unpack(*self.packed_slice(start, n), n)
+
+
+def _unpack(packed: bytes, offset: int, n: int) -> Bits:
+    bits = np.unpackbits(np.frombuffer(packed, dtype=np.uint8))
+    return bits[offset : offset + n]
+
+
+def read_bits(path: Path, fmt: str) -> PackedBits:
     """All bits of ``path``: ``binary`` is packed bytes, most significant bit first; ``ascii``
     is the characters '0' and '1' with whitespace ignored, as sts-2.1.2 reads its ASCII input."""
     try:
@@ -50,7 +76,7 @@ def read_bits(path: Path, fmt: str) -> Bits:
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror or e}") from e
     if fmt == "binary":
-        return np.unpackbits(raw)
+        return PackedBits(packed=raw, size=8 * int(raw.size))
     digits = raw[~np.isin(raw, _WHITESPACE)]
     bad = np.flatnonzero((digits != ord("0")) & (digits != ord("1")))
     if bad.size:
@@ -60,13 +86,12 @@ def read_bits(path: Path, fmt: str) -> Bits:
             f"{path}: byte offset {offset} holds {char!r}; an ASCII bit file may hold only "
             "'0', '1' and whitespace (use --format binary for packed bytes)"
         )
-    return digits - np.uint8(ord("0"))
+    return PackedBits(packed=np.packbits(digits - np.uint8(ord("0"))), size=int(digits.size))
 
 
-def _run_packed(packed: bytes, n: int) -> dict[str, TestResult]:
+def _run_packed(packed: bytes, offset: int, n: int) -> dict[str, TestResult]:
     """Worker entry point: unpack one sequence and run the battery on it."""
-    bits = np.unpackbits(np.frombuffer(packed, dtype=np.uint8), count=n)
-    return run_tests(bits)
+    return run_tests(_unpack(packed, offset, n))
 
 
 class _Progress:
@@ -99,19 +124,19 @@ class _Progress:
 
 
 def _run_battery(
-    sequences: Sequence[Bits], jobs: int, on_done: Callable[[], None]
+    bits: PackedBits, n: int, count: int, jobs: int, on_done: Callable[[], None]
 ) -> list[dict[str, TestResult]]:
-    if jobs == 1 or len(sequences) == 1:
+    """The battery on sequences 0 .. count - 1 of n bits, in order."""
+    if jobs == 1 or count == 1:
         results = []
-        for bits in sequences:
-            results.append(run_tests(bits))
+        for i in range(count):
+            results.append(run_tests(bits.sequence(i * n, n)))
             on_done()
         return results
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=min(jobs, count), mp_context=context) as pool:
         futures: list[Future[dict[str, TestResult]]] = [
-            pool.submit(_run_packed, np.packbits(bits).tobytes(), int(bits.size))
-            for bits in sequences
+            pool.submit(_run_packed, *bits.packed_slice(i * n, n), n) for i in range(count)
         ]
         for _ in as_completed(futures):
             on_done()
@@ -127,10 +152,9 @@ def _cmd_nist(args: argparse.Namespace) -> int:
             f"{args.input} holds {bits.size} bits, fewer than one sequence of {n} bits "
             "(see --bits-per-sequence)"
         )
-    sequences = [bits[i * n : (i + 1) * n] for i in range(count)]
     progress = _Progress(count, sys.stderr)
     try:
-        results = _run_battery(sequences, args.jobs, progress.advance)
+        results = _run_battery(bits, n, count, args.jobs, progress.advance)
     finally:
         progress.close()
     assessment = assess(results)

@@ -53,6 +53,7 @@ def test_uniformity_needs_ten_sequences_and_expects_a_tenth_in_each_bin() -> Non
     assert sum(decision.histogram) == 19
     chi2 = sum((c - 1.9) ** 2 / 1.9 for c in decision.histogram)  # the paper's s / 10
     assert decision.uniformity_p_value == pytest.approx(float(gammaincc(4.5, chi2 / 2)))
+    assert decision.uniformity_p_value is not None
     assert decision.uniformity_p_value > 0.99  # evenly spread; the integer expectation gives 0.44
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from certification.cli import main
-from certification.sp800_22 import TEST_NAMES
+from certification.sp800_22 import TEST_NAMES, run_tests
 from certification.sp800_22.templates import aperiodic_templates
 from tests.unit.certification.support import aes_stream
 
@@ -96,6 +96,28 @@ def test_ascii_input_gives_the_same_p_values(tmp_path: Path, good_data: bytes) -
     code, ascii_report = _run(tmp_path, text, "ascii")
     assert code == 0
     assert ascii_report["tests"] == binary["tests"]
+
+
+@pytest.mark.parametrize("fmt", ["binary", "ascii"])
+def test_sequences_are_consecutive_slices_of_the_file(tmp_path: Path, fmt: str) -> None:
+    n = 10_007  # not a whole number of bytes
+    data = aes_stream("cli-slices", 3 * n // 8 + 5)
+    path = tmp_path / "bits"
+    if fmt == "binary":
+        path.write_bytes(data)
+    else:
+        path.write_text(_ascii_of(data))
+    out = tmp_path / "r.json"
+    argv = ["nist", "--input", str(path), "--format", fmt, "--json", str(out)]
+    assert main([*argv, "--bits-per-sequence", str(n)]) in (0, 1)
+    report = json.loads(out.read_text())
+    bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8))
+    assert report["input"]["sequences"] == 3
+    assert report["input"]["bits_discarded"] == bits.size - 3 * n
+    for i in range(3):
+        expected = run_tests(bits[i * n : (i + 1) * n])
+        for name, result in expected.items():
+            assert report["tests"][name]["p_values"][i] == list(result.p_values), (i, name)
 
 
 def test_bad_stream_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
