@@ -86,7 +86,7 @@ def linear_complexity(bits: Bits, *, M: int = DEFAULT_M) -> TestResult:
         return TestResult.single(NAME, None)
     L = linear_complexities(bits[: n_blocks * M].reshape(n_blocks, M))
     sign = -1.0 if (M + 1) % 2 == 0 else 1.0
-    mean = M / 2.0 + (9.0 + sign) / 36.0 - 1.0 / 2.0**M * (M / 3.0 + 2.0 / 9.0)
+    mean = M / 2.0 + (9.0 + sign) / 36.0 - 2.0 ** (-M) * (M / 3.0 + 2.0 / 9.0)
     sign = 1.0 if M % 2 == 0 else -1.0
     T = sign * (L - mean) + 2.0 / 9.0
     # classes: T <= -2.5, (-2.5, -1.5], ..., (1.5, 2.5], > 2.5

@@ -44,9 +44,9 @@ def non_overlapping_template(
         if len(template) != m or set(template) - {"0", "1"} or not is_aperiodic(template):
             raise ValueError(f"{template!r} is not an aperiodic {m}-bit template")
     M = int(bits.size) // N
-    mu = (M - m + 1) / 2.0**m
-    if m > M or mu <= 0:
+    if m > M:
         return TestResult(name=NAME, labels=templates, p_values=(None,) * len(templates))
+    mu = (M - m + 1) / 2.0**m
     variance = M * (1.0 / 2.0**m - (2.0 * m - 1.0) / 2.0 ** (2.0 * m))
     blocks = bits[: N * M].reshape(N, M)
     # counts[j, w]: occurrences of word w wholly inside block j
