@@ -159,6 +159,7 @@ class Appender:
         self._queue: queue.Queue[_Pending | object] = queue.Queue(maxsize=max_queue)
         self._observer = observer
         self._thread: threading.Thread | None = None
+        self._stopped = False
         self._last_publish = -float("inf")
         self._note_cache: tuple[int, str] | None = None
         self._sign_lock = threading.Lock()
@@ -168,6 +169,7 @@ class Appender:
     def start(self) -> None:
         if self._thread is not None:
             raise RuntimeError("appender already started")
+        self._stopped = False
         self._thread = threading.Thread(target=self._run, name="log-writer", daemon=True)
         self._thread.start()
 
@@ -175,6 +177,7 @@ class Appender:
         """Finishes every request already submitted, then publishes a final checkpoint."""
         if self._thread is None:
             return
+        self._stopped = True
         self._queue.put(_STOP)
         self._thread.join()
         self._thread = None
@@ -191,8 +194,9 @@ class Appender:
     # --- submission ----------------------------------------------------------------------
 
     def submit(self, request: DrawRequest) -> concurrent.futures.Future[AppendResult]:
-        if self._thread is None:
-            raise Unavailable("the log writer is not running")
+        """Queues a request (before ``start()`` too); its future resolves once it is durable."""
+        if self._stopped:
+            raise Unavailable("the log writer has stopped")
         future: concurrent.futures.Future[AppendResult] = concurrent.futures.Future()
         future.set_running_or_notify_cancel()  # an accepted request cannot be cancelled
         try:

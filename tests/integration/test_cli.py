@@ -1,0 +1,114 @@
+"""The rng-service command line against a live in-process service: spin, keys, health,
+verify-receipt, keygen and pubkey; errors are messages with exit codes, never tracebacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rng_service.cli import main
+from tests.integration.conftest import Running
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_spin_receipt_and_offline_verification(
+    running: Running, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = f"127.0.0.1:{running.port}"
+    receipt = tmp_path / "receipt.json"
+    code, out, _ = run(
+        capsys, "call", "--target", target, "spin", "--wheel", "double_zero",
+        "--table", "T1", "--round", "R1", "--request-id", "cli-1",
+        "--receipt-out", str(receipt), "--json",
+    )  # fmt: skip
+    assert code == 0
+    spin = json.loads(out)
+    assert spin["request_id"] == "cli-1"
+    assert spin["log_index"] == 0
+    code, out, _ = run(capsys, "call", "--target", target, "keys")
+    assert code == 0
+    vkey = json.loads(out)[0]["verifier_key"]
+    code, out, _ = run(capsys, "verify-receipt", str(receipt), "--key", vkey)
+    assert code == 0
+    assert out.startswith("OK: entry 0 (roulette_spin, table T1, round R1)")
+    assert json.loads(out.split("\n", 1)[1])["final"]["number"] == spin["number"]
+    # a tampered receipt fails with a message, exit 1
+    data = json.loads(receipt.read_text())
+    data["tree_size"] = 2
+    receipt.write_text(json.dumps(data))
+    code, _, err = run(capsys, "verify-receipt", str(receipt), "--key", vkey)
+    assert code == 1
+    assert "tree_size" in err
+    assert "Traceback" not in err
+
+
+def test_retry_and_conflict_through_the_cli(
+    running: Running, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = f"127.0.0.1:{running.port}"
+    args = ["call", "--target", target, "spin", "--table", "T", "--round", "R",
+            "--request-id", "cli-2"]  # fmt: skip
+    code, first, _ = run(capsys, *args, "--wheel", "single_zero")
+    assert code == 0
+    code, again, _ = run(capsys, *args, "--wheel", "single_zero")
+    assert code == 0
+    assert "replayed" in again
+    assert again.split("  [")[0] == first.split("  [")[0]
+    code, _, err = run(capsys, *args, "--wheel", "double_zero")
+    assert code == 1
+    assert "ALREADY_EXISTS" in err
+
+
+def test_health(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "call", "--target", f"127.0.0.1:{running.port}", "health")
+    assert (code, out.strip()) == (0, "SERVING")
+
+
+def test_unreachable_service_is_a_message(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(
+        capsys, "call", "--target", "127.0.0.1:1", "--timeout", "2", "spin",
+        "--wheel", "double_zero", "--table", "T", "--round", "R",
+    )  # fmt: skip
+    assert code == 1
+    assert "UNAVAILABLE" in err or "DEADLINE_EXCEEDED" in err
+
+
+def test_keygen_pubkey_and_passphrase(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = tmp_path / "k.pem"
+    monkeypatch.setenv("KEY_PASS", "correct horse")
+    code, out, _ = run(capsys, "keygen", "--out", str(key), "--name", "casino.example",
+                       "--passphrase-env", "KEY_PASS")  # fmt: skip
+    assert code == 0
+    assert key.stat().st_mode & 0o777 == 0o600
+    vkey = out.strip().splitlines()[-1].removeprefix("verifier key: ")
+    assert vkey.startswith("casino.example+")
+    code, out, _ = run(capsys, "pubkey", "--key-file", str(key), "--name", "casino.example",
+                       "--passphrase-env", "KEY_PASS")  # fmt: skip
+    assert (code, out.strip()) == (0, vkey)
+    monkeypatch.setenv("KEY_PASS", "wrong")
+    code, _, err = run(capsys, "pubkey", "--key-file", str(key), "--name", "casino.example",
+                       "--passphrase-env", "KEY_PASS")  # fmt: skip
+    assert code == 1
+    assert "passphrase" in err
+    with pytest.raises(SystemExit, match="exists"):
+        main(["keygen", "--out", str(key), "--name", "casino.example"])
+    code, _, _ = run(capsys, "keygen", "--out", str(key), "--name", "casino.example", "--force")
+    assert code == 0
+
+
+def test_bad_config_is_a_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[server]\nport = -1\n")
+    code, _, err = run(capsys, "serve", "--config", str(cfg))
+    assert code == 2
+    assert "server.port" in err
+    assert "allowed" in err
