@@ -143,14 +143,12 @@ def ideal_flag_probability(sample_size: int, alpha: float = ALPHA) -> float:
     return min(proportion + uniformity, 1.0)
 
 
-def assess_sub_test(
-    test: str, sub_test: str, p_values: Sequence[float | None], alpha: float = ALPHA
-) -> Decision:
+def assess_sub_test(test: str, sub_test: str, p_values: Sequence[float | None]) -> Decision:
     """Proportion and uniformity decisions for one stream of P-values (``None`` left out)."""
     applicable = np.array([p for p in p_values if p is not None], dtype=np.float64)
     sample_size = int(applicable.size)
-    passed = int(np.count_nonzero(applicable >= alpha))
-    low, high = proportion_bounds(sample_size, alpha)
+    passed = int(np.count_nonzero(applicable >= ALPHA))
+    low, high = proportion_bounds(sample_size)
     bins = np.minimum(np.floor(applicable * BINS).astype(np.int64), BINS - 1)
     histogram = np.bincount(bins, minlength=BINS)
     uniformity: float | None = None
@@ -170,7 +168,7 @@ def assess_sub_test(
     )
 
 
-def assess(results: Sequence[Mapping[str, TestResult]], alpha: float = ALPHA) -> SuiteAssessment:
+def assess(results: Sequence[Mapping[str, TestResult]]) -> SuiteAssessment:
     """Section 4.2 decisions for every sub-test in ``results`` (one mapping per sequence)."""
     if not results:
         raise ValueError("no sequences to assess")
@@ -182,7 +180,7 @@ def assess(results: Sequence[Mapping[str, TestResult]], alpha: float = ALPHA) ->
             if sequence_results[name].labels != labels:
                 raise ValueError(f"{name}: sub-tests differ between sequences")
         decisions[name] = tuple(
-            assess_sub_test(name, label, [r[name].p_values[i] for r in results], alpha)
+            assess_sub_test(name, label, [r[name].p_values[i] for r in results])
             for i, label in enumerate(labels)
         )
     return SuiteAssessment(sequences=len(results), decisions=MappingProxyType(decisions))

@@ -4,7 +4,10 @@ sts-2.1.2 loops, applicability rules, result shapes, and robustness on any input
 from __future__ import annotations
 
 import itertools
+import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -390,3 +393,14 @@ def test_each_registered_test_is_deterministic_and_pure() -> None:
     for name in TEST_NAMES:
         assert REGISTRY[name](bits) == REGISTRY[name](bits)
     assert np.array_equal(bits, before)
+
+
+def test_the_battery_imports_nothing_of_the_service() -> None:
+    code = (
+        "import json, sys, certification.sp800_22, certification.report; "
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = json.loads(out.stdout)
+    forbidden = ("rng_service", "grpc", "sqlite3", "prometheus_client")
+    assert not [m for m in loaded for f in forbidden if m == f or m.startswith(f + ".")]
