@@ -17,15 +17,15 @@ import time
 
 
 def _bodies(kind: str, n: int, tag: str) -> list[bytes]:
-    from rng_service._proto.rng.v1 import rng_pb2
+    from rng_service._proto.rng.v1 import common_pb2, outcomes_pb2
 
     out = []
     for i in range(n):
-        req = rng_pb2.SpinRouletteRequest(
-            context=rng_pb2.RequestContext(
+        req = outcomes_pb2.SpinRouletteRequest(
+            context=common_pb2.RequestContext(
                 table_id="bench-table", round_id=f"r{i}", request_id=f"{tag}-{i}"
             ),
-            wheel=rng_pb2.WHEEL_TYPE_DOUBLE_ZERO,
+            wheel=outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO,
         )
         out.append(req.SerializeToString())
     return out

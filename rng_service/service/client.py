@@ -12,15 +12,21 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from rng_service._proto.rng.v1 import rng_pb2, rng_pb2_grpc
+from rng_service._proto.rng.v1 import (
+    common_pb2,
+    log_pb2,
+    log_pb2_grpc,
+    outcomes_pb2,
+    outcomes_pb2_grpc,
+)
 from rng_service.log.receipt import Receipt
 
 __all__ = ["ClientError", "RngClient", "SpinResult"]
 
 _WHEELS = {
-    "single_zero": rng_pb2.WHEEL_TYPE_SINGLE_ZERO,
-    "double_zero": rng_pb2.WHEEL_TYPE_DOUBLE_ZERO,
-    "double_zero_as_single_zero": rng_pb2.WHEEL_TYPE_DOUBLE_ZERO_AS_SINGLE_ZERO,
+    "single_zero": outcomes_pb2.WHEEL_TYPE_SINGLE_ZERO,
+    "double_zero": outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO,
+    "double_zero_as_single_zero": outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO_AS_SINGLE_ZERO,
 }
 WHEEL_NAMES = tuple(_WHEELS)
 
@@ -41,10 +47,10 @@ class SpinResult:
     receipt: Receipt
 
 
-def _spin_dict(s: rng_pb2.RouletteSpin) -> dict[str, Any]:
+def _spin_dict(s: outcomes_pb2.RouletteSpin) -> dict[str, Any]:
     return {
         "number": s.number,
-        "color": rng_pb2.Color.Name(s.color).removeprefix("COLOR_").lower(),
+        "color": outcomes_pb2.Color.Name(s.color).removeprefix("COLOR_").lower(),
         "wheel_position": s.wheel_position,
         "void": s.void,
     }
@@ -53,8 +59,8 @@ def _spin_dict(s: rng_pb2.RouletteSpin) -> dict[str, Any]:
 class RngClient:
     def __init__(self, target: str, *, timeout: float = 10.0) -> None:
         self._channel = grpc.insecure_channel(target)
-        self._outcomes = rng_pb2_grpc.OutcomeServiceStub(self._channel)
-        self._log = rng_pb2_grpc.LogServiceStub(self._channel)
+        self._outcomes = outcomes_pb2_grpc.OutcomeServiceStub(self._channel)
+        self._log = log_pb2_grpc.LogServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self._timeout = timeout
 
@@ -80,8 +86,8 @@ class RngClient:
             raise ClientError("INVALID_ARGUMENT", f"wheel must be one of {', '.join(_WHEELS)}")
         reply = self._call(
             self._outcomes.SpinRoulette,
-            rng_pb2.SpinRouletteRequest(
-                context=rng_pb2.RequestContext(
+            outcomes_pb2.SpinRouletteRequest(
+                context=common_pb2.RequestContext(
                     table_id=table_id,
                     round_id=round_id,
                     request_id=request_id,
@@ -109,7 +115,7 @@ class RngClient:
         )
 
     def public_keys(self) -> list[dict[str, Any]]:
-        reply = self._call(self._log.GetPublicKeys, rng_pb2.GetPublicKeysRequest())
+        reply = self._call(self._log.GetPublicKeys, log_pb2.GetPublicKeysRequest())
         return [
             {
                 "key_id": k.key_id,

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rng_service._proto.rng.v1 import rng_pb2
+from rng_service._proto.rng.v1 import common_pb2, outcomes_pb2
 from rng_service.errors import InvalidArgument
 from rng_service.log.appender import AppendResult
 from rng_service.outcomes.roulette import WheelType
@@ -53,7 +53,7 @@ def _printable_id(value: str, field: str, *, required: bool) -> str:
     return value
 
 
-def request_ids(ctx: rng_pb2.RequestContext, has_context: bool) -> RequestIds:
+def request_ids(ctx: common_pb2.RequestContext, has_context: bool) -> RequestIds:
     if not has_context:
         raise InvalidArgument("context", "is required (table_id, round_id, request_id)")
     if not _REQUEST_ID.fullmatch(ctx.request_id):
@@ -72,9 +72,9 @@ def request_ids(ctx: rng_pb2.RequestContext, has_context: bool) -> RequestIds:
 
 
 _WHEELS = {
-    rng_pb2.WHEEL_TYPE_SINGLE_ZERO: WheelType.SINGLE_ZERO,
-    rng_pb2.WHEEL_TYPE_DOUBLE_ZERO: WheelType.DOUBLE_ZERO,
-    rng_pb2.WHEEL_TYPE_DOUBLE_ZERO_AS_SINGLE_ZERO: WheelType.DOUBLE_ZERO_AS_SINGLE_ZERO,
+    outcomes_pb2.WHEEL_TYPE_SINGLE_ZERO: WheelType.SINGLE_ZERO,
+    outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO: WheelType.DOUBLE_ZERO,
+    outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO_AS_SINGLE_ZERO: WheelType.DOUBLE_ZERO_AS_SINGLE_ZERO,
 }
 
 
@@ -85,20 +85,20 @@ def wheel_from_proto(value: int) -> WheelType:
         raise InvalidArgument(
             "wheel",
             f"{value} is not a wheel type",
-            allowed=", ".join(rng_pb2.WheelType.Name(k) for k in _WHEELS),
+            allowed=", ".join(outcomes_pb2.WheelType.Name(k) for k in _WHEELS),
         ) from None
 
 
 _COLOURS = {
-    "green": rng_pb2.COLOR_GREEN,
-    "red": rng_pb2.COLOR_RED,
-    "black": rng_pb2.COLOR_BLACK,
+    "green": outcomes_pb2.COLOR_GREEN,
+    "red": outcomes_pb2.COLOR_RED,
+    "black": outcomes_pb2.COLOR_BLACK,
 }
 
 
-def spin_to_proto(record: Mapping[str, Any]) -> rng_pb2.RouletteSpin:
+def spin_to_proto(record: Mapping[str, Any]) -> outcomes_pb2.RouletteSpin:
     """A spin record of the log entry (``rng_service.outcomes.roulette.Spin.to_record``)."""
-    return rng_pb2.RouletteSpin(
+    return outcomes_pb2.RouletteSpin(
         number=record["number"],
         color=_COLOURS[record["colour"]],
         wheel_position=record["position"],
@@ -106,9 +106,9 @@ def spin_to_proto(record: Mapping[str, Any]) -> rng_pb2.RouletteSpin:
     )
 
 
-def receipt_to_proto(result: AppendResult) -> rng_pb2.Receipt:
+def receipt_to_proto(result: AppendResult) -> common_pb2.Receipt:
     r = result.receipt
-    return rng_pb2.Receipt(
+    return common_pb2.Receipt(
         index=r.index,
         entry=r.entry,
         leaf_hash=r.leaf_hash,

@@ -16,14 +16,18 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
-from rng_service._proto.rng.v1 import rng_pb2, rng_pb2_grpc
+from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc, outcomes_pb2, outcomes_pb2_grpc
 from rng_service.service.servicers import LogServicer, OutcomeServicer
 
 __all__ = ["SERVICE_NAMES", "HealthMonitor", "build_server"]
 
 _log = logging.getLogger(__name__)
 
-SERVICE_NAMES = tuple(s.full_name for s in rng_pb2.DESCRIPTOR.services_by_name.values())
+SERVICE_NAMES = tuple(
+    s.full_name
+    for module in (outcomes_pb2, log_pb2)
+    for s in module.DESCRIPTOR.services_by_name.values()
+)
 
 
 def build_server(
@@ -35,8 +39,8 @@ def build_server(
             ("grpc.max_receive_message_length", 4 * 1024 * 1024),
         ]
     )
-    rng_pb2_grpc.add_OutcomeServiceServicer_to_server(outcome, server)
-    rng_pb2_grpc.add_LogServiceServicer_to_server(log, server)
+    outcomes_pb2_grpc.add_OutcomeServiceServicer_to_server(outcome, server)
+    log_pb2_grpc.add_LogServiceServicer_to_server(log, server)
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     reflection.enable_server_reflection(
         (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,

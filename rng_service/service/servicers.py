@@ -15,7 +15,7 @@ from typing import Any
 
 from grpc import aio
 
-from rng_service._proto.rng.v1 import rng_pb2, rng_pb2_grpc
+from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc, outcomes_pb2, outcomes_pb2_grpc
 from rng_service.log.appender import Appender, AppendResult, DrawRequest
 from rng_service.log.entry import JsonValue
 from rng_service.outcomes import roulette
@@ -45,7 +45,7 @@ def _draw_spin(params: roulette.SpinParams, src: RandomSource) -> Mapping[str, J
     return roulette.draw(src, params).to_record()
 
 
-class OutcomeServicer(rng_pb2_grpc.OutcomeServiceServicer):
+class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
     def __init__(
         self, *, appender: Appender, client_id: str, rpc_observer: RpcObserver | None = None
     ) -> None:
@@ -79,9 +79,11 @@ class OutcomeServicer(rng_pb2_grpc.OutcomeServiceServicer):
     @rpc("SpinRoulette")
     async def SpinRoulette(
         self,
-        request: rng_pb2.SpinRouletteRequest,
-        context: aio.ServicerContext[rng_pb2.SpinRouletteRequest, rng_pb2.SpinRouletteResponse],
-    ) -> rng_pb2.SpinRouletteResponse:
+        request: outcomes_pb2.SpinRouletteRequest,
+        context: aio.ServicerContext[
+            outcomes_pb2.SpinRouletteRequest, outcomes_pb2.SpinRouletteResponse
+        ],
+    ) -> outcomes_pb2.SpinRouletteResponse:
         ids = request_ids(request.context, request.HasField("context"))
         params = roulette.SpinParams(wheel=wheel_from_proto(request.wheel))
         result = await self._issue(
@@ -91,14 +93,14 @@ class OutcomeServicer(rng_pb2_grpc.OutcomeServiceServicer):
             draw=functools.partial(_draw_spin, params),
         )
         outcome = result.entry.outcome
-        return rng_pb2.SpinRouletteResponse(
+        return outcomes_pb2.SpinRouletteResponse(
             result=spin_to_proto(outcome["final"]),
             spins=[spin_to_proto(s) for s in outcome["spins"]],
             receipt=receipt_to_proto(result),
         )
 
 
-class LogServicer(rng_pb2_grpc.LogServiceServicer):
+class LogServicer(log_pb2_grpc.LogServiceServicer):
     def __init__(
         self, *, keys: Sequence[PublicKeyInfo], rpc_observer: RpcObserver | None = None
     ) -> None:
@@ -108,12 +110,12 @@ class LogServicer(rng_pb2_grpc.LogServiceServicer):
     @rpc("GetPublicKeys")
     async def GetPublicKeys(
         self,
-        request: rng_pb2.GetPublicKeysRequest,
-        context: aio.ServicerContext[rng_pb2.GetPublicKeysRequest, rng_pb2.GetPublicKeysResponse],
-    ) -> rng_pb2.GetPublicKeysResponse:
-        return rng_pb2.GetPublicKeysResponse(
+        request: log_pb2.GetPublicKeysRequest,
+        context: aio.ServicerContext[log_pb2.GetPublicKeysRequest, log_pb2.GetPublicKeysResponse],
+    ) -> log_pb2.GetPublicKeysResponse:
+        return log_pb2.GetPublicKeysResponse(
             keys=[
-                rng_pb2.PublicKey(
+                log_pb2.PublicKey(
                     key_id=k.key_id,
                     name=k.name,
                     algorithm="ed25519",

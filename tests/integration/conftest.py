@@ -13,7 +13,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2_grpc
 
-from rng_service._proto.rng.v1 import rng_pb2, rng_pb2_grpc
+from rng_service._proto.rng.v1 import common_pb2, log_pb2_grpc, outcomes_pb2, outcomes_pb2_grpc
 from rng_service.app import Service
 from rng_service.clock import Clock
 from rng_service.config import Config, load_config
@@ -29,8 +29,8 @@ class Running:
     loop: asyncio.AbstractEventLoop
     thread: threading.Thread
     channel: grpc.Channel
-    outcomes: rng_pb2_grpc.OutcomeServiceStub
-    log: rng_pb2_grpc.LogServiceStub
+    outcomes: outcomes_pb2_grpc.OutcomeServiceStub
+    log: log_pb2_grpc.LogServiceStub
     health: health_pb2_grpc.HealthStub
     port: int
     metrics_port: int | None
@@ -46,11 +46,11 @@ class Running:
         self.thread.join(30)
         self.loop.close()
 
-    def spin(self, request_id: str, *, wheel: int = rng_pb2.WHEEL_TYPE_DOUBLE_ZERO,
+    def spin(self, request_id: str, *, wheel: int = outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO,
              table_id: str = "T1", round_id: str = "R1", session_id: str = "") -> Any:  # fmt: skip
         return self.outcomes.SpinRoulette(
-            rng_pb2.SpinRouletteRequest(
-                context=rng_pb2.RequestContext(
+            outcomes_pb2.SpinRouletteRequest(
+                context=common_pb2.RequestContext(
                     table_id=table_id, round_id=round_id, request_id=request_id,
                     session_id=session_id,
                 ),
@@ -94,8 +94,8 @@ def start(
         loop=loop,
         thread=thread,
         channel=channel,
-        outcomes=rng_pb2_grpc.OutcomeServiceStub(channel),
-        log=rng_pb2_grpc.LogServiceStub(channel),
+        outcomes=outcomes_pb2_grpc.OutcomeServiceStub(channel),
+        log=log_pb2_grpc.LogServiceStub(channel),
         health=health_pb2_grpc.HealthStub(channel),
         port=endpoints.grpc_port,
         metrics_port=endpoints.metrics_port,

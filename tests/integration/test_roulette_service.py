@@ -13,7 +13,7 @@ import pytest
 from grpc_health.v1 import health_pb2
 from scipy.stats import chisquare
 
-from rng_service._proto.rng.v1 import rng_pb2
+from rng_service._proto.rng.v1 import common_pb2, log_pb2, outcomes_pb2
 from rng_service.clock import FakeClock
 from rng_service.errors import IntegrityError
 from rng_service.log.entry import LogEntry
@@ -24,13 +24,13 @@ from tests.fakes import CounterEntropy, FlakyStorage
 from tests.integration.conftest import Running, make_config, start
 
 WHEELS = {
-    rng_pb2.WHEEL_TYPE_SINGLE_ZERO: WheelType.SINGLE_ZERO,
-    rng_pb2.WHEEL_TYPE_DOUBLE_ZERO: WheelType.DOUBLE_ZERO,
-    rng_pb2.WHEEL_TYPE_DOUBLE_ZERO_AS_SINGLE_ZERO: WheelType.DOUBLE_ZERO_AS_SINGLE_ZERO,
+    outcomes_pb2.WHEEL_TYPE_SINGLE_ZERO: WheelType.SINGLE_ZERO,
+    outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO: WheelType.DOUBLE_ZERO,
+    outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO_AS_SINGLE_ZERO: WheelType.DOUBLE_ZERO_AS_SINGLE_ZERO,
 }
 
 
-def receipt_of(reply: rng_pb2.SpinRouletteResponse) -> Receipt:
+def receipt_of(reply: outcomes_pb2.SpinRouletteResponse) -> Receipt:
     r = reply.receipt
     return Receipt(
         index=r.index,
@@ -44,20 +44,20 @@ def receipt_of(reply: rng_pb2.SpinRouletteResponse) -> Receipt:
 
 
 def verifiers(running: Running) -> list[NoteVerifier]:
-    keys = running.log.GetPublicKeys(rng_pb2.GetPublicKeysRequest()).keys
+    keys = running.log.GetPublicKeys(log_pb2.GetPublicKeysRequest()).keys
     return [NoteVerifier.from_verifier_key(k.verifier_key) for k in keys]
 
 
 def many_spins(
     running: Running, wheel: int, n: int, prefix: str, *, in_flight: int = 64
-) -> list[rng_pb2.SpinRouletteResponse]:
+) -> list[outcomes_pb2.SpinRouletteResponse]:
     """``n`` spins with up to ``in_flight`` concurrent calls (bounded, like a real client)."""
-    replies: list[rng_pb2.SpinRouletteResponse] = []
+    replies: list[outcomes_pb2.SpinRouletteResponse] = []
     for first in range(0, n, in_flight):
         futures = [
             running.outcomes.SpinRoulette.future(
-                rng_pb2.SpinRouletteRequest(
-                    context=rng_pb2.RequestContext(
+                outcomes_pb2.SpinRouletteRequest(
+                    context=common_pb2.RequestContext(
                         table_id="T-dist", round_id=f"R{i}", request_id=f"{prefix}-{i}"
                     ),
                     wheel=wheel,
@@ -95,13 +95,15 @@ def distribution_for(wheel: WheelType) -> dict[str, object]:
 
 
 def test_double_zero_as_single_zero_voids_and_respins_and_logs_both(running: Running) -> None:
-    replies = many_spins(running, rng_pb2.WHEEL_TYPE_DOUBLE_ZERO_AS_SINGLE_ZERO, 400, "void")
+    replies = many_spins(running, outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO_AS_SINGLE_ZERO, 400, "void")
     voided = [r for r in replies if len(r.spins) > 1]
     assert voided, "no 00 in 400 spins (probability 38^-400 * ...); generator broken"
     keys = verifiers(running)
     for reply in voided:
         *voids, last = reply.spins
-        assert all(s.void and s.number == "00" and s.color == rng_pb2.COLOR_GREEN for s in voids)
+        assert all(
+            s.void and s.number == "00" and s.color == outcomes_pb2.COLOR_GREEN for s in voids
+        )
         assert not last.void
         assert last.number != "00"
         assert last == reply.result
@@ -112,7 +114,7 @@ def test_double_zero_as_single_zero_voids_and_respins_and_logs_both(running: Run
 
 
 def test_receipt_verifies_with_the_public_key(running: Running, tmp_path: Path) -> None:
-    reply = running.spin("receipt-1", wheel=rng_pb2.WHEEL_TYPE_SINGLE_ZERO)
+    reply = running.spin("receipt-1", wheel=outcomes_pb2.WHEEL_TYPE_SINGLE_ZERO)
     checked = verify_receipt(receipt_of(reply), verifiers(running))
     assert checked.entry.request_id == "receipt-1"
     assert checked.entry.table_id == "T1"
@@ -159,9 +161,9 @@ def test_racing_retries_draw_once(running: Running) -> None:
     before = running.service.appender.tree_size  # type: ignore[union-attr]
     futures = [
         running.outcomes.SpinRoulette.future(
-            rng_pb2.SpinRouletteRequest(
-                context=rng_pb2.RequestContext(table_id="T", round_id="R", request_id="race"),
-                wheel=rng_pb2.WHEEL_TYPE_DOUBLE_ZERO,
+            outcomes_pb2.SpinRouletteRequest(
+                context=common_pb2.RequestContext(table_id="T", round_id="R", request_id="race"),
+                wheel=outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO,
             ),
             timeout=30,
         )
@@ -174,10 +176,10 @@ def test_racing_retries_draw_once(running: Running) -> None:
 
 
 def test_same_request_id_with_other_parameters_is_already_exists(running: Running) -> None:
-    running.spin("conflict", wheel=rng_pb2.WHEEL_TYPE_DOUBLE_ZERO)
+    running.spin("conflict", wheel=outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO)
     size = running.service.appender.tree_size  # type: ignore[union-attr]
     for kwargs in (
-        {"wheel": rng_pb2.WHEEL_TYPE_SINGLE_ZERO},
+        {"wheel": outcomes_pb2.WHEEL_TYPE_SINGLE_ZERO},
         {"table_id": "T9"},
         {"round_id": "R9"},
         {"session_id": "S9"},
@@ -201,61 +203,63 @@ def test_concurrent_clients_get_distinct_contiguous_indices(running: Running) ->
 @pytest.mark.parametrize(
     ("request_", "field"),
     [
-        (rng_pb2.SpinRouletteRequest(wheel=rng_pb2.WHEEL_TYPE_DOUBLE_ZERO), "context"),
+        (outcomes_pb2.SpinRouletteRequest(wheel=outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO), "context"),
         (
-            rng_pb2.SpinRouletteRequest(
-                context=rng_pb2.RequestContext(table_id="T", round_id="R", request_id="ok"),
+            outcomes_pb2.SpinRouletteRequest(
+                context=common_pb2.RequestContext(table_id="T", round_id="R", request_id="ok"),
             ),
             "wheel",
         ),
         (
-            rng_pb2.SpinRouletteRequest(
-                context=rng_pb2.RequestContext(table_id="T", round_id="R", request_id="ok"),
+            outcomes_pb2.SpinRouletteRequest(
+                context=common_pb2.RequestContext(table_id="T", round_id="R", request_id="ok"),
                 wheel=99,  # type: ignore[arg-type]
             ),
             "wheel",
         ),
         (
-            rng_pb2.SpinRouletteRequest(
-                context=rng_pb2.RequestContext(table_id="T", round_id="R", request_id="bad id!"),
-                wheel=rng_pb2.WHEEL_TYPE_DOUBLE_ZERO,
+            outcomes_pb2.SpinRouletteRequest(
+                context=common_pb2.RequestContext(table_id="T", round_id="R", request_id="bad id!"),
+                wheel=outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO,
             ),
             "context.request_id",
         ),
         (
-            rng_pb2.SpinRouletteRequest(
-                context=rng_pb2.RequestContext(table_id="T", round_id="R", request_id="x" * 129),
-                wheel=rng_pb2.WHEEL_TYPE_DOUBLE_ZERO,
+            outcomes_pb2.SpinRouletteRequest(
+                context=common_pb2.RequestContext(table_id="T", round_id="R", request_id="x" * 129),
+                wheel=outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO,
             ),
             "context.request_id",
         ),
         (
-            rng_pb2.SpinRouletteRequest(
-                context=rng_pb2.RequestContext(table_id="", round_id="R", request_id="ok"),
-                wheel=rng_pb2.WHEEL_TYPE_DOUBLE_ZERO,
+            outcomes_pb2.SpinRouletteRequest(
+                context=common_pb2.RequestContext(table_id="", round_id="R", request_id="ok"),
+                wheel=outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO,
             ),
             "context.table_id",
         ),
         (
-            rng_pb2.SpinRouletteRequest(
-                context=rng_pb2.RequestContext(table_id="T", round_id="R" * 129, request_id="ok"),
-                wheel=rng_pb2.WHEEL_TYPE_DOUBLE_ZERO,
+            outcomes_pb2.SpinRouletteRequest(
+                context=common_pb2.RequestContext(
+                    table_id="T", round_id="R" * 129, request_id="ok"
+                ),
+                wheel=outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO,
             ),
             "context.round_id",
         ),
         (
-            rng_pb2.SpinRouletteRequest(
-                context=rng_pb2.RequestContext(
+            outcomes_pb2.SpinRouletteRequest(
+                context=common_pb2.RequestContext(
                     table_id="T", round_id="R", request_id="ok", session_id="bad\nsession"
                 ),
-                wheel=rng_pb2.WHEEL_TYPE_DOUBLE_ZERO,
+                wheel=outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO,
             ),
             "context.session_id",
         ),
     ],
 )
 def test_bad_input_is_invalid_argument_and_changes_nothing(
-    running: Running, request_: rng_pb2.SpinRouletteRequest, field: str
+    running: Running, request_: outcomes_pb2.SpinRouletteRequest, field: str
 ) -> None:
     size = running.service.appender.tree_size  # type: ignore[union-attr]
     with pytest.raises(grpc.RpcError) as info:
