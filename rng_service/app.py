@@ -28,8 +28,9 @@ from rng_service.log.keys import load_private_key
 from rng_service.log.note import Ed25519NoteSigner
 from rng_service.log.tree import MerkleTree
 from rng_service.metrics import GeneratorCollector, Metrics
+from rng_service.service.log_servicer import LogServicer, PublicKeyInfo
 from rng_service.service.server import HealthMonitor, build_server
-from rng_service.service.servicers import LogServicer, OutcomeServicer, PublicKeyInfo
+from rng_service.service.servicers import OutcomeServicer
 from rng_service.storage.base import LogStorage
 from rng_service.storage.sqlite import SqliteStorage
 

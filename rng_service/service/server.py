@@ -17,7 +17,8 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
 from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc, outcomes_pb2, outcomes_pb2_grpc
-from rng_service.service.servicers import LogServicer, OutcomeServicer
+from rng_service.service.log_servicer import LogServicer
+from rng_service.service.servicers import OutcomeServicer
 
 __all__ = ["SERVICE_NAMES", "HealthMonitor", "build_server"]
 

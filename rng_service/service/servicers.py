@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from grpc import aio
 
-from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc, outcomes_pb2, outcomes_pb2_grpc
+from rng_service._proto.rng.v1 import outcomes_pb2, outcomes_pb2_grpc
 from rng_service.log.appender import Appender, AppendResult, DrawRequest
 from rng_service.log.entry import JsonValue
 from rng_service.outcomes import roulette
@@ -29,16 +28,7 @@ from rng_service.service.convert import (
 )
 from rng_service.service.errors import RpcObserver, rpc
 
-__all__ = ["LogServicer", "OutcomeServicer", "PublicKeyInfo"]
-
-
-@dataclass(frozen=True, slots=True)
-class PublicKeyInfo:
-    key_id: str
-    name: str
-    public_key: bytes
-    verifier_key: str
-    active: bool
+__all__ = ["OutcomeServicer"]
 
 
 def _draw_spin(params: roulette.SpinParams, src: RandomSource) -> Mapping[str, JsonValue]:
@@ -97,32 +87,4 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
             result=spin_to_proto(outcome["final"]),
             spins=[spin_to_proto(s) for s in outcome["spins"]],
             receipt=receipt_to_proto(result),
-        )
-
-
-class LogServicer(log_pb2_grpc.LogServiceServicer):
-    def __init__(
-        self, *, keys: Sequence[PublicKeyInfo], rpc_observer: RpcObserver | None = None
-    ) -> None:
-        self._keys = tuple(keys)
-        self.rpc_observer = rpc_observer
-
-    @rpc("GetPublicKeys")
-    async def GetPublicKeys(
-        self,
-        request: log_pb2.GetPublicKeysRequest,
-        context: aio.ServicerContext[log_pb2.GetPublicKeysRequest, log_pb2.GetPublicKeysResponse],
-    ) -> log_pb2.GetPublicKeysResponse:
-        return log_pb2.GetPublicKeysResponse(
-            keys=[
-                log_pb2.PublicKey(
-                    key_id=k.key_id,
-                    name=k.name,
-                    algorithm="ed25519",
-                    public_key=k.public_key,
-                    verifier_key=k.verifier_key,
-                    active=k.active,
-                )
-                for k in self._keys
-            ]
         )
