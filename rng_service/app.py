@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -17,7 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from grpc_health.v1._async import HealthServicer
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import (
+    CollectorRegistry,
+    PlatformCollector,
+    ProcessCollector,
+    start_http_server,
+)
 
 from rng_service.clock import Clock, SystemClock
 from rng_service.config import Config, is_loopback
@@ -65,7 +69,11 @@ class Service:
         self.clock = clock or SystemClock()
         self._entropy = entropy
         self._storage = storage
-        self.registry = registry or CollectorRegistry()
+        if registry is None:
+            registry = CollectorRegistry()
+            ProcessCollector(registry=registry)
+            PlatformCollector(registry=registry)
+        self.registry = registry
         self.metrics = Metrics(self.registry)
         self.generator: ProductionGenerator | None = None
         self.appender: Appender | None = None
@@ -134,7 +142,7 @@ class Service:
         )
         self.appender.start()
         health = HealthServicer()
-        self._health_monitor = HealthMonitor(health, lambda: generator.status().state == "ok")
+        self._health_monitor = HealthMonitor(health, generator.status)
         await self._health_monitor.update()
         self._health_monitor.start()
         keys = [
@@ -160,7 +168,11 @@ class Service:
             address = f"[{cfg.server.host.strip('[]')}]:{cfg.server.port}"
         if not is_loopback(cfg.server.host):
             _log.warning(
-                "PLAINTEXT gRPC on a non-loopback address %s: only for development", address
+                {
+                    "event": "plaintext_non_loopback",
+                    "address": address,
+                    "message": "PLAINTEXT gRPC on a non-loopback address: development only",
+                }
             )
         port = self._server.add_insecure_port(address)
         if port == 0:
@@ -179,19 +191,27 @@ class Service:
             metrics_port = self._metrics_server.server_port
         self.endpoints = Endpoints(grpc_port=port, metrics_port=metrics_port)
         _log.info(
-            json.dumps(
-                {
-                    "event": "started",
-                    "grpc": f"{cfg.server.host}:{port}",
-                    "metrics": metrics_port,
-                    "storage": cfg.storage.driver,
-                    "log_size": tree.size,
-                    "key_id": f"{signer.key_id:08x}",
-                    "verifier_key": signer.verifier_key(),
-                    "generator_instance": generator.instance_id,
-                }
-            )
-        )
+            {
+                "event": "started",
+                "grpc": f"{cfg.server.host}:{port}",
+                "metrics": metrics_port,
+                "storage": {"driver": cfg.storage.driver, "path": str(cfg.storage.path)},
+                "log": {
+                    "origin": cfg.log.origin,
+                    "size": tree.size,
+                    "publish_interval_seconds": cfg.log.publish_interval_seconds,
+                    "max_group_size": cfg.log.max_group_size,
+                },
+                "key": {"name": signer.name, "key_id": f"{signer.key_id:08x}",
+                        "verifier_key": signer.verifier_key()},
+                "generator": {
+                    "instance": generator.instance_id,
+                    "reseed_interval_requests": cfg.generator.reseed_interval_requests,
+                    "reseed_interval_seconds": cfg.generator.reseed_interval_seconds,
+                    "self_test": generator.status().self_test,
+                },
+            }
+        )  # fmt: skip
         return self.endpoints
 
     async def stop(self, grace: float | None = None) -> None:
@@ -209,7 +229,9 @@ class Service:
             self._metrics_server.server_close()
         if self._storage is not None:
             self._storage.close()
-        _log.info(json.dumps({"event": "stopped"}))
+        _log.info(
+            {"event": "stopped", "log_size": self.appender.tree_size if self.appender else None}
+        )
 
 
 async def _serve(config: Config) -> int:
@@ -217,7 +239,7 @@ async def _serve(config: Config) -> int:
     try:
         endpoints = await service.start()
     except StartupError as e:
-        _log.error("cannot start: %s", e)
+        _log.error({"event": "startup_failed", "error": str(e)})
         await service.stop(0)
         return 2
     print(
@@ -230,7 +252,9 @@ async def _serve(config: Config) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
-    _log.info(json.dumps({"event": "shutdown_requested"}))
+    _log.info(
+        {"event": "shutdown_requested", "grace_seconds": config.server.shutdown_grace_seconds}
+    )
     await service.stop()
     return 0
 

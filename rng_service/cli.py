@@ -45,16 +45,20 @@ def _passphrase(env_name: str | None) -> bytes | None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    from rng_service import jsonlog
     from rng_service.app import run
 
+    jsonlog.configure()
     config = load_config(args.config)
     return run(config)
 
 
 def _cmd_dev_run(args: argparse.Namespace) -> int:
+    from rng_service import jsonlog
     from rng_service.app import run
     from rng_service.log.keys import generate_key_pair
 
+    jsonlog.configure()
     config = load_config(args.config)
     key_file = config.log.key_file
     if not key_file.exists():

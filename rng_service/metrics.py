@@ -81,6 +81,11 @@ class Metrics:
             "Group commits that failed (storage unavailable); nothing of them was returned.",
             registry=registry,
         )
+        self.last_checkpoint = Gauge(
+            "rng_log_last_checkpoint_timestamp_seconds",
+            "Unix time of the latest published checkpoint (0 before the first).",
+            registry=registry,
+        )
         self.checkpoints_published = Counter(
             "rng_log_checkpoints_published",
             "Checkpoints stored as published checkpoints.",
@@ -102,6 +107,7 @@ class Metrics:
         self.log_size.set(tree_size)
         if published:
             self.checkpoints_published.inc()
+            self.last_checkpoint.set_to_current_time()
 
     def append_failed(self) -> None:
         self.append_failures.inc()

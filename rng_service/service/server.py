@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -51,31 +52,68 @@ def build_server(
     return server
 
 
+class GeneratorStatusLike(Protocol):
+    @property
+    def state(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def health_test_failures(self) -> int: ...
+
+
 class HealthMonitor:
-    """Keeps the health service in step with a readiness predicate (polled)."""
+    """Keeps the health service in step with the generator's status (polled), and logs it.
+
+    SERVING while the generator may issue outcomes; NOT_SERVING once it has latched its error
+    state. Each change, and each new entropy health-test failure, is one structured log event.
+    """
 
     def __init__(
-        self, health: HealthServicer, ready: Callable[[], bool], *, interval: float = 0.5
+        self,
+        health: HealthServicer,
+        status: Callable[[], GeneratorStatusLike],
+        *,
+        interval: float = 0.5,
     ) -> None:
         self._health = health
-        self._ready = ready
+        self._status = status
         self._interval = interval
         self._serving: bool | None = None
+        self._failures = 0
         self._task: asyncio.Task[None] | None = None
 
     async def update(self) -> None:
-        ready = self._ready()
+        status = self._status()
+        if status.health_test_failures > self._failures:
+            _log.warning(
+                {
+                    "event": "entropy_health_test_failure",
+                    "failures_total": status.health_test_failures,
+                    "new": status.health_test_failures - self._failures,
+                }
+            )
+            self._failures = status.health_test_failures
+        ready = status.state == "ok"
         if ready == self._serving:
             return
-        status = (
+        code = (
             health_pb2.HealthCheckResponse.SERVING
             if ready
             else health_pb2.HealthCheckResponse.NOT_SERVING
         )
         for name in ("", *SERVICE_NAMES):
-            await self._health.set(name, status)
-        if self._serving is not None or not ready:
-            _log.warning("health: %s", "SERVING" if ready else "NOT_SERVING")
+            await self._health.set(name, code)
+        if not ready:
+            _log.error(
+                {
+                    "event": "generator_error",
+                    "health": "NOT_SERVING",
+                    "reason": status.reason,
+                    "message": "outcome issuance stopped (fail closed); restart after repair",
+                }
+            )
+        elif self._serving is not None:
+            _log.warning({"event": "generator_ok", "health": "SERVING"})
         self._serving = ready
 
     async def _loop(self) -> None:

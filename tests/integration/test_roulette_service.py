@@ -4,6 +4,7 @@ restart, bad input, failures, and receipt verification with the public key."""
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import urllib.request
 from collections import Counter
 from pathlib import Path
@@ -297,7 +298,10 @@ def test_restart_continues_the_log_and_old_receipts_still_verify(tmp_path: Path)
         second.stop()
 
 
-def test_generator_error_state_is_unavailable_and_not_serving(tmp_path: Path) -> None:
+def test_generator_error_state_is_unavailable_and_not_serving(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="rng_service")
     entropy = CounterEntropy()
     clock = FakeClock()
     running = start(
@@ -322,6 +326,11 @@ def test_generator_error_state_is_unavailable_and_not_serving(tmp_path: Path) ->
         ).result(10)
         status = running.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=10)
         assert status.status == health_pb2.HealthCheckResponse.NOT_SERVING
+        events = [r.msg for r in caplog.records if isinstance(r.msg, dict)]
+        error = next(e for e in events if e["event"] == "generator_error")
+        assert error["health"] == "NOT_SERVING"
+        assert error["reason"]  # says why: the entropy health tests latched
+        assert any(e["event"] == "entropy_health_test_failure" for e in events)
         entropy.stuck = False  # latched: recovery needs an operator restart
         with pytest.raises(grpc.RpcError) as info:
             running.spin("still-latched")
@@ -374,3 +383,26 @@ def test_health_serving_and_metrics_exposed(running: Running) -> None:
     assert "rng_log_commit_group_size_bucket" in text
     assert "rng_generator_up 1.0" in text
     assert "rng_generator_reseeds_total" in text
+
+
+def test_start_and_stop_are_logged_without_secrets(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="rng_service")
+    config = make_config(tmp_path)
+    running = start(config)
+    running.spin("logged")
+    running.stop()
+    events = [r.msg for r in caplog.records if isinstance(r.msg, dict)]
+    started = next(e for e in events if e["event"] == "started")
+    assert started["key"]["name"] == "test-log"
+    assert started["key"]["verifier_key"].startswith("test-log+")
+    assert started["log"]["origin"] == "test.example/log"
+    assert started["generator"]["self_test"] == "passed"
+    stopped = next(e for e in events if e["event"] == "stopped")
+    assert stopped["log_size"] == 1
+    pem = config.log.key_file.read_text()
+    secret_body = "".join(pem.strip().splitlines()[1:-1])
+    text = caplog.text + repr(events)
+    assert secret_body[:40] not in text
+    assert "PRIVATE KEY" not in text
