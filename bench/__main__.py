@@ -23,6 +23,7 @@ def areas() -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--short", action="store_true", help="seconds-long smoke run")
+    parser.add_argument("--results", type=Path, help="directory for the JSON results")
     parser.add_argument("areas", nargs="*", help=f"subset of: {', '.join(areas())}")
     args = parser.parse_args(argv)
     chosen = args.areas or areas()
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(f"bench.bench_{area}")
         rows = module.run(short=args.short)
         print_rows(rows)
-        print(f"   -> {write_results(area, rows)}")
+        print(f"   -> {write_results(area, rows, args.results)}")
     return 0
 
 

@@ -59,9 +59,10 @@ def machine() -> dict[str, object]:
     }
 
 
-def write_results(area: str, rows: list[Row]) -> Path:
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{area}.json"
+def write_results(area: str, rows: list[Row], directory: Path | None = None) -> Path:
+    directory = directory or RESULTS_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{area}.json"
     path.write_text(
         json.dumps({"machine": machine(), "rows": [r.as_dict() for r in rows]}, indent=2)
     )

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 # command-or-path  debian-package
 needs=(
-  "h2load nghttp2-client"
+  "promtool prometheus"
 )
 
 missing=()
