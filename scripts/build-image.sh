@@ -42,7 +42,7 @@ fi
 
 if [ "${REBUILD_BASE:-0}" = 1 ]; then
   log "REBUILD_BASE=1: dropping $BASE_IMAGE and $ROOTFS_TAR"
-  podman image rm -f "$BASE_IMAGE" >/dev/null 2>&1 || true
+  podman untag "$BASE_IMAGE" >/dev/null 2>&1 || true   # images built on it keep its layers
   rm -f "$ROOTFS_TAR"
 fi
 
@@ -52,7 +52,15 @@ else
   mkdir -p "$CACHE"
   if [ ! -s "$ROOTFS_TAR" ]; then
     rootfs=$(mktemp -d "$CACHE/rootfs.XXXXXX")
-    trap 'rm -rf "$rootfs"' EXIT
+    # debootstrap mounts /proc and /sys in the target (and, inside some containers, bind-mounts
+    # the host's /dev): unmount whatever is left before deleting, and never cross a mount.
+    drop_rootfs() {
+      { findmnt -rn -o TARGET | grep -F "$rootfs/" || true; } | sort -r | while read -r m; do
+        umount -l "$m" || true
+      done
+      rm -rf --one-file-system "$rootfs"
+    }
+    trap drop_rootfs EXIT
     log "debootstrap bookworm (minbase + python3, python3-venv, ca-certificates) into $rootfs"
     debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
       bookworm "$rootfs" "$DEBIAN_MIRROR" >"$CACHE/debootstrap.log" 2>&1 || {
@@ -62,9 +70,9 @@ else
     }
     # apt's package cache is not needed in the image.
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-    tar -C "$rootfs" -cf "$ROOTFS_TAR.partial" .
+    tar -C "$rootfs" --one-file-system -cf "$ROOTFS_TAR.partial" .
     mv "$ROOTFS_TAR.partial" "$ROOTFS_TAR"
-    rm -rf "$rootfs"
+    drop_rootfs
     trap - EXIT
   else
     log "using cached rootfs $ROOTFS_TAR"
