@@ -272,7 +272,9 @@ class MerkleTree:
             raise OutOfRange(f"leaf index {index} is outside a tree of size {size}")
         return self._range_hashes(_inclusion_ranges(index, size))
 
-    def inclusion_proofs(self, indices: Sequence[int], size: int | None = None) -> list[list[bytes]]:
+    def inclusion_proofs(
+        self, indices: Sequence[int], size: int | None = None
+    ) -> list[list[bytes]]:
         """``inclusion_proof`` for many indices at one size, hashing each shared range once.
 
         The receipts of a commit group are proofs of neighbouring leaves at one size: they
