@@ -1,6 +1,7 @@
 # The one entry point. `make run` and `make test` do all set-up on a fresh machine.
 SHELL := /bin/bash
-PY ?= $(shell for p in python3.13 python3.12 python3.11 python3; do command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' && { command -v $$p; break; }; done)
+.SHELLFLAGS := -eo pipefail -c
+PY ?= $(shell for p in python3.13 python3.12 python3.11 python3; do command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 && { command -v $$p; break; }; done)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -19,8 +20,8 @@ help:
 $(STAMP): pyproject.toml
 	@test -n "$(PY)" || { echo "error: Python 3.11 or newer is needed (python3.11 not found on PATH)"; exit 1; }
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip 2>&1 | { grep -v '^WARNING: Location' || true; }
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]' 2>&1 | { grep -v '^WARNING: Location' || true; }
 	@touch $@
 
 install: $(STAMP)
