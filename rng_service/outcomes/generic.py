@@ -4,9 +4,10 @@ e.g. the random number generators of 617b.7(b)) and for certification.
 
 Owns: the two draw kinds, their parameter limits and exact distributions.
 
-Draw mapping (docs/outcomes.md): uniform with replacement: ``count`` calls
-``src.randint(low, high)``; without replacement: ``src.sample(range(low, high + 1), count)``
-(values in draw order); weighted: ``count`` calls ``src.weighted_index(weights)``.
+``draw(src, params)`` dispatches on the parameter type. Draw mapping (docs/outcomes.md):
+uniform with replacement: ``count`` calls ``src.randint(low, high)``; without replacement:
+``src.sample(range(low, high + 1), count)`` (values in draw order); weighted: ``count`` calls
+``src.weighted_index(weights)``.
 
 Must not: use floats, ``%`` on random values, I/O, or a generator other than ``src``.
 """
@@ -33,6 +34,7 @@ __all__ = [
     "UniformParams",
     "WeightedOutcome",
     "WeightedParams",
+    "draw",
     "draw_uniform",
     "draw_weighted",
     "uniform_distribution",
@@ -152,3 +154,12 @@ def draw_weighted(src: RandomSource, params: WeightedParams) -> WeightedOutcome:
 def weighted_distribution(params: WeightedParams) -> dict[int, Fraction]:
     total = sum(params.weights)
     return {i: Fraction(w, total) for i, w in enumerate(params.weights)}
+
+
+def draw(
+    src: RandomSource, params: UniformParams | WeightedParams
+) -> UniformOutcome | WeightedOutcome:
+    """The outcomes-contract entry point: dispatches on the parameter type."""
+    if isinstance(params, UniformParams):
+        return draw_uniform(src, params)
+    return draw_weighted(src, params)

@@ -21,6 +21,12 @@ def test_uniform_scripted(scripted) -> None:  # type: ignore[no-untyped-def]
     assert raw.remaining == 0
 
 
+def test_draw_dispatches(scripted) -> None:  # type: ignore[no-untyped-def]
+    src, _ = scripted([4, 1])
+    assert G.draw(src, G.UniformParams(0, 9)) == G.UniformOutcome((4,))
+    assert G.draw(src, G.WeightedParams((1, 1))) == G.WeightedOutcome((1,))
+
+
 def test_weighted_exhaustive(scripted) -> None:  # type: ignore[no-untyped-def]
     params = G.WeightedParams((1, 2, 3))
     counts: Counter[int] = Counter()

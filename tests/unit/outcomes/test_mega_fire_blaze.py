@@ -190,3 +190,106 @@ def test_odds_distribution_within_regulation_range() -> None:
         assert sum(d.values()) == 1
         assert min(d) >= low
         assert max(d) <= high
+
+
+def _shuffled_profile(mode: str, layout: tuple[str, ...]) -> P.MegaFireBlazeProfile:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    text = (root / "rng_service" / "profiles" / "mega_fire_blaze_example.toml").read_text()
+    old = (
+        'mode = "independent"\ndesignations = ["x2", "x3", "x5", "jackpot"]\n'
+        "weights = [40, 30, 15, 15]"
+    )
+    quoted = ", ".join(f'"{d}"' for d in layout)
+    new = f'mode = "{mode}"\nlayout = [{quoted}]'
+    return P.parse_profile(text.replace(old, new).encode(), f"{mode}.toml")
+
+
+def test_total_distribution_by_fill_count_enumeration() -> None:
+    """Cross-check the dynamic programme against a direct sum over fill-count vectors."""
+    from collections import Counter as Multiset
+    from itertools import combinations_with_replacement
+    from math import comb, factorial, prod
+
+    c = 10
+    mult = PROFILE.multipliers.distribution()
+    designation = PROFILE.segments.weights.distribution()  # type: ignore[union-attr]
+    tiers = {P.JACKPOT_TIERS[t]: p for t, p in PROFILE.jackpot.distribution().items()}
+
+    def conv(a: dict[int, Fraction], b: dict[int, Fraction]) -> dict[int, Fraction]:
+        out: dict[int, Fraction] = {}
+        for x, p in a.items():
+            for y, q in b.items():
+                out[x + y] = out.get(x + y, Fraction(0)) + p * q
+        return out
+
+    sums = [{0: Fraction(1)}]
+    for _ in range(6):
+        sums.append(conv(sums[-1], mult))
+    full: dict[int, Fraction] = {}
+    for d, pd in designation.items():
+        factor = P.SEGMENT_DESIGNATIONS[d]
+        part = (
+            conv(sums[6], tiers) if factor is None else {v * factor: p for v, p in sums[6].items()}
+        )
+        for v, p in part.items():
+            full[v] = full.get(v, Fraction(0)) + pd * p
+    # Segments are exchangeable here (independent designations), so sum over sorted fill
+    # vectors times the number of their arrangements.
+    expected: dict[int, Fraction] = {}
+    for fill in combinations_with_replacement(range(7), 6):
+        if sum(fill) != c:
+            continue
+        arrangements = factorial(6) // prod(factorial(m) for m in Multiset(fill).values())
+        weight = Fraction(arrangements * prod(comb(6, n) for n in fill), comb(36, c))
+        dist: dict[int, Fraction] = {0: Fraction(1)}
+        for n in fill:
+            if n:
+                dist = conv(dist, full if n == 6 else sums[n])
+        for v, p in dist.items():
+            expected[v] = expected.get(v, Fraction(0)) + weight * p
+    assert M.total_distribution(PROFILE, c) == expected
+
+
+def test_shuffled_designations_average_the_fixed_layouts() -> None:
+    from itertools import permutations
+
+    layout = ("x2", "x2", "x2", "x2", "x2", "jackpot")
+    shuffled = M.total_distribution(_shuffled_profile("shuffled", layout), 10)
+    perms = sorted(set(permutations(layout)))
+    average: dict[int, Fraction] = {}
+    for perm in perms:
+        for v, p in M.total_distribution(_shuffled_profile("fixed", perm), 10).items():
+            average[v] = average.get(v, Fraction(0)) + p / len(perms)
+    assert shuffled == average
+
+
+def test_shuffled_mode_chi_square(seeded, chi2_pvalue, chi2_alpha) -> None:  # type: ignore[no-untyped-def]
+    profile = _shuffled_profile("shuffled", ("x2", "x2", "x3", "x5", "jackpot", "jackpot"))
+    src = seeded("bonus-shuffled")
+    params = M.BonusParams(profile, 10)
+    totals: Counter[object] = Counter()
+    designations: Counter[object] = Counter()
+    for _ in range(10_000):
+        out = M.draw(src, params)
+        totals[out.total] += 1
+        designations[out.segments[0].designation] += 1
+        assert sorted(s.designation for s in out.segments) == sorted(profile.segments.layout)
+    assert chi2_pvalue(totals, M.total_distribution(profile, 10)) > chi2_alpha  # type: ignore[arg-type]
+    first = {
+        "x2": Fraction(1, 3),
+        "x3": Fraction(1, 6),
+        "x5": Fraction(1, 6),
+        "jackpot": Fraction(1, 3),
+    }
+    assert chi2_pvalue(designations, first) > chi2_alpha  # type: ignore[arg-type]
+
+
+def test_fixed_mode_draws_nothing_for_designations(scripted) -> None:  # type: ignore[no-untyped-def]
+    profile = _shuffled_profile("fixed", ("x5", "x2", "x2", "x3", "x3", "jackpot"))
+    src, raw = scripted([0, MULTIPLIER[4]])
+    out = M.draw(src, M.BonusParams(profile, 1))
+    assert raw.remaining == 0
+    assert [s.designation for s in out.segments] == ["x5", "x2", "x2", "x3", "x3", "jackpot"]
+    assert out.total == 4
