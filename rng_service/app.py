@@ -28,8 +28,8 @@ from rng_service.config import Config, is_loopback
 from rng_service.drbg import EntropySource, GeneratorConfig, OsEntropySource, ProductionGenerator
 from rng_service.errors import RngServiceError
 from rng_service.log.appender import Appender
-from rng_service.log.keys import load_private_key
-from rng_service.log.note import Ed25519NoteSigner
+from rng_service.log.keys import load_private_key, load_verifier_keys
+from rng_service.log.note import Ed25519NoteSigner, NoteVerifier
 from rng_service.log.tree import MerkleTree
 from rng_service.metrics import GeneratorCollector, Metrics
 from rng_service.service.log_servicer import LogServicer, PublicKeyInfo
@@ -109,9 +109,19 @@ class Service:
             raise StartupError(f"log.key_file: {e}") from e
         return Ed25519NoteSigner(cfg.key_name, key)
 
+    def _load_retired_keys(self, signer: Ed25519NoteSigner) -> list[NoteVerifier]:
+        """Retired signing keys that stay published after a rotation (docs/auditing.md)."""
+        cfg = self.config.log
+        try:
+            verifiers = load_verifier_keys(cfg.retired_key_items(), base_dir=cfg.key_file.parent)
+        except RngServiceError as e:
+            raise StartupError(f"log.retired_keys: {e}") from e
+        return list(dict.fromkeys(v for v in verifiers if v != signer.verifier()))
+
     async def start(self) -> Endpoints:
         cfg = self.config
         signer = self._load_signer()
+        retired = self._load_retired_keys(signer)
         storage = self._open_storage()
         self._storage = storage
         tree = MerkleTree.load(storage)
@@ -147,12 +157,13 @@ class Service:
         self._health_monitor.start()
         keys = [
             PublicKeyInfo(
-                key_id=f"{signer.key_id:08x}",
-                name=signer.name,
-                public_key=signer.public_key.public_bytes_raw(),
-                verifier_key=signer.verifier_key(),
-                active=True,
+                key_id=f"{v.key_id:08x}",
+                name=v.name,
+                public_key=v.public_key.public_bytes_raw(),
+                verifier_key=v.verifier_key(),
+                active=v == signer.verifier(),
             )
+            for v in [signer.verifier(), *retired]
         ]
         self._server = build_server(
             outcome=OutcomeServicer(
@@ -160,7 +171,14 @@ class Service:
                 client_id=cfg.server.default_client_id,
                 rpc_observer=self.metrics,
             ),
-            log=LogServicer(keys=keys, rpc_observer=self.metrics),
+            log=LogServicer(
+                keys=keys,
+                storage=storage,
+                tree=tree,
+                checkpoint_note=self.appender.checkpoint_note,
+                publish=self.appender.publish_checkpoint,
+                rpc_observer=self.metrics,
+            ),
             health=health,
         )
         address = f"{cfg.server.host}:{cfg.server.port}"

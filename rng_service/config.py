@@ -113,6 +113,11 @@ class LogSettings:
     key_file: Path = Path("var/keys/log-signing-key.pem")
     #: Name of an environment variable holding the key's passphrase ("" = unencrypted key).
     key_passphrase_env: str = ""
+    #: Retired checkpoint-signing keys that stay published (``LogService.GetPublicKeys``) after a
+    #: key rotation, so that old receipts and checkpoints keep verifying: a comma-separated list
+    #: of signed-note verifier keys (``<name>+<key id>+<base64>``) and/or ``.vkey`` files
+    #: (relative paths are relative to the directory of ``key_file``). docs/auditing.md.
+    retired_keys: str = ""
     #: Seconds between stored ("published") checkpoints while entries are appended.
     publish_interval_seconds: float = 10.0
     #: Most requests committed in one group (one transaction, one signature).
@@ -136,6 +141,13 @@ class LogSettings:
             self.key_name,
         )
         _require(
+            all(item.strip() for item in self.retired_keys.split(","))
+            or not self.retired_keys.strip(),
+            "log.retired_keys",
+            "comma-separated verifier keys or .vkey file paths, without empty items",
+            self.retired_keys,
+        )
+        _require(
             0.1 <= self.publish_interval_seconds <= 86400,
             "log.publish_interval_seconds",
             "0.1 to 86400",
@@ -148,6 +160,10 @@ class LogSettings:
             self.max_group_size,
         )
         _require(1 <= self.max_queue <= 1_000_000, "log.max_queue", "1 to 1000000", self.max_queue)
+
+    def retired_key_items(self) -> tuple[str, ...]:
+        """The items of ``retired_keys``: verifier-key strings or ``.vkey`` file paths."""
+        return tuple(item.strip() for item in self.retired_keys.split(",") if item.strip())
 
 
 @dataclass(frozen=True, kw_only=True)

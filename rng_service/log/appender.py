@@ -35,6 +35,7 @@ from rng_service.clock import Clock
 from rng_service.errors import (
     AlreadyExists,
     GeneratorUnavailable,
+    IntegrityError,
     Overloaded,
     RngServiceError,
     StorageUnavailable,
@@ -42,7 +43,7 @@ from rng_service.errors import (
 )
 from rng_service.log.entry import GeneratorRef, JsonValue, LogEntry, format_time, request_digest
 from rng_service.log.merkle import leaf_hash
-from rng_service.log.note import Checkpoint, NoteSigner, sign_note
+from rng_service.log.note import Checkpoint, NoteSigner, parse_note, sign_note
 from rng_service.log.receipt import Receipt
 from rng_service.log.tree import MerkleTree
 from rng_service.sampling import RandomSource
@@ -169,6 +170,7 @@ class Appender:
     def start(self) -> None:
         if self._thread is not None:
             raise RuntimeError("appender already started")
+        self._check_extends_published()
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name="log-writer", daemon=True)
         self._thread.start()
@@ -219,11 +221,43 @@ class Appender:
         self._note_cache = (size, note)
         return note
 
-    def publish_checkpoint(self) -> CheckpointRecord:
-        """Stores the checkpoint of the current tree as a published checkpoint (on demand)."""
-        size = self._tree.size
+    def _check_extends_published(self) -> CheckpointRecord | None:
+        """The latest published checkpoint, after checking that the tree extends it.
+
+        The log must never sign a checkpoint inconsistent with one it signed before: the tree
+        (restored from stored nodes) must reproduce the published root at the published size
+        (RFC 9162 section 2.1.4: then every later root is consistent with it). Costs O(log n)
+        node reads; raises :class:`IntegrityError` if the store no longer matches.
+        """
         latest = self._storage.latest_checkpoint()
-        if latest is not None and latest.size == size:
+        if latest is None:
+            return None
+        try:
+            published = Checkpoint.parse(parse_note(latest.note).text)
+        except IntegrityError as e:
+            raise IntegrityError(f"the latest published checkpoint is unreadable: {e}") from e
+        size = self._tree.size
+        if published.size > size:
+            raise IntegrityError(
+                f"published checkpoint of size {published.size} is beyond the stored tree of "
+                f"size {size}: entries were lost; refusing to sign a fork"
+            )
+        if self._tree.root(published.size) != published.root_hash:
+            raise IntegrityError(
+                f"the stored tree at size {published.size} does not match the published "
+                f"checkpoint's root: the store was altered; refusing to sign a fork"
+            )
+        return latest
+
+    def publish_checkpoint(self) -> CheckpointRecord:
+        """Stores the checkpoint of the current tree as a published checkpoint (on demand).
+
+        Returns the latest published checkpoint instead if it is already as recent (the writer
+        may publish concurrently); checks first that the tree extends it.
+        """
+        size = self._tree.size
+        latest = self._check_extends_published()
+        if latest is not None and latest.size >= size:
             return latest
         record = CheckpointRecord(
             size=size,

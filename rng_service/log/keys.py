@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from rng_service.errors import FailedPrecondition, InvalidArgument
-from rng_service.log.note import Ed25519NoteSigner, NoteVerifier
+from rng_service.log.note import Ed25519NoteSigner, InvalidVerifierKey, NoteVerifier
 
 __all__ = [
     "KeyFileError",
@@ -38,6 +39,7 @@ __all__ = [
     "load_public_key",
     "load_signer",
     "load_verifier",
+    "load_verifier_keys",
     "public_key_pem",
     "write_private_key",
 ]
@@ -250,3 +252,28 @@ def load_signer(
 def load_verifier(path: str | os.PathLike[str], *, name: str) -> NoteVerifier:
     """The note verifier for key ``name`` from a public key PEM file."""
     return NoteVerifier(name, load_public_key(path))
+
+
+def load_verifier_keys(
+    items: Sequence[str], *, base_dir: str | os.PathLike[str]
+) -> list[NoteVerifier]:
+    """Note verifiers from verifier-key strings or ``.vkey`` files (one key on the first line).
+
+    An item containing ``+`` that is not an existing file is parsed as a verifier key
+    (``<name>+<key id>+<base64>``); anything else is a file path, relative to ``base_dir``.
+    Raises :class:`InvalidVerifierKey` or :class:`KeyFileError` naming the item.
+    """
+    verifiers: list[NoteVerifier] = []
+    for item in items:
+        path = Path(base_dir) / item
+        if "+" in item and not path.is_file():
+            verifiers.append(NoteVerifier.from_verifier_key(item))
+            continue
+        text = _read(path, "verifier key").decode("utf-8", errors="replace").strip()
+        try:
+            verifiers.append(NoteVerifier.from_verifier_key(text.splitlines()[0] if text else ""))
+        except InvalidVerifierKey as e:
+            raise InvalidVerifierKey(
+                f"{path} does not hold a valid verifier key on its first line"
+            ) from e
+    return verifiers

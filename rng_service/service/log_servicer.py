@@ -1,19 +1,34 @@
-"""gRPC adapter of ``rng.v1.LogService``: reading the log (auditors).
+"""gRPC adapter of ``rng.v1.LogService``: reading the log (auditors, dispute lookup).
 
-Translates requests to calls on the log layer and back; nothing more.
+Translates requests to calls on the log layer and back; nothing more. Proofs come from the
+service's :class:`~rng_service.log.tree.MerkleTree` (RFC 6962 sections 2.1.1 and 2.1.2), entries
+and published checkpoints from the :class:`~rng_service.storage.base.LogStorage`, signed
+checkpoints (C2SP tlog-checkpoint in a C2SP signed note) from callables the composition root
+passes in (the appender's). Proto zero values mean "not given"; a value beyond the current tree
+is :class:`OutOfRange`, a malformed one :class:`InvalidArgument` naming the field. Storage and
+tree reads may block, so they run in a worker thread, never on the event loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from grpc import aio
 
 from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc
+from rng_service.errors import InvalidArgument, NotFound, OutOfRange
+from rng_service.log.merkle import HASH_SIZE
+from rng_service.log.note import Checkpoint, parse_note
 from rng_service.service.errors import RpcObserver, rpc
+from rng_service.storage.base import CheckpointRecord, EntryRecord, LogStorage
 
-__all__ = ["LogServicer", "PublicKeyInfo"]
+__all__ = ["MAX_ENTRIES_PER_PAGE", "LogServicer", "PublicKeyInfo", "TreeReader"]
+
+MAX_ENTRIES_PER_PAGE = 1000
+"""Most entries one GetEntries or FindEntries call returns."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,11 +40,59 @@ class PublicKeyInfo:
     active: bool
 
 
+class TreeReader(Protocol):
+    """What the servicer reads of :class:`~rng_service.log.tree.MerkleTree`."""
+
+    @property
+    def size(self) -> int: ...
+
+    def root(self, size: int | None = None) -> bytes: ...
+
+    def leaf_hash(self, index: int) -> bytes: ...
+
+    def inclusion_proof(self, index: int, size: int | None = None) -> list[bytes]: ...
+
+    def consistency_proof(self, size1: int, size2: int | None = None) -> list[bytes]: ...
+
+
+def _checkpoint_to_proto(note: bytes, *, published_at_ns: int | None) -> log_pb2.SignedCheckpoint:
+    checkpoint = Checkpoint.parse(parse_note(note).text)
+    return log_pb2.SignedCheckpoint(
+        size=checkpoint.size,
+        root_hash=checkpoint.root_hash,
+        note=note.decode("utf-8"),
+        published=published_at_ns is not None,
+        published_at_ns=published_at_ns or 0,
+    )
+
+
+def _entry_to_proto(record: EntryRecord) -> log_pb2.LogEntry:
+    return log_pb2.LogEntry(
+        index=record.index,
+        entry=record.data,
+        leaf_hash=record.leaf_hash,
+        commit_size=record.commit_size,
+    )
+
+
 class LogServicer(log_pb2_grpc.LogServiceServicer):
     def __init__(
-        self, *, keys: Sequence[PublicKeyInfo], rpc_observer: RpcObserver | None = None
+        self,
+        *,
+        keys: Sequence[PublicKeyInfo],
+        storage: LogStorage,
+        tree: TreeReader,
+        checkpoint_note: Callable[[int], str],
+        publish: Callable[[], CheckpointRecord],
+        rpc_observer: RpcObserver | None = None,
     ) -> None:
+        """``checkpoint_note(size)`` signs the checkpoint of the tree at ``size``;
+        ``publish()`` stores the current one as published and returns it."""
         self._keys = tuple(keys)
+        self._storage = storage
+        self._tree = tree
+        self._checkpoint_note = checkpoint_note
+        self._publish = publish
         self.rpc_observer = rpc_observer
 
     @rpc("GetPublicKeys")
@@ -50,4 +113,194 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
                 )
                 for k in self._keys
             ]
+        )
+
+    # -- checkpoints ---------------------------------------------------------------------
+
+    def _latest(self) -> log_pb2.SignedCheckpoint:
+        size = self._tree.size
+        note = self._checkpoint_note(size).encode("utf-8")
+        stored = self._storage.checkpoints(min_size=size, max_size=size)
+        return _checkpoint_to_proto(
+            note, published_at_ns=stored[0].timestamp_ns if stored else None
+        )
+
+    @rpc("GetLatestCheckpoint")
+    async def GetLatestCheckpoint(
+        self,
+        request: log_pb2.GetLatestCheckpointRequest,
+        context: aio.ServicerContext[log_pb2.GetLatestCheckpointRequest, log_pb2.SignedCheckpoint],
+    ) -> log_pb2.SignedCheckpoint:
+        return await asyncio.to_thread(self._latest)
+
+    @rpc("PublishCheckpoint")
+    async def PublishCheckpoint(
+        self,
+        request: log_pb2.PublishCheckpointRequest,
+        context: aio.ServicerContext[log_pb2.PublishCheckpointRequest, log_pb2.SignedCheckpoint],
+    ) -> log_pb2.SignedCheckpoint:
+        record = await asyncio.to_thread(self._publish)
+        return _checkpoint_to_proto(record.note, published_at_ns=record.timestamp_ns)
+
+    @rpc("GetCheckpoints")
+    async def GetCheckpoints(
+        self,
+        request: log_pb2.GetCheckpointsRequest,
+        context: aio.ServicerContext[log_pb2.GetCheckpointsRequest, log_pb2.GetCheckpointsResponse],
+    ) -> log_pb2.GetCheckpointsResponse:
+        if request.min_size and request.max_size and request.max_size < request.min_size:
+            raise InvalidArgument(
+                "max_size", f"{request.max_size} is below min_size {request.min_size}"
+            )
+        if request.since_ns < 0 or request.until_ns < 0:
+            raise InvalidArgument("since_ns", "times must not be negative", allowed=">= 0")
+        if request.since_ns and request.until_ns and request.until_ns < request.since_ns:
+            raise InvalidArgument(
+                "until_ns", f"{request.until_ns} is before since_ns {request.since_ns}"
+            )
+        records = await asyncio.to_thread(
+            self._storage.checkpoints,
+            min_size=request.min_size or None,
+            max_size=request.max_size or None,
+            since_ns=request.since_ns or None,
+            until_ns=request.until_ns or None,
+        )
+        return log_pb2.GetCheckpointsResponse(
+            checkpoints=[
+                _checkpoint_to_proto(r.note, published_at_ns=r.timestamp_ns) for r in records
+            ]
+        )
+
+    # -- proofs --------------------------------------------------------------------------
+
+    def _size(self, requested: int, field: str) -> int:
+        current = self._tree.size
+        if requested > current:
+            raise OutOfRange(f"{field} {requested} is beyond the current tree size {current}")
+        return requested or current
+
+    def _inclusion(
+        self, request: log_pb2.GetInclusionProofRequest
+    ) -> log_pb2.GetInclusionProofResponse:
+        size = self._size(request.tree_size, "tree_size")
+        which = request.WhichOneof("entry")
+        if which == "index":
+            index = request.index
+        elif which == "leaf_hash":
+            if len(request.leaf_hash) != HASH_SIZE:
+                raise InvalidArgument(
+                    "leaf_hash", f"is {len(request.leaf_hash)} bytes", allowed="32 bytes"
+                )
+            record = self._storage.entry_by_leaf_hash(request.leaf_hash)
+            if record is None:
+                raise NotFound(f"leaf_hash {request.leaf_hash.hex()} is not in the log")
+            index = record.index
+        else:
+            raise InvalidArgument("entry", "give index or leaf_hash")
+        if index >= size:
+            raise OutOfRange(f"index {index} is not in the tree of size {size}")
+        return log_pb2.GetInclusionProofResponse(
+            index=index,
+            leaf_hash=self._tree.leaf_hash(index),
+            tree_size=size,
+            proof=self._tree.inclusion_proof(index, size),
+            root_hash=self._tree.root(size),
+        )
+
+    @rpc("GetInclusionProof")
+    async def GetInclusionProof(
+        self,
+        request: log_pb2.GetInclusionProofRequest,
+        context: aio.ServicerContext[
+            log_pb2.GetInclusionProofRequest, log_pb2.GetInclusionProofResponse
+        ],
+    ) -> log_pb2.GetInclusionProofResponse:
+        return await asyncio.to_thread(self._inclusion, request)
+
+    def _consistency(
+        self, request: log_pb2.GetConsistencyProofRequest
+    ) -> log_pb2.GetConsistencyProofResponse:
+        first = request.first_size
+        if request.second_size and request.second_size < first:
+            raise InvalidArgument(
+                "second_size", f"{request.second_size} is smaller than first_size {first}"
+            )
+        second = self._size(request.second_size, "second_size")
+        if first > second:
+            raise OutOfRange(f"first_size {first} is beyond the current tree size {second}")
+        return log_pb2.GetConsistencyProofResponse(
+            first_size=first,
+            second_size=second,
+            proof=self._tree.consistency_proof(first, second),
+        )
+
+    @rpc("GetConsistencyProof")
+    async def GetConsistencyProof(
+        self,
+        request: log_pb2.GetConsistencyProofRequest,
+        context: aio.ServicerContext[
+            log_pb2.GetConsistencyProofRequest, log_pb2.GetConsistencyProofResponse
+        ],
+    ) -> log_pb2.GetConsistencyProofResponse:
+        return await asyncio.to_thread(self._consistency, request)
+
+    # -- entries -------------------------------------------------------------------------
+
+    def _entries(self, request: log_pb2.GetEntriesRequest) -> log_pb2.GetEntriesResponse:
+        size = self._tree.size
+        start = request.start
+        if request.end and request.end <= start:
+            raise InvalidArgument("end", f"{request.end} is not greater than start {start}")
+        if start >= size:
+            raise OutOfRange(f"start {start} is beyond the last entry (tree size {size})")
+        end = min(request.end or start + MAX_ENTRIES_PER_PAGE, start + MAX_ENTRIES_PER_PAGE, size)
+        records = self._storage.entries(start, end)
+        return log_pb2.GetEntriesResponse(
+            entries=[_entry_to_proto(r) for r in records], tree_size=size
+        )
+
+    @rpc("GetEntries")
+    async def GetEntries(
+        self,
+        request: log_pb2.GetEntriesRequest,
+        context: aio.ServicerContext[log_pb2.GetEntriesRequest, log_pb2.GetEntriesResponse],
+    ) -> log_pb2.GetEntriesResponse:
+        return await asyncio.to_thread(self._entries, request)
+
+    @rpc("FindEntries")
+    async def FindEntries(
+        self,
+        request: log_pb2.FindEntriesRequest,
+        context: aio.ServicerContext[log_pb2.FindEntriesRequest, log_pb2.FindEntriesResponse],
+    ) -> log_pb2.FindEntriesResponse:
+        if not (
+            request.table_id
+            or request.round_id
+            or request.session_id
+            or request.since_ns
+            or request.until_ns
+        ):
+            raise InvalidArgument(
+                "filters",
+                "give at least one of table_id, round_id, session_id, since_ns, until_ns",
+            )
+        if request.limit > MAX_ENTRIES_PER_PAGE:
+            raise InvalidArgument(
+                "limit", f"{request.limit} is too large", allowed=f"1 to {MAX_ENTRIES_PER_PAGE}"
+            )
+        if request.since_ns < 0 or request.until_ns < 0:
+            raise InvalidArgument("since_ns", "times must not be negative", allowed=">= 0")
+        limit = request.limit or MAX_ENTRIES_PER_PAGE
+        records = await asyncio.to_thread(
+            self._storage.find_entries,
+            table_id=request.table_id or None,
+            round_id=request.round_id or None,
+            session_id=request.session_id or None,
+            since_ns=request.since_ns or None,
+            until_ns=request.until_ns or None,
+            limit=limit + 1,
+        )
+        return log_pb2.FindEntriesResponse(
+            entries=[_entry_to_proto(r) for r in records[:limit]],
+            truncated=len(records) > limit,
         )

@@ -11,23 +11,159 @@ class GetPublicKeysRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class PublicKey(_message.Message):
-    __slots__ = ("key_id", "name", "algorithm", "public_key", "verifier_key", "active")
+    __slots__ = ("key_id", "name", "algorithm", "public_key", "verifier_key", "active", "cosigning")
     KEY_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ALGORITHM_FIELD_NUMBER: _ClassVar[int]
     PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
     VERIFIER_KEY_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    COSIGNING_FIELD_NUMBER: _ClassVar[int]
     key_id: str
     name: str
     algorithm: str
     public_key: bytes
     verifier_key: str
     active: bool
-    def __init__(self, key_id: _Optional[str] = ..., name: _Optional[str] = ..., algorithm: _Optional[str] = ..., public_key: _Optional[bytes] = ..., verifier_key: _Optional[str] = ..., active: _Optional[bool] = ...) -> None: ...
+    cosigning: bool
+    def __init__(self, key_id: _Optional[str] = ..., name: _Optional[str] = ..., algorithm: _Optional[str] = ..., public_key: _Optional[bytes] = ..., verifier_key: _Optional[str] = ..., active: _Optional[bool] = ..., cosigning: _Optional[bool] = ...) -> None: ...
 
 class GetPublicKeysResponse(_message.Message):
     __slots__ = ("keys",)
     KEYS_FIELD_NUMBER: _ClassVar[int]
     keys: _containers.RepeatedCompositeFieldContainer[PublicKey]
     def __init__(self, keys: _Optional[_Iterable[_Union[PublicKey, _Mapping]]] = ...) -> None: ...
+
+class GetLatestCheckpointRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class PublishCheckpointRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SignedCheckpoint(_message.Message):
+    __slots__ = ("size", "root_hash", "note", "published", "published_at_ns")
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    ROOT_HASH_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    PUBLISHED_FIELD_NUMBER: _ClassVar[int]
+    PUBLISHED_AT_NS_FIELD_NUMBER: _ClassVar[int]
+    size: int
+    root_hash: bytes
+    note: str
+    published: bool
+    published_at_ns: int
+    def __init__(self, size: _Optional[int] = ..., root_hash: _Optional[bytes] = ..., note: _Optional[str] = ..., published: _Optional[bool] = ..., published_at_ns: _Optional[int] = ...) -> None: ...
+
+class GetCheckpointsRequest(_message.Message):
+    __slots__ = ("min_size", "max_size", "since_ns", "until_ns")
+    MIN_SIZE_FIELD_NUMBER: _ClassVar[int]
+    MAX_SIZE_FIELD_NUMBER: _ClassVar[int]
+    SINCE_NS_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_NS_FIELD_NUMBER: _ClassVar[int]
+    min_size: int
+    max_size: int
+    since_ns: int
+    until_ns: int
+    def __init__(self, min_size: _Optional[int] = ..., max_size: _Optional[int] = ..., since_ns: _Optional[int] = ..., until_ns: _Optional[int] = ...) -> None: ...
+
+class GetCheckpointsResponse(_message.Message):
+    __slots__ = ("checkpoints",)
+    CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    checkpoints: _containers.RepeatedCompositeFieldContainer[SignedCheckpoint]
+    def __init__(self, checkpoints: _Optional[_Iterable[_Union[SignedCheckpoint, _Mapping]]] = ...) -> None: ...
+
+class GetInclusionProofRequest(_message.Message):
+    __slots__ = ("index", "leaf_hash", "tree_size")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    LEAF_HASH_FIELD_NUMBER: _ClassVar[int]
+    TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    leaf_hash: bytes
+    tree_size: int
+    def __init__(self, index: _Optional[int] = ..., leaf_hash: _Optional[bytes] = ..., tree_size: _Optional[int] = ...) -> None: ...
+
+class GetInclusionProofResponse(_message.Message):
+    __slots__ = ("index", "leaf_hash", "tree_size", "proof", "root_hash")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    LEAF_HASH_FIELD_NUMBER: _ClassVar[int]
+    TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PROOF_FIELD_NUMBER: _ClassVar[int]
+    ROOT_HASH_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    leaf_hash: bytes
+    tree_size: int
+    proof: _containers.RepeatedScalarFieldContainer[bytes]
+    root_hash: bytes
+    def __init__(self, index: _Optional[int] = ..., leaf_hash: _Optional[bytes] = ..., tree_size: _Optional[int] = ..., proof: _Optional[_Iterable[bytes]] = ..., root_hash: _Optional[bytes] = ...) -> None: ...
+
+class GetConsistencyProofRequest(_message.Message):
+    __slots__ = ("first_size", "second_size")
+    FIRST_SIZE_FIELD_NUMBER: _ClassVar[int]
+    SECOND_SIZE_FIELD_NUMBER: _ClassVar[int]
+    first_size: int
+    second_size: int
+    def __init__(self, first_size: _Optional[int] = ..., second_size: _Optional[int] = ...) -> None: ...
+
+class GetConsistencyProofResponse(_message.Message):
+    __slots__ = ("first_size", "second_size", "proof")
+    FIRST_SIZE_FIELD_NUMBER: _ClassVar[int]
+    SECOND_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PROOF_FIELD_NUMBER: _ClassVar[int]
+    first_size: int
+    second_size: int
+    proof: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, first_size: _Optional[int] = ..., second_size: _Optional[int] = ..., proof: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class GetEntriesRequest(_message.Message):
+    __slots__ = ("start", "end")
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    start: int
+    end: int
+    def __init__(self, start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
+
+class LogEntry(_message.Message):
+    __slots__ = ("index", "entry", "leaf_hash", "commit_size")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    LEAF_HASH_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_SIZE_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    entry: bytes
+    leaf_hash: bytes
+    commit_size: int
+    def __init__(self, index: _Optional[int] = ..., entry: _Optional[bytes] = ..., leaf_hash: _Optional[bytes] = ..., commit_size: _Optional[int] = ...) -> None: ...
+
+class GetEntriesResponse(_message.Message):
+    __slots__ = ("entries", "tree_size")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[LogEntry]
+    tree_size: int
+    def __init__(self, entries: _Optional[_Iterable[_Union[LogEntry, _Mapping]]] = ..., tree_size: _Optional[int] = ...) -> None: ...
+
+class FindEntriesRequest(_message.Message):
+    __slots__ = ("table_id", "round_id", "session_id", "since_ns", "until_ns", "limit")
+    TABLE_ID_FIELD_NUMBER: _ClassVar[int]
+    ROUND_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SINCE_NS_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_NS_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    table_id: str
+    round_id: str
+    session_id: str
+    since_ns: int
+    until_ns: int
+    limit: int
+    def __init__(self, table_id: _Optional[str] = ..., round_id: _Optional[str] = ..., session_id: _Optional[str] = ..., since_ns: _Optional[int] = ..., until_ns: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class FindEntriesResponse(_message.Message):
+    __slots__ = ("entries", "truncated")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[LogEntry]
+    truncated: bool
+    def __init__(self, entries: _Optional[_Iterable[_Union[LogEntry, _Mapping]]] = ..., truncated: _Optional[bool] = ...) -> None: ...

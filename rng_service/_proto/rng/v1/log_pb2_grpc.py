@@ -26,8 +26,7 @@ if _version_not_supported:
 
 
 class LogServiceStub:
-    """Reads the log: keys today; proofs and checkpoints are served by the transparency log service.
-    """
+    """Missing associated documentation comment in .proto file."""
 
     def __init__(self, channel):
         """Constructor.
@@ -40,14 +39,102 @@ class LogServiceStub:
                 request_serializer=rng_dot_v1_dot_log__pb2.GetPublicKeysRequest.SerializeToString,
                 response_deserializer=rng_dot_v1_dot_log__pb2.GetPublicKeysResponse.FromString,
                 _registered_method=True)
+        self.GetLatestCheckpoint = channel.unary_unary(
+                '/rng.v1.LogService/GetLatestCheckpoint',
+                request_serializer=rng_dot_v1_dot_log__pb2.GetLatestCheckpointRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_log__pb2.SignedCheckpoint.FromString,
+                _registered_method=True)
+        self.PublishCheckpoint = channel.unary_unary(
+                '/rng.v1.LogService/PublishCheckpoint',
+                request_serializer=rng_dot_v1_dot_log__pb2.PublishCheckpointRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_log__pb2.SignedCheckpoint.FromString,
+                _registered_method=True)
+        self.GetCheckpoints = channel.unary_unary(
+                '/rng.v1.LogService/GetCheckpoints',
+                request_serializer=rng_dot_v1_dot_log__pb2.GetCheckpointsRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_log__pb2.GetCheckpointsResponse.FromString,
+                _registered_method=True)
+        self.GetInclusionProof = channel.unary_unary(
+                '/rng.v1.LogService/GetInclusionProof',
+                request_serializer=rng_dot_v1_dot_log__pb2.GetInclusionProofRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_log__pb2.GetInclusionProofResponse.FromString,
+                _registered_method=True)
+        self.GetConsistencyProof = channel.unary_unary(
+                '/rng.v1.LogService/GetConsistencyProof',
+                request_serializer=rng_dot_v1_dot_log__pb2.GetConsistencyProofRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_log__pb2.GetConsistencyProofResponse.FromString,
+                _registered_method=True)
+        self.GetEntries = channel.unary_unary(
+                '/rng.v1.LogService/GetEntries',
+                request_serializer=rng_dot_v1_dot_log__pb2.GetEntriesRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_log__pb2.GetEntriesResponse.FromString,
+                _registered_method=True)
+        self.FindEntries = channel.unary_unary(
+                '/rng.v1.LogService/FindEntries',
+                request_serializer=rng_dot_v1_dot_log__pb2.FindEntriesRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_log__pb2.FindEntriesResponse.FromString,
+                _registered_method=True)
 
 
 class LogServiceServicer:
-    """Reads the log: keys today; proofs and checkpoints are served by the transparency log service.
-    """
+    """Missing associated documentation comment in .proto file."""
 
     def GetPublicKeys(self, request, context):
-        """The public keys that sign checkpoints, by key id.
+        """The public keys that sign or signed checkpoints: the active key and every retired key
+        still published, so that old receipts and checkpoints keep verifying after a rotation.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetLatestCheckpoint(self, request, context):
+        """The signed checkpoint of the log's current tree (the same note every receipt of that tree
+        size carries). Not necessarily stored as published: see PublishCheckpoint.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PublishCheckpoint(self, request, context):
+        """Stores the checkpoint of the current tree as a published checkpoint now and returns it
+        (on demand; published checkpoints are also stored every log.publish_interval_seconds).
+        To be restricted to operators once client identities exist.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetCheckpoints(self, request, context):
+        """Published checkpoints, by tree size range and/or publication time range, oldest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetInclusionProof(self, request, context):
+        """RFC 6962 section 2.1.1 audit path of one entry in the tree of a given size.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetConsistencyProof(self, request, context):
+        """RFC 6962 section 2.1.2 consistency proof between two tree sizes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetEntries(self, request, context):
+        """Entries by index range, at most max_entries_per_page (1000) per call.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FindEntries(self, request, context):
+        """Dispute lookup: every entry of a table, round, session or time range (rebuilds a round,
+        58 Pa. Code 641a.11(d), 643a.11(h)), in log order, at most `limit`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -61,6 +148,41 @@ def add_LogServiceServicer_to_server(servicer, server):
                     request_deserializer=rng_dot_v1_dot_log__pb2.GetPublicKeysRequest.FromString,
                     response_serializer=rng_dot_v1_dot_log__pb2.GetPublicKeysResponse.SerializeToString,
             ),
+            'GetLatestCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLatestCheckpoint,
+                    request_deserializer=rng_dot_v1_dot_log__pb2.GetLatestCheckpointRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_log__pb2.SignedCheckpoint.SerializeToString,
+            ),
+            'PublishCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.PublishCheckpoint,
+                    request_deserializer=rng_dot_v1_dot_log__pb2.PublishCheckpointRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_log__pb2.SignedCheckpoint.SerializeToString,
+            ),
+            'GetCheckpoints': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCheckpoints,
+                    request_deserializer=rng_dot_v1_dot_log__pb2.GetCheckpointsRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_log__pb2.GetCheckpointsResponse.SerializeToString,
+            ),
+            'GetInclusionProof': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetInclusionProof,
+                    request_deserializer=rng_dot_v1_dot_log__pb2.GetInclusionProofRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_log__pb2.GetInclusionProofResponse.SerializeToString,
+            ),
+            'GetConsistencyProof': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetConsistencyProof,
+                    request_deserializer=rng_dot_v1_dot_log__pb2.GetConsistencyProofRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_log__pb2.GetConsistencyProofResponse.SerializeToString,
+            ),
+            'GetEntries': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetEntries,
+                    request_deserializer=rng_dot_v1_dot_log__pb2.GetEntriesRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_log__pb2.GetEntriesResponse.SerializeToString,
+            ),
+            'FindEntries': grpc.unary_unary_rpc_method_handler(
+                    servicer.FindEntries,
+                    request_deserializer=rng_dot_v1_dot_log__pb2.FindEntriesRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_log__pb2.FindEntriesResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'rng.v1.LogService', rpc_method_handlers)
@@ -70,8 +192,7 @@ def add_LogServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class LogService:
-    """Reads the log: keys today; proofs and checkpoints are served by the transparency log service.
-    """
+    """Missing associated documentation comment in .proto file."""
 
     @staticmethod
     def GetPublicKeys(request,
@@ -90,6 +211,195 @@ class LogService:
             '/rng.v1.LogService/GetPublicKeys',
             rng_dot_v1_dot_log__pb2.GetPublicKeysRequest.SerializeToString,
             rng_dot_v1_dot_log__pb2.GetPublicKeysResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLatestCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.LogService/GetLatestCheckpoint',
+            rng_dot_v1_dot_log__pb2.GetLatestCheckpointRequest.SerializeToString,
+            rng_dot_v1_dot_log__pb2.SignedCheckpoint.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PublishCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.LogService/PublishCheckpoint',
+            rng_dot_v1_dot_log__pb2.PublishCheckpointRequest.SerializeToString,
+            rng_dot_v1_dot_log__pb2.SignedCheckpoint.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCheckpoints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.LogService/GetCheckpoints',
+            rng_dot_v1_dot_log__pb2.GetCheckpointsRequest.SerializeToString,
+            rng_dot_v1_dot_log__pb2.GetCheckpointsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetInclusionProof(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.LogService/GetInclusionProof',
+            rng_dot_v1_dot_log__pb2.GetInclusionProofRequest.SerializeToString,
+            rng_dot_v1_dot_log__pb2.GetInclusionProofResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetConsistencyProof(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.LogService/GetConsistencyProof',
+            rng_dot_v1_dot_log__pb2.GetConsistencyProofRequest.SerializeToString,
+            rng_dot_v1_dot_log__pb2.GetConsistencyProofResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetEntries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.LogService/GetEntries',
+            rng_dot_v1_dot_log__pb2.GetEntriesRequest.SerializeToString,
+            rng_dot_v1_dot_log__pb2.GetEntriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FindEntries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.LogService/FindEntries',
+            rng_dot_v1_dot_log__pb2.FindEntriesRequest.SerializeToString,
+            rng_dot_v1_dot_log__pb2.FindEntriesResponse.FromString,
             options,
             channel_credentials,
             insecure,
