@@ -7,23 +7,42 @@ or logged for a request that fails here.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from rng_service._proto.rng.v1 import common_pb2, outcomes_pb2
-from rng_service.errors import InvalidArgument
+from rng_service.errors import FailedPrecondition, InvalidArgument
 from rng_service.log.appender import AppendResult
-from rng_service.outcomes.roulette import WheelType
+from rng_service.log.entry import LogEntry
+from rng_service.outcomes import cards, generic
+from rng_service.outcomes.profiles import MegaFireBlazeProfile
+from rng_service.outcomes.roulette import WHEEL_ORDER, WheelType
+from rng_service.storage.base import EntryRecord
 
 __all__ = [
+    "FIRE_NUMBERS_KIND",
     "IDS_ALLOWED",
+    "JSON_INT_MAX",
     "REQUEST_ID_ALLOWED",
     "RequestIds",
+    "ShuffleRequest",
+    "bonus_to_proto",
+    "count_in",
+    "field_prefix",
+    "fire_number_count",
+    "hands_to_proto",
+    "jackpot_tier_to_proto",
+    "json_int",
+    "profile_ref",
     "receipt_to_proto",
     "request_ids",
+    "shuffle_from_proto",
     "spin_to_proto",
+    "uniform_from_proto",
     "wheel_from_proto",
+    "wheel_positions",
 ]
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -117,3 +136,207 @@ def receipt_to_proto(result: AppendResult) -> common_pb2.Receipt:
         checkpoint=r.checkpoint,
         replayed=r.replayed,
     )
+
+
+# --- shared helpers ---------------------------------------------------------------------------
+
+#: Log entries carry exact JSON integers only (docs/log-format.md): |n| <= 2**53 - 1.
+JSON_INT_MAX = 2**53 - 1
+_JSON_INT_ALLOWED = "-(2^53 - 1)..2^53 - 1"
+
+
+def json_int(value: int, field: str) -> int:
+    """``value`` if a log entry can carry it exactly, else INVALID_ARGUMENT naming ``field``."""
+    if not -JSON_INT_MAX <= value <= JSON_INT_MAX:
+        raise InvalidArgument(field, f"{value} is out of range", allowed=_JSON_INT_ALLOWED)
+    return value
+
+
+def count_in(value: int, field: str, low: int, high: int) -> int:
+    """``value`` if in ``[low, high]``, else INVALID_ARGUMENT naming ``field`` and the range."""
+    if not low <= value <= high:
+        raise InvalidArgument(field, f"{value} is out of range", allowed=f"{low}..{high}")
+    return value
+
+
+@contextmanager
+def field_prefix(prefix: str) -> Iterator[None]:
+    """Re-raise a domain InvalidArgument with its field as the request's path (``dice.sides``)."""
+    try:
+        yield
+    except InvalidArgument as e:
+        text = str(e).removeprefix(f"{e.field}: ")
+        if e.allowed:
+            text = text.removesuffix(f" (allowed: {e.allowed})")
+        raise InvalidArgument(f"{prefix}.{e.field}", text, allowed=e.allowed) from None
+
+
+def profile_ref(profile: MegaFireBlazeProfile) -> outcomes_pb2.ProfileRef:
+    return outcomes_pb2.ProfileRef(
+        name=profile.id.name, version=profile.id.version, sha256=profile.id.sha256
+    )
+
+
+# --- Mega Fire Blaze ----------------------------------------------------------------------------
+
+#: Entry kind of a Fire Number draw; the bonus game reads its count from such an entry.
+FIRE_NUMBERS_KIND = "fire_numbers"
+
+
+def fire_number_count(
+    record: EntryRecord, *, client_id: str, ids: RequestIds, profile: MegaFireBlazeProfile
+) -> int:
+    """The Fire Number count of a logged draw, after checking the draw belongs to this game:
+    same kind, client, table, round and profile (FAILED_PRECONDITION naming the field)."""
+    where = f"log entry {record.index}"
+    if record.kind != FIRE_NUMBERS_KIND:
+        raise FailedPrecondition(
+            f"fire_numbers_index: {where} is a {record.kind!r} entry, not a Fire Number draw"
+        )
+    entry = LogEntry.decode(record.data)
+    if entry.client != client_id:
+        raise FailedPrecondition(
+            f"fire_numbers_index: the Fire Number draw at {where} belongs to another client"
+        )
+    for field, logged, wanted in (
+        ("context.table_id", entry.table_id, ids.table_id),
+        ("context.round_id", entry.round_id, ids.round_id),
+        ("profile", entry.profile_sha256, profile.id.sha256),
+    ):
+        if logged != wanted:
+            raise FailedPrecondition(
+                f"{field}: {wanted!r} differs from the Fire Number draw at {where} ({logged!r})"
+            )
+    count = entry.outcome.get("count")
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise FailedPrecondition(f"fire_numbers_index: {where} has no Fire Number count")
+    return count
+
+
+_DESIGNATIONS = {
+    "x2": outcomes_pb2.SEGMENT_DESIGNATION_X2,
+    "x3": outcomes_pb2.SEGMENT_DESIGNATION_X3,
+    "x5": outcomes_pb2.SEGMENT_DESIGNATION_X5,
+    "jackpot": outcomes_pb2.SEGMENT_DESIGNATION_JACKPOT,
+}
+_TIERS = {
+    "mini": outcomes_pb2.JACKPOT_TIER_MINI,
+    "minor": outcomes_pb2.JACKPOT_TIER_MINOR,
+    "major": outcomes_pb2.JACKPOT_TIER_MAJOR,
+    "grand": outcomes_pb2.JACKPOT_TIER_GRAND,
+}
+_BETS = {
+    "straight_up": outcomes_pb2.INSIDE_BET_STRAIGHT_UP,
+    "split": outcomes_pb2.INSIDE_BET_SPLIT,
+    "street": outcomes_pb2.INSIDE_BET_STREET,
+    "corner": outcomes_pb2.INSIDE_BET_CORNER,
+    "line": outcomes_pb2.INSIDE_BET_LINE,
+}
+
+
+def jackpot_tier_to_proto(tier: str | None) -> outcomes_pb2.JackpotTier:
+    return outcomes_pb2.JACKPOT_TIER_UNSPECIFIED if tier is None else _TIERS[tier]
+
+
+def bonus_to_proto(
+    outcome: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Response fields of a logged bonus game (``mega_fire_blaze.BonusOutcome.to_record``)."""
+    return {
+        "fire_number_count": outcome["fire_number_count"],
+        "cells": [
+            outcomes_pb2.BonusCell(
+                index=c["index"],
+                segment=c["segment"],
+                position=c["index"] - 6 * c["segment"],
+                filled=c["multiplier"] is not None,
+                multiplier=c["multiplier"] or 0,
+                value=c["value"],
+            )
+            for c in outcome["cells"]
+        ],
+        "segments": [
+            outcomes_pb2.BonusSegment(
+                index=s["index"],
+                designation=_DESIGNATIONS[s["designation"]],
+                complete=s["complete"],
+                jackpot_tier=jackpot_tier_to_proto(s["jackpot_tier"]),
+                jackpot_value=s["jackpot_value"],
+            )
+            for s in outcome["segments"]
+        ],
+        "fill_order": outcome["fill_order"],
+        "total": outcome["total"],
+        "odds": [
+            outcomes_pb2.BetOdds(bet=_BETS[bet], odds=odds)
+            for bet, odds in sorted(outcome["odds"].items(), key=lambda kv: _BETS[kv[0]])
+        ],
+    }
+
+
+# --- cards and generic draws --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ShuffleRequest:
+    """A validated shuffle, with the dealing plan and players when one is asked for."""
+
+    params: cards.ShuffleParams
+    plan: cards.DealPlan | None
+    players: int
+
+    def to_record(self) -> dict[str, Any]:
+        record: dict[str, Any] = self.params.to_record()
+        if self.plan is not None:
+            record["plan"] = self.plan.name
+            record["players"] = self.players
+        return record
+
+
+def shuffle_from_proto(request: outcomes_pb2.ShuffleCardsRequest) -> ShuffleRequest:
+    params = cards.ShuffleParams(decks=request.decks, jokers=request.jokers)
+    if not request.plan:
+        if request.players:
+            raise InvalidArgument(
+                "players", "is only used with a dealing plan", allowed="0 without plan"
+            )
+        return ShuffleRequest(params=params, plan=None, players=0)
+    plan = cards.get_plan(request.plan)
+    if (params.decks, params.jokers) != (plan.decks, plan.jokers):
+        raise InvalidArgument(
+            "decks",
+            f"plan {plan.name} deals from {plan.decks} deck(s) with {plan.jokers} joker(s); "
+            f"got {params.decks} with {params.jokers}",
+            allowed=f"decks={plan.decks}, jokers={plan.jokers}",
+        )
+    players = count_in(request.players, "players", 1, plan.max_players)
+    # Dealing is pure: checking the plan against the unshuffled shoe draws nothing.
+    shoe = cards.ShuffleOutcome(
+        decks=params.decks, jokers=params.jokers, cards=cards.canonical_shoe(params)
+    )
+    cards.deal(shoe, plan, players)
+    return ShuffleRequest(params=params, plan=plan, players=players)
+
+
+def hands_to_proto(dealt: cards.DealtRound) -> list[outcomes_pb2.DealtHand]:
+    return [
+        outcomes_pb2.DealtHand(
+            position=h.position, cards=list(h.labels()), shoe_indices=list(h.shoe_indices)
+        )
+        for h in dealt.hands
+    ]
+
+
+def uniform_from_proto(low: int, high: int, count: int, distinct: bool) -> generic.UniformParams:
+    return generic.UniformParams(
+        low=json_int(low, "low"), high=json_int(high, "high"), count=count, distinct=distinct
+    )
+
+
+_POSITIONS = {w: {n: i for i, n in enumerate(order)} for w, order in WHEEL_ORDER.items()}
+
+
+def wheel_positions(wheel: WheelType, numbers: list[str]) -> list[int]:
+    """Positions in the wheel's physical order of logged compartment labels."""
+    table = _POSITIONS[wheel]
+    return [table[n] for n in numbers]

@@ -3,44 +3,209 @@
 Outcome RPCs validate their request (``convert``), build a :class:`DrawRequest` whose ``draw``
 is the pure outcome function, and await the appender: the response is built from the durably
 logged entry, so a first answer and a replayed answer are built the same way.
+
+The batch draws (``draw_*_batch``) map one ``RandomSource.randbelow_batch`` call to a kind's
+outcomes; each consumes the stream exactly as the same number of scalar outcome draws would
+(``randbelow_batch`` guarantees it), so a batch equals that many single outcomes drawn from one
+source. They belong with the outcome functions and move to ``rng_service.outcomes`` once that
+package takes them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
+from google.protobuf.message import Message
 from grpc import aio
 
 from rng_service._proto.rng.v1 import outcomes_pb2, outcomes_pb2_grpc
+from rng_service.errors import InvalidArgument, OutOfRange
 from rng_service.log.appender import Appender, AppendResult, DrawRequest
 from rng_service.log.entry import JsonValue
-from rng_service.outcomes import roulette
+from rng_service.outcomes import (
+    cards,
+    dice,
+    fire_numbers,
+    generic,
+    jackpot,
+    mega_fire_blaze,
+    multiball,
+    roulette,
+)
 from rng_service.sampling import RandomSource
 from rng_service.service.convert import (
+    FIRE_NUMBERS_KIND,
     RequestIds,
+    bonus_to_proto,
+    count_in,
+    field_prefix,
+    fire_number_count,
+    hands_to_proto,
+    jackpot_tier_to_proto,
+    profile_ref,
     receipt_to_proto,
     request_ids,
+    shuffle_from_proto,
     spin_to_proto,
+    uniform_from_proto,
     wheel_from_proto,
+    wheel_positions,
 )
 from rng_service.service.errors import RpcObserver, rpc
+from rng_service.service.profiles import PROFILE_KIND, ProfileRegistry
+from rng_service.storage.base import EntryRecord
 
-__all__ = ["OutcomeServicer"]
+__all__ = [
+    "BATCH_WHEELS",
+    "DEFAULT_CHUNK_SIZE",
+    "MAX_BATCH",
+    "MAX_STREAM",
+    "EntryReader",
+    "OutcomeServicer",
+    "draw_dice_batch",
+    "draw_spin_batch",
+    "draw_uniform_batch",
+]
+
+#: Most outcomes in one DrawBatch call (one log entry).
+MAX_BATCH = 100_000
+#: Most outcomes in one StreamBatch call.
+MAX_STREAM = 10_000_000
+#: Outcomes per StreamBatch chunk when the request leaves chunk_size at 0.
+DEFAULT_CHUNK_SIZE = 10_000
+#: Wheels a batch spins: no void-and-respin, so one randbelow(size) per spin.
+BATCH_WHEELS = (roulette.WheelType.SINGLE_ZERO, roulette.WheelType.DOUBLE_ZERO)
 
 
-def _draw_spin(params: roulette.SpinParams, src: RandomSource) -> Mapping[str, JsonValue]:
-    return roulette.draw(src, params).to_record()
+class EntryReader(Protocol):
+    """What the bonus game needs of the log store: reading one committed entry."""
+
+    def tree_size(self) -> int: ...
+    def entries(self, start: int, end: int) -> list[EntryRecord]: ...
+
+
+def _recorder(draw: Callable[[RandomSource, Any], Any], params: Any) -> Callable[
+    [RandomSource], Mapping[str, JsonValue]
+]:  # fmt: skip
+    def run(src: RandomSource) -> Mapping[str, JsonValue]:
+        record: Mapping[str, JsonValue] = draw(src, params).to_record()
+        return record
+
+    return run
+
+
+# --- batch draws ----------------------------------------------------------------------------
+
+
+def draw_spin_batch(
+    src: RandomSource, wheel: roulette.WheelType, count: int
+) -> dict[str, JsonValue]:
+    """``count`` spins of a single or double zero wheel: the same values and bytes as ``count``
+    ``roulette.draw`` calls on one source. Record: ``{"numbers": [label, ...]}``."""
+    order = roulette.WHEEL_ORDER[wheel]
+    positions = src.randbelow_batch(len(order), count).tolist()
+    return {"numbers": [order[p] for p in positions]}
+
+
+def draw_dice_batch(src: RandomSource, params: dice.DiceParams, rolls: int) -> dict[str, JsonValue]:
+    """``rolls`` rolls: the same as ``rolls`` ``dice.draw`` calls on one source. Record:
+    ``{"faces": [...]}``, roll after roll."""
+    faces = src.randbelow_batch(params.sides, rolls * params.count) + 1
+    return {"faces": faces.tolist()}
+
+
+def draw_uniform_batch(
+    src: RandomSource, params: generic.UniformParams, count: int
+) -> dict[str, JsonValue]:
+    """``count`` integers uniform on ``[low, high]`` with replacement: the same as ``count``
+    ``src.randint(low, high)`` calls. Record: ``{"values": [...]}``."""
+    span = params.high - params.low + 1
+    values = src.randbelow_batch(span, count).tolist()
+    return {"values": [params.low + v for v in values]}
+
+
+@dataclass(frozen=True, slots=True)
+class _BatchKind:
+    """A validated batch request: entry kind, parameters (without counts), the draw, and the
+    response field and message built from a logged outcome."""
+
+    kind: str
+    params: Mapping[str, JsonValue]
+    draw: Callable[[RandomSource, int], dict[str, JsonValue]]
+    field: str
+    to_proto: Callable[[Mapping[str, Any]], Message]
+
+    def request(self, count: int, **extra: JsonValue) -> tuple[dict[str, JsonValue], Any]:
+        return {**self.params, "count": count, **extra}, functools.partial(_run_batch, self, count)
+
+
+def _run_batch(batch: _BatchKind, count: int, src: RandomSource) -> dict[str, JsonValue]:
+    return batch.draw(src, count)
+
+
+def _batch_from_proto(
+    request: outcomes_pb2.DrawBatchRequest | outcomes_pb2.StreamBatchRequest,
+) -> _BatchKind:
+    which = request.WhichOneof("kind")
+    if which == "roulette":
+        with field_prefix("roulette"):
+            wheel = wheel_from_proto(request.roulette.wheel)
+        if wheel not in BATCH_WHEELS:
+            raise InvalidArgument(
+                "roulette.wheel",
+                f"{wheel.value} is not supported in a batch (its voided 00 is respun)",
+                allowed="WHEEL_TYPE_SINGLE_ZERO, WHEEL_TYPE_DOUBLE_ZERO",
+            )
+        return _BatchKind(
+            kind="roulette_spin_batch",
+            params={"wheel": wheel.value},
+            draw=lambda src, n: draw_spin_batch(src, wheel, n),
+            field="roulette",
+            to_proto=lambda o: outcomes_pb2.RouletteBatchResult(
+                numbers=o["numbers"], wheel_positions=wheel_positions(wheel, o["numbers"])
+            ),
+        )
+    if which == "dice":
+        with field_prefix("dice"):
+            dp = dice.DiceParams(count=request.dice.count, sides=request.dice.sides)
+        return _BatchKind(
+            kind="dice_roll_batch",
+            params={"dice": dp.count, "sides": dp.sides},
+            draw=lambda src, n: draw_dice_batch(src, dp, n),
+            field="dice",
+            to_proto=lambda o: outcomes_pb2.DiceBatchResult(dice=dp.count, faces=o["faces"]),
+        )
+    if which == "uniform":
+        with field_prefix("uniform"):
+            up = uniform_from_proto(request.uniform.low, request.uniform.high, 1, False)
+        return _BatchKind(
+            kind="uniform_int_batch",
+            params={"low": up.low, "high": up.high},
+            draw=lambda src, n: draw_uniform_batch(src, up, n),
+            field="uniform",
+            to_proto=lambda o: outcomes_pb2.UniformBatchResult(values=o["values"]),
+        )
+    raise InvalidArgument("kind", "is required", allowed="roulette, dice, uniform")
 
 
 class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
     def __init__(
-        self, *, appender: Appender, client_id: str, rpc_observer: RpcObserver | None = None
+        self,
+        *,
+        appender: Appender,
+        client_id: str,
+        profiles: ProfileRegistry,
+        log_reader: EntryReader,
+        rpc_observer: RpcObserver | None = None,
     ) -> None:
         self._appender = appender
         self._client_id = client_id
+        self._profiles = profiles
+        self._log_reader = log_reader
         self.rpc_observer = rpc_observer
 
     async def _issue(
@@ -49,18 +214,21 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
         *,
         kind: str,
         params: Mapping[str, JsonValue],
-        draw: Any,
+        draw: Callable[[RandomSource], Mapping[str, JsonValue]],
+        profile_sha256: str = "",
+        request_id: str | None = None,
     ) -> AppendResult:
         future = self._appender.submit(
             DrawRequest(
                 client_id=self._client_id,
-                request_id=ids.request_id,
+                request_id=ids.request_id if request_id is None else request_id,
                 table_id=ids.table_id,
                 round_id=ids.round_id,
                 session_id=ids.session_id,
                 kind=kind,
                 params=params,
                 draw=draw,
+                profile_sha256=profile_sha256,
             )
         )
         # The outcome is logged even if the caller goes away; a retry gets it back.
@@ -80,7 +248,7 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
             ids,
             kind="roulette_spin",
             params=params.to_record(),
-            draw=functools.partial(_draw_spin, params),
+            draw=_recorder(roulette.draw, params),
         )
         outcome = result.entry.outcome
         return outcomes_pb2.SpinRouletteResponse(
@@ -88,3 +256,272 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
             spins=[spin_to_proto(s) for s in outcome["spins"]],
             receipt=receipt_to_proto(result),
         )
+
+    @rpc("DrawMultiBall")
+    async def DrawMultiBall(
+        self,
+        request: outcomes_pb2.DrawMultiBallRequest,
+        context: aio.ServicerContext[
+            outcomes_pb2.DrawMultiBallRequest, outcomes_pb2.DrawMultiBallResponse
+        ],
+    ) -> outcomes_pb2.DrawMultiBallResponse:
+        ids = request_ids(request.context, request.HasField("context"))
+        params = multiball.MultiBallParams(
+            wheel=wheel_from_proto(request.wheel), balls=request.balls
+        )
+        result = await self._issue(
+            ids, kind="multiball", params=params.to_record(), draw=_recorder(multiball.draw, params)
+        )
+        return outcomes_pb2.DrawMultiBallResponse(
+            balls=[spin_to_proto(b) for b in result.entry.outcome["balls"]],
+            receipt=receipt_to_proto(result),
+        )
+
+    @rpc("SelectFireNumbers")
+    async def SelectFireNumbers(
+        self,
+        request: outcomes_pb2.SelectFireNumbersRequest,
+        context: aio.ServicerContext[
+            outcomes_pb2.SelectFireNumbersRequest, outcomes_pb2.SelectFireNumbersResponse
+        ],
+    ) -> outcomes_pb2.SelectFireNumbersResponse:
+        ids = request_ids(request.context, request.HasField("context"))
+        profile = self._profiles.get(request.profile)
+        params = fire_numbers.FireNumberParams(profile=profile)
+        result = await self._issue(
+            ids,
+            kind=FIRE_NUMBERS_KIND,
+            params=params.to_record(),
+            draw=_recorder(fire_numbers.draw, params),
+            profile_sha256=profile.id.sha256,
+        )
+        outcome = result.entry.outcome
+        return outcomes_pb2.SelectFireNumbersResponse(
+            profile=profile_ref(profile),
+            count=outcome["count"],
+            numbers=[int(n) for n in outcome["numbers"]],
+            receipt=receipt_to_proto(result),
+        )
+
+    @rpc("PlayMegaFireBlazeBonus")
+    async def PlayMegaFireBlazeBonus(
+        self,
+        request: outcomes_pb2.PlayMegaFireBlazeBonusRequest,
+        context: aio.ServicerContext[
+            outcomes_pb2.PlayMegaFireBlazeBonusRequest,
+            outcomes_pb2.PlayMegaFireBlazeBonusResponse,
+        ],
+    ) -> outcomes_pb2.PlayMegaFireBlazeBonusResponse:
+        ids = request_ids(request.context, request.HasField("context"))
+        profile = self._profiles.get(request.profile)
+        if not request.HasField("fire_numbers_index"):
+            raise InvalidArgument(
+                "fire_numbers_index",
+                "is required",
+                allowed="the log index of this round's Fire Number draw",
+            )
+        index = request.fire_numbers_index
+        records = await asyncio.to_thread(self._read_entry, index)
+        count = fire_number_count(records, client_id=self._client_id, ids=ids, profile=profile)
+        params = mega_fire_blaze.BonusParams(profile=profile, fire_number_count=count)
+        result = await self._issue(
+            ids,
+            kind="mega_fire_blaze_bonus",
+            params={**params.to_record(), "fire_numbers_index": index},
+            draw=_recorder(mega_fire_blaze.draw, params),
+            profile_sha256=profile.id.sha256,
+        )
+        return outcomes_pb2.PlayMegaFireBlazeBonusResponse(
+            profile=profile_ref(profile),
+            fire_numbers_index=result.entry.params["fire_numbers_index"],
+            receipt=receipt_to_proto(result),
+            **bonus_to_proto(result.entry.outcome),
+        )
+
+    def _read_entry(self, index: int) -> EntryRecord:
+        size = self._log_reader.tree_size()
+        if index >= size:
+            raise OutOfRange(
+                f"fire_numbers_index: {index} is beyond the log "
+                f"(size {size}; allowed 0..{size - 1})"
+            )
+        return self._log_reader.entries(index, index + 1)[0]
+
+    @rpc("DrawJackpotTier")
+    async def DrawJackpotTier(
+        self,
+        request: outcomes_pb2.DrawJackpotTierRequest,
+        context: aio.ServicerContext[
+            outcomes_pb2.DrawJackpotTierRequest, outcomes_pb2.DrawJackpotTierResponse
+        ],
+    ) -> outcomes_pb2.DrawJackpotTierResponse:
+        ids = request_ids(request.context, request.HasField("context"))
+        profile = self._profiles.get(request.profile)
+        params = jackpot.JackpotParams(profile=profile)
+        result = await self._issue(
+            ids,
+            kind="jackpot_tier",
+            params=params.to_record(),
+            draw=_recorder(jackpot.draw, params),
+            profile_sha256=profile.id.sha256,
+        )
+        outcome = result.entry.outcome
+        return outcomes_pb2.DrawJackpotTierResponse(
+            profile=profile_ref(profile),
+            tier=jackpot_tier_to_proto(outcome["tier"]),
+            value=outcome["value"],
+            receipt=receipt_to_proto(result),
+        )
+
+    @rpc("RollDice")
+    async def RollDice(
+        self,
+        request: outcomes_pb2.RollDiceRequest,
+        context: aio.ServicerContext[outcomes_pb2.RollDiceRequest, outcomes_pb2.RollDiceResponse],
+    ) -> outcomes_pb2.RollDiceResponse:
+        ids = request_ids(request.context, request.HasField("context"))
+        params = dice.DiceParams(count=request.count, sides=request.sides)
+        result = await self._issue(
+            ids, kind="dice_roll", params=params.to_record(), draw=_recorder(dice.draw, params)
+        )
+        outcome = result.entry.outcome
+        return outcomes_pb2.RollDiceResponse(
+            faces=outcome["faces"], total=outcome["total"], receipt=receipt_to_proto(result)
+        )
+
+    @rpc("ShuffleCards")
+    async def ShuffleCards(
+        self,
+        request: outcomes_pb2.ShuffleCardsRequest,
+        context: aio.ServicerContext[
+            outcomes_pb2.ShuffleCardsRequest, outcomes_pb2.ShuffleCardsResponse
+        ],
+    ) -> outcomes_pb2.ShuffleCardsResponse:
+        ids = request_ids(request.context, request.HasField("context"))
+        shuffle = shuffle_from_proto(request)
+        result = await self._issue(
+            ids,
+            kind="card_shuffle",
+            params=shuffle.to_record(),
+            draw=_recorder(cards.draw, shuffle.params),
+        )
+        logged = cards.ShuffleOutcome.from_record(result.entry.outcome)
+        response = outcomes_pb2.ShuffleCardsResponse(
+            decks=logged.decks,
+            jokers=logged.jokers,
+            cards=bytes(logged.cards),
+            receipt=receipt_to_proto(result),
+        )
+        params = result.entry.params
+        if "plan" in params:
+            dealt = cards.deal(logged, params["plan"], params["players"])
+            response.plan = dealt.plan
+            response.players = dealt.players
+            response.hands.extend(hands_to_proto(dealt))
+            response.next_index = dealt.next_index
+        return response
+
+    @rpc("DrawUniformIntegers")
+    async def DrawUniformIntegers(
+        self,
+        request: outcomes_pb2.DrawUniformIntegersRequest,
+        context: aio.ServicerContext[
+            outcomes_pb2.DrawUniformIntegersRequest, outcomes_pb2.DrawUniformIntegersResponse
+        ],
+    ) -> outcomes_pb2.DrawUniformIntegersResponse:
+        ids = request_ids(request.context, request.HasField("context"))
+        params = uniform_from_proto(request.low, request.high, request.count, request.distinct)
+        result = await self._issue(
+            ids,
+            kind="uniform_int",
+            params=params.to_record(),
+            draw=_recorder(generic.draw_uniform, params),
+        )
+        return outcomes_pb2.DrawUniformIntegersResponse(
+            values=result.entry.outcome["values"], receipt=receipt_to_proto(result)
+        )
+
+    @rpc("DrawWeighted")
+    async def DrawWeighted(
+        self,
+        request: outcomes_pb2.DrawWeightedRequest,
+        context: aio.ServicerContext[
+            outcomes_pb2.DrawWeightedRequest, outcomes_pb2.DrawWeightedResponse
+        ],
+    ) -> outcomes_pb2.DrawWeightedResponse:
+        ids = request_ids(request.context, request.HasField("context"))
+        params = generic.WeightedParams(weights=tuple(request.weights), count=request.count)
+        result = await self._issue(
+            ids,
+            kind="weighted_choice",
+            params=params.to_record(),
+            draw=_recorder(generic.draw_weighted, params),
+        )
+        return outcomes_pb2.DrawWeightedResponse(
+            indices=result.entry.outcome["indices"], receipt=receipt_to_proto(result)
+        )
+
+    @rpc("ListProfiles")
+    async def ListProfiles(
+        self,
+        request: outcomes_pb2.ListProfilesRequest,
+        context: aio.ServicerContext[
+            outcomes_pb2.ListProfilesRequest, outcomes_pb2.ListProfilesResponse
+        ],
+    ) -> outcomes_pb2.ListProfilesResponse:
+        return outcomes_pb2.ListProfilesResponse(
+            profiles=[
+                outcomes_pb2.GameProfile(
+                    id=profile_ref(p),
+                    kind=PROFILE_KIND,
+                    example=p.example,
+                    description=p.description,
+                )
+                for p in self._profiles.all()
+            ]
+        )
+
+    @rpc("DrawBatch")
+    async def DrawBatch(
+        self,
+        request: outcomes_pb2.DrawBatchRequest,
+        context: aio.ServicerContext[outcomes_pb2.DrawBatchRequest, outcomes_pb2.DrawBatchResponse],
+    ) -> outcomes_pb2.DrawBatchResponse:
+        ids = request_ids(request.context, request.HasField("context"))
+        count = count_in(request.count, "count", 1, MAX_BATCH)
+        batch = _batch_from_proto(request)
+        params, draw = batch.request(count)
+        result = await self._issue(ids, kind=batch.kind, params=params, draw=draw)
+        response = outcomes_pb2.DrawBatchResponse(receipt=receipt_to_proto(result))
+        getattr(response, batch.field).CopyFrom(batch.to_proto(result.entry.outcome))
+        return response
+
+    @rpc("StreamBatch")
+    async def StreamBatch(
+        self,
+        request: outcomes_pb2.StreamBatchRequest,
+        context: aio.ServicerContext[outcomes_pb2.StreamBatchRequest, Any],
+    ) -> None:
+        ids = request_ids(request.context, request.HasField("context"))
+        total = count_in(request.count, "count", 1, MAX_STREAM)
+        size = count_in(request.chunk_size or DEFAULT_CHUNK_SIZE, "chunk_size", 1, MAX_BATCH)
+        batch = _batch_from_proto(request)
+        chunks = -(-total // size)
+        for chunk in range(chunks):
+            first = chunk * size
+            params, draw = batch.request(
+                min(size, total - first),
+                stream={"count": total, "chunk_size": size, "chunk": chunk},
+            )
+            result = await self._issue(
+                ids,
+                kind=batch.kind,
+                params=params,
+                draw=draw,
+                request_id=f"{ids.request_id}/{chunk}",
+            )
+            response = outcomes_pb2.StreamBatchResponse(
+                chunk=chunk, first=first, chunks=chunks, receipt=receipt_to_proto(result)
+            )
+            getattr(response, batch.field).CopyFrom(batch.to_proto(result.entry.outcome))
+            await context.write(response)

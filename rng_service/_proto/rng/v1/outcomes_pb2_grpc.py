@@ -40,6 +40,61 @@ class OutcomeServiceStub:
                 request_serializer=rng_dot_v1_dot_outcomes__pb2.SpinRouletteRequest.SerializeToString,
                 response_deserializer=rng_dot_v1_dot_outcomes__pb2.SpinRouletteResponse.FromString,
                 _registered_method=True)
+        self.DrawMultiBall = channel.unary_unary(
+                '/rng.v1.OutcomeService/DrawMultiBall',
+                request_serializer=rng_dot_v1_dot_outcomes__pb2.DrawMultiBallRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_outcomes__pb2.DrawMultiBallResponse.FromString,
+                _registered_method=True)
+        self.SelectFireNumbers = channel.unary_unary(
+                '/rng.v1.OutcomeService/SelectFireNumbers',
+                request_serializer=rng_dot_v1_dot_outcomes__pb2.SelectFireNumbersRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_outcomes__pb2.SelectFireNumbersResponse.FromString,
+                _registered_method=True)
+        self.PlayMegaFireBlazeBonus = channel.unary_unary(
+                '/rng.v1.OutcomeService/PlayMegaFireBlazeBonus',
+                request_serializer=rng_dot_v1_dot_outcomes__pb2.PlayMegaFireBlazeBonusRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_outcomes__pb2.PlayMegaFireBlazeBonusResponse.FromString,
+                _registered_method=True)
+        self.DrawJackpotTier = channel.unary_unary(
+                '/rng.v1.OutcomeService/DrawJackpotTier',
+                request_serializer=rng_dot_v1_dot_outcomes__pb2.DrawJackpotTierRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_outcomes__pb2.DrawJackpotTierResponse.FromString,
+                _registered_method=True)
+        self.RollDice = channel.unary_unary(
+                '/rng.v1.OutcomeService/RollDice',
+                request_serializer=rng_dot_v1_dot_outcomes__pb2.RollDiceRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_outcomes__pb2.RollDiceResponse.FromString,
+                _registered_method=True)
+        self.ShuffleCards = channel.unary_unary(
+                '/rng.v1.OutcomeService/ShuffleCards',
+                request_serializer=rng_dot_v1_dot_outcomes__pb2.ShuffleCardsRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_outcomes__pb2.ShuffleCardsResponse.FromString,
+                _registered_method=True)
+        self.DrawUniformIntegers = channel.unary_unary(
+                '/rng.v1.OutcomeService/DrawUniformIntegers',
+                request_serializer=rng_dot_v1_dot_outcomes__pb2.DrawUniformIntegersRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_outcomes__pb2.DrawUniformIntegersResponse.FromString,
+                _registered_method=True)
+        self.DrawWeighted = channel.unary_unary(
+                '/rng.v1.OutcomeService/DrawWeighted',
+                request_serializer=rng_dot_v1_dot_outcomes__pb2.DrawWeightedRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_outcomes__pb2.DrawWeightedResponse.FromString,
+                _registered_method=True)
+        self.ListProfiles = channel.unary_unary(
+                '/rng.v1.OutcomeService/ListProfiles',
+                request_serializer=rng_dot_v1_dot_outcomes__pb2.ListProfilesRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_outcomes__pb2.ListProfilesResponse.FromString,
+                _registered_method=True)
+        self.DrawBatch = channel.unary_unary(
+                '/rng.v1.OutcomeService/DrawBatch',
+                request_serializer=rng_dot_v1_dot_outcomes__pb2.DrawBatchRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_outcomes__pb2.DrawBatchResponse.FromString,
+                _registered_method=True)
+        self.StreamBatch = channel.unary_stream(
+                '/rng.v1.OutcomeService/StreamBatch',
+                request_serializer=rng_dot_v1_dot_outcomes__pb2.StreamBatchRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_outcomes__pb2.StreamBatchResponse.FromString,
+                _registered_method=True)
 
 
 class OutcomeServiceServicer:
@@ -55,6 +110,96 @@ class OutcomeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DrawMultiBall(self, request, context):
+        """Multi-ball draw of the Blazing 7's bonus round (617c.2(f)-(i)): k balls released together
+        on one wheel come to rest in k distinct compartments, uniformly over every k-subset.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SelectFireNumbers(self, request, context):
+        """Fire Number selection of Mega Fire Blaze Roulette (617b.7(e)): the count (1, 2, 3, 4, 5
+        or 10) is drawn from the named profile's weights (the client never chooses it), then that
+        many distinct numbers of 0-36.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PlayMegaFireBlazeBonus(self, request, context):
+        """Mega Fire Blaze bonus game (617b.7(g)). The number of filled cells is the count of the
+        Fire Number draw the request names by log index, read from the log (never from the
+        client). That entry must be a Fire Number draw of the same client, table and round under
+        the same profile, else FAILED_PRECONDITION naming the field; an index at or beyond the
+        log's size is OUT_OF_RANGE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DrawJackpotTier(self, request, context):
+        """One jackpot tier (Mini, Minor, Major, Grand) drawn with the named profile's tier weights
+        (617b.7(g)(5)(ii)), for a jackpot decided outside a bonus game.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RollDice(self, request, context):
+        """n fair dice of s sides (Sic Bo: count 3, sides 6; ch. 625a).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ShuffleCards(self, request, context):
+        """A uniformly random permutation of a shoe of 1-8 decks with 0-2 jokers per deck; with a
+        dealing plan, also every hand dealt from it (computed from the logged shuffle, so a dispute
+        rebuilds the same hands from the log entry alone).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DrawUniformIntegers(self, request, context):
+        """count integers uniform on [low, high], with or without replacement.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DrawWeighted(self, request, context):
+        """count independent weighted choices: index i with probability weights[i] / sum(weights).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListProfiles(self, request, context):
+        """The game profiles this service loaded at start-up (they do not change while it runs).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DrawBatch(self, request, context):
+        """For labs: up to 100,000 outcomes of one kind in one call, logged as ONE entry whose hash
+        and receipt cover every outcome. No role check yet (see docs/outcomes-api.md).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StreamBatch(self, request, context):
+        """For labs: a large collection (up to 10,000,000 outcomes) sent in chunks, one log entry and
+        receipt per chunk. Chunk i is logged under request id "<request_id>/<i>", so retrying the
+        whole call replays the chunks already logged and draws only the missing ones.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OutcomeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -62,6 +207,61 @@ def add_OutcomeServiceServicer_to_server(servicer, server):
                     servicer.SpinRoulette,
                     request_deserializer=rng_dot_v1_dot_outcomes__pb2.SpinRouletteRequest.FromString,
                     response_serializer=rng_dot_v1_dot_outcomes__pb2.SpinRouletteResponse.SerializeToString,
+            ),
+            'DrawMultiBall': grpc.unary_unary_rpc_method_handler(
+                    servicer.DrawMultiBall,
+                    request_deserializer=rng_dot_v1_dot_outcomes__pb2.DrawMultiBallRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_outcomes__pb2.DrawMultiBallResponse.SerializeToString,
+            ),
+            'SelectFireNumbers': grpc.unary_unary_rpc_method_handler(
+                    servicer.SelectFireNumbers,
+                    request_deserializer=rng_dot_v1_dot_outcomes__pb2.SelectFireNumbersRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_outcomes__pb2.SelectFireNumbersResponse.SerializeToString,
+            ),
+            'PlayMegaFireBlazeBonus': grpc.unary_unary_rpc_method_handler(
+                    servicer.PlayMegaFireBlazeBonus,
+                    request_deserializer=rng_dot_v1_dot_outcomes__pb2.PlayMegaFireBlazeBonusRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_outcomes__pb2.PlayMegaFireBlazeBonusResponse.SerializeToString,
+            ),
+            'DrawJackpotTier': grpc.unary_unary_rpc_method_handler(
+                    servicer.DrawJackpotTier,
+                    request_deserializer=rng_dot_v1_dot_outcomes__pb2.DrawJackpotTierRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_outcomes__pb2.DrawJackpotTierResponse.SerializeToString,
+            ),
+            'RollDice': grpc.unary_unary_rpc_method_handler(
+                    servicer.RollDice,
+                    request_deserializer=rng_dot_v1_dot_outcomes__pb2.RollDiceRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_outcomes__pb2.RollDiceResponse.SerializeToString,
+            ),
+            'ShuffleCards': grpc.unary_unary_rpc_method_handler(
+                    servicer.ShuffleCards,
+                    request_deserializer=rng_dot_v1_dot_outcomes__pb2.ShuffleCardsRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_outcomes__pb2.ShuffleCardsResponse.SerializeToString,
+            ),
+            'DrawUniformIntegers': grpc.unary_unary_rpc_method_handler(
+                    servicer.DrawUniformIntegers,
+                    request_deserializer=rng_dot_v1_dot_outcomes__pb2.DrawUniformIntegersRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_outcomes__pb2.DrawUniformIntegersResponse.SerializeToString,
+            ),
+            'DrawWeighted': grpc.unary_unary_rpc_method_handler(
+                    servicer.DrawWeighted,
+                    request_deserializer=rng_dot_v1_dot_outcomes__pb2.DrawWeightedRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_outcomes__pb2.DrawWeightedResponse.SerializeToString,
+            ),
+            'ListProfiles': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListProfiles,
+                    request_deserializer=rng_dot_v1_dot_outcomes__pb2.ListProfilesRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_outcomes__pb2.ListProfilesResponse.SerializeToString,
+            ),
+            'DrawBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.DrawBatch,
+                    request_deserializer=rng_dot_v1_dot_outcomes__pb2.DrawBatchRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_outcomes__pb2.DrawBatchResponse.SerializeToString,
+            ),
+            'StreamBatch': grpc.unary_stream_rpc_method_handler(
+                    servicer.StreamBatch,
+                    request_deserializer=rng_dot_v1_dot_outcomes__pb2.StreamBatchRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_outcomes__pb2.StreamBatchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -92,6 +292,303 @@ class OutcomeService:
             '/rng.v1.OutcomeService/SpinRoulette',
             rng_dot_v1_dot_outcomes__pb2.SpinRouletteRequest.SerializeToString,
             rng_dot_v1_dot_outcomes__pb2.SpinRouletteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DrawMultiBall(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.OutcomeService/DrawMultiBall',
+            rng_dot_v1_dot_outcomes__pb2.DrawMultiBallRequest.SerializeToString,
+            rng_dot_v1_dot_outcomes__pb2.DrawMultiBallResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SelectFireNumbers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.OutcomeService/SelectFireNumbers',
+            rng_dot_v1_dot_outcomes__pb2.SelectFireNumbersRequest.SerializeToString,
+            rng_dot_v1_dot_outcomes__pb2.SelectFireNumbersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PlayMegaFireBlazeBonus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.OutcomeService/PlayMegaFireBlazeBonus',
+            rng_dot_v1_dot_outcomes__pb2.PlayMegaFireBlazeBonusRequest.SerializeToString,
+            rng_dot_v1_dot_outcomes__pb2.PlayMegaFireBlazeBonusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DrawJackpotTier(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.OutcomeService/DrawJackpotTier',
+            rng_dot_v1_dot_outcomes__pb2.DrawJackpotTierRequest.SerializeToString,
+            rng_dot_v1_dot_outcomes__pb2.DrawJackpotTierResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RollDice(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.OutcomeService/RollDice',
+            rng_dot_v1_dot_outcomes__pb2.RollDiceRequest.SerializeToString,
+            rng_dot_v1_dot_outcomes__pb2.RollDiceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ShuffleCards(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.OutcomeService/ShuffleCards',
+            rng_dot_v1_dot_outcomes__pb2.ShuffleCardsRequest.SerializeToString,
+            rng_dot_v1_dot_outcomes__pb2.ShuffleCardsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DrawUniformIntegers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.OutcomeService/DrawUniformIntegers',
+            rng_dot_v1_dot_outcomes__pb2.DrawUniformIntegersRequest.SerializeToString,
+            rng_dot_v1_dot_outcomes__pb2.DrawUniformIntegersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DrawWeighted(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.OutcomeService/DrawWeighted',
+            rng_dot_v1_dot_outcomes__pb2.DrawWeightedRequest.SerializeToString,
+            rng_dot_v1_dot_outcomes__pb2.DrawWeightedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListProfiles(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.OutcomeService/ListProfiles',
+            rng_dot_v1_dot_outcomes__pb2.ListProfilesRequest.SerializeToString,
+            rng_dot_v1_dot_outcomes__pb2.ListProfilesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DrawBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.OutcomeService/DrawBatch',
+            rng_dot_v1_dot_outcomes__pb2.DrawBatchRequest.SerializeToString,
+            rng_dot_v1_dot_outcomes__pb2.DrawBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StreamBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/rng.v1.OutcomeService/StreamBatch',
+            rng_dot_v1_dot_outcomes__pb2.StreamBatchRequest.SerializeToString,
+            rng_dot_v1_dot_outcomes__pb2.StreamBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,
