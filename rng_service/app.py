@@ -33,6 +33,7 @@ from rng_service.log.note import Ed25519NoteSigner, NoteVerifier
 from rng_service.log.tree import MerkleTree
 from rng_service.metrics import GeneratorCollector, Metrics
 from rng_service.service.log_servicer import LogServicer, PublicKeyInfo
+from rng_service.service.profiles import ProfileRegistry
 from rng_service.service.server import HealthMonitor, build_server
 from rng_service.service.servicers import OutcomeServicer
 from rng_service.storage.base import LogStorage
@@ -118,10 +119,18 @@ class Service:
             raise StartupError(f"log.retired_keys: {e}") from e
         return list(dict.fromkeys(v for v in verifiers if v != signer.verifier()))
 
+    def _load_profiles(self) -> ProfileRegistry:
+        """The shipped game profiles, validated once; they never change while serving."""
+        try:
+            return ProfileRegistry.load_builtin()
+        except RngServiceError as e:
+            raise StartupError(f"game profile: {e}") from e
+
     async def start(self) -> Endpoints:
         cfg = self.config
         signer = self._load_signer()
         retired = self._load_retired_keys(signer)
+        profiles = self._load_profiles()
         storage = self._open_storage()
         self._storage = storage
         tree = MerkleTree.load(storage)
@@ -169,6 +178,8 @@ class Service:
             outcome=OutcomeServicer(
                 appender=self.appender,
                 client_id=cfg.server.default_client_id,
+                profiles=profiles,
+                log_reader=storage,
                 rpc_observer=self.metrics,
             ),
             log=LogServicer(
