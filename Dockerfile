@@ -5,11 +5,15 @@ ARG BASE_IMAGE=python:3.11-slim
 FROM ${BASE_IMAGE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
-COPY rng_service ./rng_service
-COPY certification ./certification
+# Dependencies first, in their own layer: rebuilt only when pyproject.toml changes.
 RUN python3 -m venv /opt/rng-service \
  && /opt/rng-service/bin/pip install --no-cache-dir --upgrade pip \
- && /opt/rng-service/bin/pip install --no-cache-dir .
+ && python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
+ && /opt/rng-service/bin/pip install --no-cache-dir -r /tmp/requirements.txt
+COPY rng_service ./rng_service
+COPY certification ./certification
+RUN /opt/rng-service/bin/pip install --no-cache-dir --no-deps . \
+ && /opt/rng-service/bin/pip check
 
 FROM ${BASE_IMAGE}
 COPY --from=build /opt/rng-service /opt/rng-service
@@ -23,7 +27,8 @@ ENV PATH=/opt/rng-service/bin:$PATH \
     RNG_SERVICE__METRICS__HOST=0.0.0.0 \
     RNG_SERVICE__STORAGE__PATH=/var/lib/rng-service/outcome-log.sqlite3 \
     RNG_SERVICE__LOG__KEY_FILE=/etc/rng-service/keys/log-signing-key.pem
-USER rng:rng
+# Numeric, so that runtimes (Kubernetes runAsNonRoot) can tell it is not root.
+USER 10001:10001
 WORKDIR /var/lib/rng-service
 VOLUME ["/var/lib/rng-service"]
 EXPOSE 50051 9464

@@ -16,6 +16,7 @@ help:
 	@echo "make lint    ruff + mypy --strict"
 	@echo "make bench   full benchmarks (writes bench/results/*.json)"
 	@echo "make soak    long soak and load runs"
+	@echo "make image   build and check localhost/rng-service:dev with podman (as root)"
 
 $(STAMP): pyproject.toml
 	@test -n "$(PY)" || { echo "error: Python 3.11 or newer is needed (python3.11 not found on PATH)"; exit 1; }
@@ -51,6 +52,9 @@ soak: install system-deps
 
 bench: install system-deps
 	$(BIN)/python -m bench
+
+image:
+	bash scripts/build-image.sh && bash scripts/check-image.sh
 
 clean:
 	rm -rf $(VENV) var build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache
