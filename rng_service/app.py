@@ -147,6 +147,9 @@ class Service:
         generator = self.generator
         self.registry.register(GeneratorCollector(generator.status))
         self.metrics.log_size.set(tree.size)
+        latest = storage.latest_checkpoint()
+        if latest is not None:  # checkpoint age is right from the start, not from the 1st commit
+            self.metrics.last_checkpoint.set(latest.timestamp_ns / 1e9)
         self.appender = Appender(
             storage=storage,
             tree=tree,
