@@ -9,13 +9,15 @@ distribution as :class:`fractions.Fraction` for the certification suite:
 617c.2(f)-(i)), ``fire_numbers`` (Mega Fire Blaze, 617b.7(e)), ``mega_fire_blaze`` (bonus game,
 617b.7(g)), ``jackpot`` (jackpot tier, 617b.7(g)(5)(ii)), ``dice`` (Sic Bo, ch. 625a),
 ``cards`` (shuffles and dealing plans, ch. 639a, 641a, 643a), ``generic`` (uniform integers and
-weighted choice), ``profiles`` (versioned TOML game profiles).
+weighted choice), ``profiles`` (versioned TOML game profiles), ``batch`` (vectorised
+spins, dice and integers).
 
 This package performs no I/O apart from ``profiles`` reading profile files, and imports no
 grpc, database or prometheus module. docs/outcomes.md maps every draw to the bytes it consumes.
 """
 
 __all__ = [
+    "batch",
     "cards",
     "dice",
     "fire_numbers",
