@@ -41,6 +41,7 @@ __all__ = [
     "JOKER_LABELS",
     "MAX_DECKS",
     "MAX_JOKERS",
+    "PLAYERS",
     "RANKS",
     "SUITS",
     "DealPlan",

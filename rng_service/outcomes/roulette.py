@@ -38,6 +38,7 @@ __all__ = [
     "MAX_VOIDED_SPINS",
     "RED_NUMBERS",
     "WHEEL_ORDER",
+    "RespinLimitExceeded",
     "RouletteOutcome",
     "Spin",
     "SpinParams",
