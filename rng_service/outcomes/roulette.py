@@ -169,7 +169,8 @@ def neighbours(wheel: WheelType, number: str, k: int) -> tuple[str, ...]:
     (617a.3(e)(1)(ii)). Neighbours are physical: on a double zero wheel used as a single zero
     wheel the 00 compartment still sits between 1 and 27.
     """
-    order = WHEEL_ORDER[parse_wheel(wheel)]
+    wheel = parse_wheel(wheel)
+    order = WHEEL_ORDER[wheel]
     size = len(order)
     max_k = (size - 1) // 2
     if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= max_k:

@@ -93,6 +93,7 @@ def test_neighbours() -> None:
     assert r.neighbours(W.DOUBLE_ZERO, "1", 2) == ("36", "13", "1", "00", "27")
     assert r.neighbours(W.SINGLE_ZERO, "0", 2) == ("3", "26", "0", "32", "15")
     assert r.neighbours(W.SINGLE_ZERO, "26", 0) == ("26",)
+    assert r.neighbours("double_zero", "00", 1) == ("1", "00", "27")  # type: ignore[arg-type]
     assert len(set(r.neighbours(W.SINGLE_ZERO, "7", 18))) == 37
     assert len(set(r.neighbours(W.DOUBLE_ZERO, "7", 18))) == 37
 
