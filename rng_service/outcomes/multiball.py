@@ -28,7 +28,14 @@ from typing import TYPE_CHECKING
 
 from rng_service.errors import InvalidArgument
 from rng_service.outcomes._common import JsonValue, allowed_list, require_int
-from rng_service.outcomes.roulette import WHEEL_ORDER, Spin, WheelType, parse_wheel, spin_at
+from rng_service.outcomes.roulette import (
+    WHEEL_ORDER,
+    Spin,
+    WheelType,
+    colour_of,
+    parse_wheel,
+    spin_at,
+)
 
 if TYPE_CHECKING:
     from rng_service.sampling import RandomSource
@@ -37,6 +44,7 @@ __all__ = [
     "BLAZING_7S_NUMBERS",
     "MultiBallOutcome",
     "MultiBallParams",
+    "all_one_colour_probability",
     "draw",
     "hit_count_distribution",
     "number_inclusion_probability",
@@ -127,3 +135,14 @@ def hit_count_distribution(
     n, k, t = params.size, params.balls, len(wanted)
     total = comb(n, k)
     return {j: Fraction(comb(t, j) * comb(n - t, k - j), total) for j in range(min(t, k) + 1)}
+
+
+def all_one_colour_probability(params: MultiBallParams) -> dict[str, Fraction]:
+    """P(every ball rests on ``colour``) = C(m_colour, k) / C(n, k), for the "three balls in
+    one color" row of 617c.2(j) paytables 3 and 4 (18 red, 18 black, 1 or 2 green)."""
+    counts: dict[str, int] = {}
+    for number in WHEEL_ORDER[params.wheel]:
+        colour = colour_of(number)
+        counts[colour] = counts.get(colour, 0) + 1
+    total = comb(params.size, params.balls)
+    return {c: Fraction(comb(m, params.balls), total) for c, m in sorted(counts.items())}

@@ -75,6 +75,21 @@ def test_hit_count_distribution() -> None:
         MB.hit_count_distribution(MB.MultiBallParams(W.SINGLE_ZERO, 3), ["00"])
 
 
+def test_all_one_colour_probability(scripted) -> None:  # type: ignore[no-untyped-def]
+    params = MB.MultiBallParams(W.SINGLE_ZERO, 3)
+    d = MB.all_one_colour_probability(params)
+    assert d == {"black": Fraction(816, 7770), "green": Fraction(0), "red": Fraction(816, 7770)}
+    # Exhaustive over every accepted 3-ball draw of a single zero wheel (37 * 36 * 35).
+    same = 0
+    for a in range(37):
+        for b in range(36):
+            for c in range(35):
+                src, _ = scripted([a, b, c])
+                colours = {ball.colour for ball in MB.draw(src, params).balls}
+                same += colours == {"red"}
+    assert Fraction(same, 37 * 36 * 35) == d["red"]
+
+
 def test_chi_square(seeded, chi2_pvalue, chi2_alpha) -> None:  # type: ignore[no-untyped-def]
     src = seeded("blazing-7s")
     params = MB.MultiBallParams(W.DOUBLE_ZERO, 3)
