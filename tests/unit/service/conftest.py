@@ -1,0 +1,100 @@
+"""Servicer-level harness: the real OutcomeServicer over a real appender, in-memory storage and a
+lab-mode generator, called with a fake gRPC context (no channel, no server)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from grpc import aio
+
+from rng_service.clock import FakeClock
+from rng_service.drbg import DeterministicGenerator
+from rng_service.log.appender import Appender
+from rng_service.log.note import Ed25519NoteSigner
+from rng_service.log.tree import MerkleTree
+from rng_service.service.profiles import ProfileRegistry
+from rng_service.service.servicers import OutcomeServicer
+from rng_service.storage.memory import MemoryStorage
+
+SIGNER = Ed25519NoteSigner("unit-log", Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
+CLIENT = "unit-client"
+
+
+class FakeContext:
+    """What the servicers use of ``aio.ServicerContext``: abort, code and write."""
+
+    def __init__(self) -> None:
+        self.written: list[Any] = []
+        self.status: grpc.StatusCode | None = None
+        self.details = ""
+
+    async def abort(self, code: grpc.StatusCode, details: str = "") -> None:
+        self.status = code
+        self.details = details
+        raise aio.AbortError(details)
+
+    def code(self) -> grpc.StatusCode | None:
+        return self.status
+
+    async def write(self, message: Any) -> None:
+        self.written.append(message)
+
+
+class Aborted(Exception):
+    def __init__(self, code: grpc.StatusCode | None, details: str) -> None:
+        super().__init__(f"{code}: {details}")
+        self.code = code
+        self.details = details
+
+
+class ServicerHarness:
+    def __init__(self, generator: DeterministicGenerator) -> None:
+        self.storage = MemoryStorage()
+        self.appender = Appender(
+            storage=self.storage,
+            tree=MerkleTree.load(self.storage),
+            generator=generator,
+            signer=SIGNER,
+            origin="unit.example/log",
+            clock=FakeClock(),
+        )
+        self.appender.start()
+        self.servicer = OutcomeServicer(
+            appender=self.appender,
+            client_id=CLIENT,
+            profiles=ProfileRegistry.load_builtin(),
+            log_reader=self.storage,
+        )
+
+    def call(self, method: str, request: Any, servicer: OutcomeServicer | None = None) -> Any:
+        """The response of a unary RPC, or :class:`Aborted` with the status."""
+        context = FakeContext()
+        try:
+            return asyncio.run(getattr(servicer or self.servicer, method)(request, context))
+        except aio.AbortError:
+            raise Aborted(context.status, context.details) from None
+
+    def stream(self, method: str, request: Any) -> list[Any]:
+        context = FakeContext()
+        try:
+            asyncio.run(getattr(self.servicer, method)(request, context))
+        except aio.AbortError:
+            raise Aborted(context.status, context.details) from None
+        return context.written
+
+    def close(self) -> None:
+        self.appender.stop(publish=False)
+
+
+@pytest.fixture
+def harness() -> Iterator[ServicerHarness]:
+    h = ServicerHarness(DeterministicGenerator(entropy_input=bytes(32), nonce=bytes(16)))
+    try:
+        yield h
+    finally:
+        h.close()
