@@ -1,6 +1,8 @@
-"""gRPC adapter of ``rng.v1.LogService``: reading the log (auditors, dispute lookup).
+"""gRPC adapters of ``rng.v1.LogService``: reading the log (auditors, dispute lookup).
 
-Translates requests to calls on the log layer and back; nothing more. Proofs come from the
+:class:`LogServicer` is the server side, :class:`LogClient` a small synchronous client that the
+``rng-audit`` command uses (it returns plain values, so its callers never touch protobuf types).
+Both translate between proto and domain values; nothing more. Proofs come from the
 service's :class:`~rng_service.log.tree.MerkleTree` (RFC 6962 sections 2.1.1 and 2.1.2), entries
 and published checkpoints from the :class:`~rng_service.storage.base.LogStorage`, signed
 checkpoints (C2SP tlog-checkpoint in a C2SP signed note) from callables the composition root
@@ -14,18 +16,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+import grpc
 from grpc import aio
 
 from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc
-from rng_service.errors import InvalidArgument, NotFound, OutOfRange
+from rng_service.errors import InvalidArgument, NotFound, OutOfRange, Unavailable
 from rng_service.log.merkle import HASH_SIZE
 from rng_service.log.note import Checkpoint, parse_note
 from rng_service.service.errors import RpcObserver, rpc
 from rng_service.storage.base import CheckpointRecord, EntryRecord, LogStorage
 
-__all__ = ["MAX_ENTRIES_PER_PAGE", "LogServicer", "PublicKeyInfo", "TreeReader"]
+__all__ = ["MAX_ENTRIES_PER_PAGE", "LogClient", "LogServicer", "PublicKeyInfo", "TreeReader"]
 
 MAX_ENTRIES_PER_PAGE = 1000
 """Most entries one GetEntries or FindEntries call returns."""
@@ -304,3 +307,68 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
             entries=[_entry_to_proto(r) for r in records[:limit]],
             truncated=len(records) > limit,
         )
+
+
+class LogClient:
+    """A synchronous LogService client over a plaintext channel (loopback or a trusted network:
+    nothing it returns needs trusting, the caller verifies it). gRPC errors become
+    :class:`~rng_service.errors.Unavailable` with the status code and details."""
+
+    def __init__(self, target: str, *, timeout: float = 30.0) -> None:
+        self._channel = grpc.insecure_channel(target)
+        self._stub = log_pb2_grpc.LogServiceStub(self._channel)
+        self._target = target
+        self._timeout = timeout
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> LogClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: str, request: object) -> Any:
+        try:
+            return getattr(self._stub, method)(request, timeout=self._timeout)
+        except grpc.RpcError as e:
+            code = e.code()
+            raise Unavailable(f"{self._target}: {method}: {code.name}: {e.details()}") from None
+
+    def latest_checkpoint(self) -> str:
+        """The signed note of the log's current tree."""
+        reply = self._call("GetLatestCheckpoint", log_pb2.GetLatestCheckpointRequest())
+        return str(reply.note)
+
+    def published_checkpoints(self) -> list[tuple[str, int]]:
+        """Every published checkpoint as (signed note, published_at_ns), by size."""
+        reply = self._call("GetCheckpoints", log_pb2.GetCheckpointsRequest())
+        return [(c.note, c.published_at_ns) for c in reply.checkpoints]
+
+    def entries(self, start: int, end: int) -> list[tuple[int, bytes, bytes]]:
+        """Entries [start, end) as (index, leaf hash, entry bytes), paging as needed."""
+        out: list[tuple[int, bytes, bytes]] = []
+        while start + len(out) < end:
+            reply = self._call(
+                "GetEntries", log_pb2.GetEntriesRequest(start=start + len(out), end=end)
+            )
+            if not reply.entries:
+                break
+            out.extend((e.index, e.leaf_hash, e.entry) for e in reply.entries)
+        return out
+
+    def consistency_proof(self, first: int, second: int) -> list[bytes]:
+        if first == second:
+            return []
+        reply = self._call(
+            "GetConsistencyProof",
+            log_pb2.GetConsistencyProofRequest(first_size=first, second_size=second),
+        )
+        return list(reply.proof)
+
+    def inclusion_proof(self, index: int, size: int) -> list[bytes]:
+        reply = self._call(
+            "GetInclusionProof", log_pb2.GetInclusionProofRequest(index=index, tree_size=size)
+        )
+        return list(reply.proof)

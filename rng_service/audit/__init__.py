@@ -1,0 +1,43 @@
+"""Auditing the log without the service: the export format and the offline verifier.
+
+Pure code over bytes and text (no database, no gRPC): :mod:`rng_service.audit.export` owns the
+``rng-audit-export/v1`` file format, :mod:`rng_service.audit.verify` recomputes the RFC 6962
+tree of an export and checks C2SP signed checkpoints and receipts against it. The ``rng-audit``
+command (:mod:`rng_service.audit_cli`) does the I/O. See docs/auditing.md.
+"""
+
+from rng_service.audit.export import (
+    EXPORT_FORMAT,
+    ExportCheckpoint,
+    ExportEntry,
+    ExportFormatError,
+    ExportHeader,
+    ExportReader,
+    write_export,
+)
+from rng_service.audit.verify import (
+    ExportReport,
+    VerificationFailure,
+    VerifiedHead,
+    check_receipt_against_export,
+    check_receipt_against_head,
+    open_head,
+    verify_export,
+)
+
+__all__ = [
+    "EXPORT_FORMAT",
+    "ExportCheckpoint",
+    "ExportEntry",
+    "ExportFormatError",
+    "ExportHeader",
+    "ExportReader",
+    "ExportReport",
+    "VerificationFailure",
+    "VerifiedHead",
+    "check_receipt_against_export",
+    "check_receipt_against_head",
+    "open_head",
+    "verify_export",
+    "write_export",
+]

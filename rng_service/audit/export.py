@@ -1,0 +1,232 @@
+"""The log export file format ``rng-audit-export/v1``: writing and strict line-by-line reading.
+
+An export is a UTF-8 JSON Lines file (one JSON object per line, each line ending in ``\\n``)
+that carries a log's entries and its published checkpoints, so that an auditor can recompute
+the RFC 6962 tree (RFC 6962 section 2.1, RFC 9162 section 2.1) and check every C2SP
+tlog-checkpoint / C2SP signed-note signature without the service. docs/log-format.md
+("Export format") specifies it for reimplementation:
+
+1. a header ``{"format": "rng-audit-export/v1", "origin": <checkpoint origin>,
+   "tree_size": <N entries that follow>, "checkpoints": <M checkpoint lines that follow>}``;
+2. M checkpoint lines ``{"type": "checkpoint", "published_at_ns": <int>, "note": <signed note>}``,
+   ordered by tree size;
+3. N entry lines ``{"type": "entry", "index": <i>, "leaf_hash": <64 lowercase hex>,
+   "entry": <standard padded base64 of the canonical entry bytes>}`` for i = 0 .. N-1.
+
+This module owns only the syntax: it reads no database and calls no service (the ``rng-audit``
+command feeds it), and it judges nothing: :mod:`rng_service.audit.verify` does. Syntax errors
+are :class:`ExportFormatError` naming the line and the field, never a bare ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from rng_service.errors import InvalidArgument
+
+__all__ = [
+    "EXPORT_FORMAT",
+    "ExportCheckpoint",
+    "ExportEntry",
+    "ExportFormatError",
+    "ExportHeader",
+    "ExportReader",
+    "write_export",
+]
+
+EXPORT_FORMAT = "rng-audit-export/v1"
+"""The value of the header's ``format`` field."""
+
+
+class ExportFormatError(InvalidArgument):
+    """A line of an export is not what the format says (bad JSON, a missing or mistyped field).
+
+    ``line`` is 1-based; ``field`` names the JSON field at fault ("line" for the whole line).
+    """
+
+    def __init__(self, line: int, field: str, message: str) -> None:
+        self.line = line
+        super().__init__(field, message)
+        self.args = (f"line {line}: {field}: {message}",)
+
+
+@dataclass(frozen=True, slots=True)
+class ExportHeader:
+    origin: str
+    tree_size: int
+    checkpoints: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExportCheckpoint:
+    line: int
+    published_at_ns: int
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExportEntry:
+    line: int
+    index: int
+    leaf_hash: bytes
+    data: bytes
+
+
+def _dumps(value: dict[str, Any]) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+def write_export(
+    out: IO[str],
+    *,
+    origin: str,
+    checkpoints: Iterable[tuple[str, int]],
+    entries: Iterable[tuple[int, bytes, bytes]],
+    tree_size: int,
+) -> int:
+    """Writes an export: ``checkpoints`` as (note text, published_at_ns) in size order, then
+    ``entries`` as (index, leaf hash, entry bytes) for indices 0 .. tree_size-1. Returns the
+    number of entries written; raises :class:`InvalidArgument` if they do not number tree_size.
+    """
+    notes = list(checkpoints)
+    out.write(
+        _dumps(
+            {
+                "format": EXPORT_FORMAT,
+                "origin": origin,
+                "tree_size": tree_size,
+                "checkpoints": len(notes),
+            }
+        )
+    )
+    for note, published_at_ns in notes:
+        out.write(_dumps({"type": "checkpoint", "published_at_ns": published_at_ns, "note": note}))
+    written = 0
+    for index, leaf, data in entries:
+        if index != written:
+            raise InvalidArgument("entries", f"got index {index}, expected {written}")
+        out.write(
+            _dumps(
+                {
+                    "type": "entry",
+                    "index": index,
+                    "leaf_hash": leaf.hex(),
+                    "entry": base64.b64encode(data).decode("ascii"),
+                }
+            )
+        )
+        written += 1
+    if written != tree_size:
+        raise InvalidArgument("entries", f"{written} entries written, header says {tree_size}")
+    return written
+
+
+def _int(obj: dict[str, Any], key: str, line: int) -> int:
+    value = obj.get(key)
+    if type(value) is not int or value < 0:
+        raise ExportFormatError(line, key, f"{value!r} is not a non-negative integer")
+    return value
+
+
+def _str(obj: dict[str, Any], key: str, line: int) -> str:
+    value = obj.get(key)
+    if not isinstance(value, str):
+        raise ExportFormatError(line, key, f"{value!r} is not a string")
+    return value
+
+
+class ExportReader:
+    """Reads an export from an iterable of text lines, checking the syntax as it goes.
+
+    ``header`` is read on construction; :meth:`checkpoints` then :meth:`entries` each must be
+    consumed in that order, once. Trailing lines after the declared entries are an error.
+    """
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._lines = iter(lines)
+        self._line = 0
+        first = self._next("the header")
+        if first is None:
+            raise ExportFormatError(1, "line", "the export is empty (no header line)")
+        if first.get("format") != EXPORT_FORMAT:
+            raise ExportFormatError(
+                1, "format", f"{first.get('format')!r} is not {EXPORT_FORMAT!r}"
+            )
+        origin = _str(first, "origin", 1)
+        if not origin:
+            raise ExportFormatError(1, "origin", "is empty")
+        self.header = ExportHeader(
+            origin=origin,
+            tree_size=_int(first, "tree_size", 1),
+            checkpoints=_int(first, "checkpoints", 1),
+        )
+        self.entries_read = 0
+
+    @property
+    def line(self) -> int:
+        """The number of the last line read (1-based)."""
+        return self._line
+
+    def _next(self, what: str) -> dict[str, Any] | None:
+        try:
+            text = next(self._lines)
+        except StopIteration:
+            return None
+        self._line += 1
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ExportFormatError(
+                self._line, "line", f"not JSON ({e.msg}); expected {what}"
+            ) from e
+        if not isinstance(obj, dict):
+            raise ExportFormatError(self._line, "line", f"not a JSON object; expected {what}")
+        return obj
+
+    def _typed(self, expected: str) -> dict[str, Any] | None:
+        obj = self._next(f"a {expected} line")
+        if obj is not None and obj.get("type") != expected:
+            raise ExportFormatError(
+                self._line, "type", f"{obj.get('type')!r} where a {expected} line was expected"
+            )
+        return obj
+
+    def checkpoints(self) -> Iterator[ExportCheckpoint]:
+        for _ in range(self.header.checkpoints):
+            obj = self._typed("checkpoint")
+            if obj is None:
+                raise ExportFormatError(
+                    self._line + 1, "line", "the export ends before its declared checkpoints"
+                )
+            yield ExportCheckpoint(
+                line=self._line,
+                published_at_ns=_int(obj, "published_at_ns", self._line),
+                note=_str(obj, "note", self._line),
+            )
+
+    def entries(self) -> Iterator[ExportEntry]:
+        """The entry lines; stops early (without error) if the file ends: the verifier decides
+        what a short export means."""
+        while True:
+            obj = self._typed("entry")
+            if obj is None:
+                return
+            line = self._line
+            index = _int(obj, "index", line)
+            try:
+                leaf = bytes.fromhex(_str(obj, "leaf_hash", line))
+            except ValueError as e:
+                raise ExportFormatError(line, "leaf_hash", "is not hex") from e
+            if len(leaf) != 32:
+                raise ExportFormatError(line, "leaf_hash", f"is {len(leaf)} bytes, expected 32")
+            try:
+                data = base64.b64decode(_str(obj, "entry", line), validate=True)
+            except binascii.Error as e:
+                raise ExportFormatError(line, "entry", f"is not base64: {e}") from e
+            self.entries_read += 1
+            yield ExportEntry(line=line, index=index, leaf_hash=leaf, data=data)

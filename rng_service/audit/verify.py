@@ -1,0 +1,332 @@
+"""Offline verification of a log export and of receipts against a log: the auditor's core.
+
+Given only an export (:mod:`rng_service.audit.export`) and the log's verifier keys, recomputes
+every leaf hash and the RFC 6962 Merkle tree (RFC 6962 section 2.1; RFC 9162 section 2.1) in one
+streaming pass over the entries, with O(n) hashing and O(log n) memory: a right-edge stack of
+complete subtrees, folded into a root only at the sizes that checkpoints name. It checks:
+
+- every checkpoint (the export's and those the auditor kept) is a C2SP signed note signed by one
+  of the given keys (C2SP signed-note), is a C2SP tlog-checkpoint of the export's origin, and
+  has the root the entries give at its size; so all of them are prefixes of one tree, i.e.
+  pairwise consistent in the sense of RFC 9162 section 2.1.4 (two checkpoints of one size with
+  different roots, or of different sizes that are not prefixes of one tree, are a fork);
+- every entry line's ``index`` is its position, its ``leaf_hash`` is SHA-256(0x00 || entry)
+  and its bytes decode as a canonical entry (docs/log-format.md, "Entries") whose own index is
+  its position;
+- no entry lies beyond the newest checkpoint (it would be covered by no signature), and the
+  export holds as many entries as its header declares.
+
+It stops at the first problem with a :class:`VerificationFailure` (an integrity error) saying
+what is wrong and at which index or line; a syntax error is an
+:class:`~rng_service.audit.export.ExportFormatError` (bad input). It reads no database and calls
+no service: the ``rng-audit`` command does the I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from rng_service.audit.export import ExportReader
+from rng_service.errors import IntegrityError, InvalidArgument
+from rng_service.log.entry import EntryFormatError, LogEntry
+from rng_service.log.merkle import (
+    EMPTY_ROOT,
+    LEAF_PREFIX,
+    ProofError,
+    node_hash,
+    verify_consistency,
+    verify_inclusion,
+)
+from rng_service.log.note import (
+    Checkpoint,
+    InvalidNoteSignature,
+    MalformedNote,
+    NoteVerifier,
+    UnverifiedNote,
+    open_note,
+)
+from rng_service.log.receipt import Receipt, VerifiedReceipt
+
+__all__ = [
+    "ExportReport",
+    "VerificationFailure",
+    "VerifiedHead",
+    "check_receipt_against_export",
+    "check_receipt_against_head",
+    "open_head",
+    "verify_export",
+]
+
+
+class VerificationFailure(IntegrityError):
+    """The export, a checkpoint or a receipt does not verify. ``index``: the entry at fault."""
+
+    def __init__(self, message: str, *, index: int | None = None) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedHead:
+    """A checkpoint whose signature verified: where it came from, its content, its signers."""
+
+    source: str
+    checkpoint: Checkpoint
+    key_names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ExportReport:
+    """What a successful :func:`verify_export` established."""
+
+    origin: str
+    tree_size: int
+    root_hash: bytes
+    heads: tuple[VerifiedHead, ...]
+    roots: dict[int, bytes] = field(default_factory=dict)
+    """Recomputed roots at the sizes asked for (``want_sizes``) and at every checkpoint's size."""
+    leaves: dict[int, bytes] = field(default_factory=dict)
+    """Recomputed leaf hashes at the indices asked for (``want_indices``)."""
+
+
+def open_head(
+    note: str | bytes, verifiers: Sequence[NoteVerifier], *, source: str, origin: str | None
+) -> VerifiedHead:
+    """Verifies one signed checkpoint. Raises :class:`VerificationFailure` if no given key
+    signed it, a given key's signature is bad, or it is for another origin; a note that is not
+    a well-formed signed checkpoint is bad input (:class:`InvalidArgument` naming ``source``).
+    """
+    message = note.encode("utf-8") if isinstance(note, str) else note
+    try:
+        opened = open_note(message, verifiers)
+        checkpoint = Checkpoint.parse(opened.text)
+    except (UnverifiedNote, InvalidNoteSignature) as e:
+        raise VerificationFailure(f"{source}: {e}") from e
+    except MalformedNote as e:
+        raise InvalidArgument(source, f"not a signed checkpoint: {e}") from e
+    if origin is not None and checkpoint.origin != origin:
+        raise VerificationFailure(
+            f"{source} is a checkpoint of log {checkpoint.origin!r}, not of {origin!r}"
+        )
+    return VerifiedHead(source=source, checkpoint=checkpoint, key_names=opened.key_names)
+
+
+def _fold(stack: Sequence[tuple[int, bytes]]) -> bytes:
+    if not stack:
+        return EMPTY_ROOT
+    root = stack[-1][1]
+    for _, h in reversed(stack[:-1]):
+        root = node_hash(h, root)
+    return root
+
+
+def verify_export(
+    lines: Iterable[str],
+    verifiers: Sequence[NoteVerifier],
+    *,
+    kept: Sequence[tuple[str, str | bytes]] = (),
+    want_sizes: Iterable[int] = (),
+    want_indices: Iterable[int] = (),
+) -> ExportReport:
+    """Verifies a whole export (see the module docstring) with the given verifier keys.
+
+    ``kept``: (source name, signed note) of checkpoints the auditor kept from earlier; they must
+    be consistent with the export too (a truncated or forked export fails against them).
+    Returns an :class:`ExportReport`; raises :class:`VerificationFailure` at the first problem,
+    :class:`~rng_service.audit.export.ExportFormatError` or :class:`InvalidArgument` for
+    malformed input.
+    """
+    if not verifiers:
+        raise InvalidArgument("key", "at least one verifier key is needed")
+    reader = ExportReader(lines)
+    header = reader.header
+    heads = [
+        open_head(c.note, verifiers, source=f"checkpoint at line {c.line}", origin=header.origin)
+        for c in reader.checkpoints()
+    ]
+    heads += [open_head(note, verifiers, source=src, origin=header.origin) for src, note in kept]
+
+    by_size: dict[int, list[VerifiedHead]] = {}
+    for head in heads:
+        same = by_size.setdefault(head.checkpoint.size, [])
+        if same and same[0].checkpoint.root_hash != head.checkpoint.root_hash:
+            raise VerificationFailure(
+                f"fork: {same[0].source} and {head.source} are both for tree size "
+                f"{head.checkpoint.size} but have different roots "
+                f"({same[0].checkpoint.root_hash.hex()} vs {head.checkpoint.root_hash.hex()})"
+            )
+        same.append(head)
+    for size, same in sorted(by_size.items()):
+        if size > header.tree_size:
+            raise VerificationFailure(
+                f"{same[0].source} is for tree size {size}, but the export has only "
+                f"{header.tree_size} entries: the export is truncated (or the checkpoint is "
+                f"from another log or a fork)",
+                index=header.tree_size,
+            )
+    covered = max(by_size, default=0)
+    wanted_sizes = set(want_sizes)
+    wanted_indices = set(want_indices)
+    check_at = set(by_size) | wanted_sizes
+    roots: dict[int, bytes] = {}
+    leaves: dict[int, bytes] = {}
+    last_ok = 0
+
+    def check_root(size: int, root: bytes) -> None:
+        nonlocal last_ok
+        roots[size] = root
+        for head in by_size.get(size, ()):
+            if head.checkpoint.root_hash != root:
+                raise VerificationFailure(
+                    f"{head.source} (tree size {size}) does not match the entries: they hash "
+                    f"to root {root.hex()}, the checkpoint says "
+                    f"{head.checkpoint.root_hash.hex()}. An entry in [{last_ok}, {size}) was "
+                    f"changed, inserted, deleted or reordered, or the checkpoint is from a fork "
+                    f"(not consistent with the checkpoints before it)",
+                    index=last_ok,
+                )
+        if size in by_size:
+            last_ok = size
+
+    if 0 in check_at:
+        check_root(0, EMPTY_ROOT)
+    stack: list[tuple[int, bytes]] = []
+    sha256 = hashlib.sha256
+    position = 0
+    for item in reader.entries():
+        where = f"entry {position} (line {item.line})"
+        if item.index != position:
+            raise VerificationFailure(
+                f"{where}: its index field is {item.index}, expected {position}: entries were "
+                f"deleted, inserted or reordered",
+                index=position,
+            )
+        if position >= header.tree_size:
+            raise VerificationFailure(
+                f"{where}: the export has more entries than the {header.tree_size} its header "
+                f"declares: an entry was inserted",
+                index=position,
+            )
+        if position >= covered:
+            raise VerificationFailure(
+                f"{where}: no signed checkpoint covers it (the newest one is for tree size "
+                f"{covered}): the entry cannot be verified, it may have been forged",
+                index=position,
+            )
+        leaf = sha256(LEAF_PREFIX + item.data).digest()
+        if leaf != item.leaf_hash:
+            raise VerificationFailure(
+                f"{where}: leaf_hash {item.leaf_hash.hex()} is not SHA-256(0x00 || entry) = "
+                f"{leaf.hex()}: the entry bytes were changed",
+                index=position,
+            )
+        try:
+            decoded_index = LogEntry.decode(item.data).index
+        except EntryFormatError as e:
+            raise VerificationFailure(
+                f"{where}: not a canonical entry ({e}): the entry was changed", index=position
+            ) from e
+        if decoded_index != position:
+            raise VerificationFailure(
+                f"{where}: the entry's own index field says {decoded_index}: it was moved "
+                f"or forged",
+                index=position,
+            )
+        if position in wanted_indices:
+            leaves[position] = leaf
+        # Push the leaf onto the right edge, merging equal-sized complete subtrees
+        # (RFC 6962 section 2.1: MTH of a power-of-two range).
+        level, value = 0, leaf
+        while stack and stack[-1][0] == level:
+            value = node_hash(stack.pop()[1], value)
+            level += 1
+        stack.append((level, value))
+        position += 1
+        if position in check_at:
+            check_root(position, _fold(stack))
+    if position != header.tree_size:
+        raise VerificationFailure(
+            f"the export ends after {position} entries (line {reader.line}) but its header "
+            f"declares {header.tree_size}: the export is truncated",
+            index=position,
+        )
+    return ExportReport(
+        origin=header.origin,
+        tree_size=position,
+        root_hash=_fold(stack),
+        heads=tuple(heads),
+        roots=roots,
+        leaves=leaves,
+    )
+
+
+def check_receipt_against_export(
+    receipt: Receipt, verified: VerifiedReceipt, report: ExportReport
+) -> None:
+    """Checks that a verified receipt belongs to the exported log: its checkpoint is a prefix
+    of the export's tree (consistent with all its checkpoints) and its entry is at its index.
+
+    ``report`` must come from :func:`verify_export` with ``want_sizes`` holding the receipt's
+    tree size and ``want_indices`` its index.
+    """
+    size, index = verified.checkpoint.size, receipt.index
+    if verified.checkpoint.origin != report.origin:
+        raise VerificationFailure(
+            f"the receipt is for log {verified.checkpoint.origin!r}, the export for "
+            f"{report.origin!r}"
+        )
+    if size > report.tree_size:
+        raise VerificationFailure(
+            f"the receipt's tree size {size} is beyond the export's {report.tree_size} entries: "
+            f"export the log again (or the log lost entries)",
+            index=report.tree_size,
+        )
+    if report.roots.get(size) != verified.checkpoint.root_hash:
+        raise VerificationFailure(
+            f"fork: the receipt's checkpoint (tree size {size}) has root "
+            f"{verified.checkpoint.root_hash.hex()}, but the export's entries give "
+            f"{report.roots.get(size, b'').hex()}: not consistent with the exported log"
+        )
+    if report.leaves.get(index) != receipt.leaf_hash:
+        raise VerificationFailure(
+            f"the export's entry {index} is not the receipt's entry", index=index
+        )
+
+
+def check_receipt_against_head(
+    receipt: Receipt,
+    verified: VerifiedReceipt,
+    head: VerifiedHead,
+    *,
+    consistency_proof: Sequence[bytes],
+    inclusion_proof: Sequence[bytes],
+) -> None:
+    """Checks a verified receipt against a newer verified checkpoint of the same log: the
+    receipt's checkpoint is consistent with it (RFC 9162 section 2.1.4.2) and the receipt's
+    entry is included in it (RFC 9162 section 2.1.3.2), with proofs fetched from anywhere."""
+    old, new = verified.checkpoint, head.checkpoint
+    if old.origin != new.origin:
+        raise VerificationFailure(
+            f"the receipt is for log {old.origin!r}, {head.source} for {new.origin!r}"
+        )
+    if old.size > new.size:
+        raise VerificationFailure(
+            f"the receipt's tree size {old.size} is beyond {head.source}'s size {new.size}: "
+            f"the log has lost entries, or this is another log"
+        )
+    try:
+        verify_consistency(old.size, new.size, consistency_proof, old.root_hash, new.root_hash)
+    except ProofError as e:
+        raise VerificationFailure(
+            f"fork: the receipt's checkpoint (size {old.size}) is not consistent with "
+            f"{head.source} (size {new.size}): {e}"
+        ) from e
+    try:
+        verify_inclusion(receipt.leaf_hash, receipt.index, new.size, inclusion_proof, new.root_hash)
+    except ProofError as e:
+        raise VerificationFailure(
+            f"the receipt's entry {receipt.index} is not in the log of {head.source}: {e}",
+            index=receipt.index,
+        ) from e

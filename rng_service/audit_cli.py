@@ -1,0 +1,292 @@
+"""rng-audit: export the outcome log and verify it, or one receipt, offline.
+
+Commands:
+  export          write the log (entries and published checkpoints) to an rng-audit-export/v1
+                  file, from the SQLite store (--db) or from a running service (--target)
+  verify          recompute an export's RFC 6962 tree and check every signed checkpoint
+  verify-receipt  check a receipt's signature and proof, and that it belongs to the log
+                  (against an export, or the live log's latest checkpoint)
+
+Exit status: 0 when everything verifies, 1 when something does not (the message says what and
+at which index), 2 for usage errors, unreadable or malformed files and unreachable services.
+The verification itself is :mod:`rng_service.audit` (pure); this module only does the I/O.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import IO
+
+from rng_service.audit import (
+    VerificationFailure,
+    check_receipt_against_export,
+    check_receipt_against_head,
+    open_head,
+    verify_export,
+    write_export,
+)
+from rng_service.errors import IntegrityError, RngServiceError
+from rng_service.log.keys import load_verifier_keys
+from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, parse_note
+from rng_service.log.receipt import ReceiptFormatError, receipt_from_json, verify_receipt
+
+__all__ = ["main"]
+
+_PAGE = 1000
+
+
+class _UsageError(Exception):
+    """Bad arguments or unreadable input: exit status 2."""
+
+
+def _verifiers(items: Sequence[str]) -> list[NoteVerifier]:
+    try:
+        return load_verifier_keys(items, base_dir=Path.cwd())
+    except RngServiceError as e:
+        raise _UsageError(f"--key: {e}") from e
+
+
+def _read_text(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise _UsageError(f"cannot read {what} {path}: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise _UsageError(f"{what} {path} is not UTF-8 text") from e
+
+
+@contextlib.contextmanager
+def _export_lines(path: str) -> Iterator[Iterator[str]]:
+    try:
+        fh = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the context manager
+    except OSError as e:
+        raise _UsageError(f"cannot read export {path}: {e.strerror}") from e
+    with fh:
+
+        def lines() -> Iterator[str]:
+            number = 0
+            try:
+                for number, line in enumerate(fh, 1):  # noqa: B007 - used in the except
+                    yield line
+            except UnicodeDecodeError as e:
+                raise _UsageError(f"export {path}: line {number + 1} is not UTF-8") from e
+
+        yield lines()
+
+
+def _origin_of(note: bytes | str) -> tuple[str, int]:
+    text = note.encode("utf-8") if isinstance(note, str) else note
+    checkpoint = Checkpoint.parse(parse_note(text).text)
+    return checkpoint.origin, checkpoint.size
+
+
+def _write_atomically(out: Path, write: Callable[[IO[str]], object]) -> None:
+    directory = out.parent if str(out.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise _UsageError(f"--out: cannot write in {directory}: {e.strerror}") from e
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if args.db is not None:
+        from rng_service.storage.sqlite import SqliteStorage
+
+        if not Path(args.db).is_file():
+            raise _UsageError(f"--db: {args.db} does not exist")
+        storage = SqliteStorage(args.db)
+        try:
+            stored = storage.checkpoints()
+            if not stored:
+                raise _UsageError(f"--db: {args.db} has no published checkpoint to export")
+            notes = [(c.note.decode("utf-8"), c.timestamp_ns) for c in stored]
+            origin, size = _origin_of(stored[-1].note)
+
+            def entries() -> Iterator[tuple[int, bytes, bytes]]:
+                for start in range(0, size, _PAGE):
+                    for r in storage.entries(start, min(size, start + _PAGE)):
+                        yield r.index, r.leaf_hash, r.data
+
+            _write_atomically(
+                out,
+                lambda fh: write_export(
+                    fh, origin=origin, checkpoints=notes, entries=entries(), tree_size=size
+                ),
+            )
+            total = storage.tree_size()
+        finally:
+            storage.close()
+    else:
+        from rng_service.service.log_servicer import LogClient
+
+        with LogClient(args.target) as client:
+            notes = client.published_checkpoints()
+            latest = client.latest_checkpoint()
+            origin, size = _origin_of(latest)
+            if all(_origin_of(n)[1] != size for n, _ in notes):
+                notes.append((latest, 0))
+            _write_atomically(
+                out,
+                lambda fh: write_export(
+                    fh,
+                    origin=origin,
+                    checkpoints=notes,
+                    entries=(e for s in range(0, size, _PAGE)
+                             for e in client.entries(s, min(size, s + _PAGE))),
+                    tree_size=size,
+                ),
+            )  # fmt: skip
+            total = size
+    print(
+        f"exported {size} entries and {len(notes)} checkpoints of {origin} to {out}"
+        + (
+            f" ({total - size} newer entries wait for the next published checkpoint)"
+            if total > size
+            else ""
+        )
+    )
+    return 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    verifiers = _verifiers(args.key)
+    kept = [(f"checkpoint file {p}", _read_text(p, "checkpoint")) for p in args.checkpoint]
+    with _export_lines(args.export) as lines:
+        report = verify_export(lines, verifiers, kept=kept)
+    newest = max((h.checkpoint.size for h in report.heads), default=0)
+    signers = sorted({name for h in report.heads for name in h.key_names})
+    print(
+        f"OK: {report.tree_size} entries of {report.origin}, root {report.root_hash.hex()}; "
+        f"{len(report.heads)} checkpoints (newest: tree size {newest}) verified, signed by "
+        f"{', '.join(signers) or 'nobody'}, all consistent with the entries"
+    )
+    return 0
+
+
+def _cmd_verify_receipt(args: argparse.Namespace) -> int:
+    verifiers = _verifiers(args.key)
+    try:
+        receipt = receipt_from_json(_read_text(args.receipt, "receipt"))
+    except ReceiptFormatError as e:
+        raise _UsageError(f"receipt {args.receipt}: {e}") from e
+    try:
+        verified = verify_receipt(receipt, verifiers)
+    except MalformedNote as e:
+        raise _UsageError(f"receipt {args.receipt}: field checkpoint: {e}") from e
+    except IntegrityError as e:
+        raise VerificationFailure(f"receipt {args.receipt}: {e}", index=receipt.index) from e
+    where = ""
+    if args.against is not None:
+        with _export_lines(args.against) as lines:
+            report = verify_export(
+                lines, verifiers, want_sizes=[receipt.tree_size], want_indices=[receipt.index]
+            )
+        check_receipt_against_export(receipt, verified, report)
+        where = f"; consistent with the export {args.against} (tree size {report.tree_size})"
+    elif args.target is not None:
+        from rng_service.service.log_servicer import LogClient
+
+        with LogClient(args.target) as client:
+            head = open_head(
+                client.latest_checkpoint(),
+                verifiers,
+                source=f"the latest checkpoint of {args.target}",
+                origin=verified.checkpoint.origin,
+            )
+            size = head.checkpoint.size
+            if receipt.tree_size > size:
+                raise VerificationFailure(
+                    f"the receipt's tree size {receipt.tree_size} is beyond {head.source}'s "
+                    f"size {size}: the log has lost entries, or this is another log"
+                )
+            check_receipt_against_head(
+                receipt,
+                verified,
+                head,
+                consistency_proof=client.consistency_proof(receipt.tree_size, size),
+                inclusion_proof=client.inclusion_proof(receipt.index, size),
+            )
+        where = f"; consistent with the live log at {args.target} (tree size {size})"
+    entry = verified.entry
+    print(
+        f"OK: entry {entry.index} ({entry.kind}, table {entry.table_id}, round "
+        f"{entry.round_id}) is in the log of size {verified.checkpoint.size} "
+        f"({verified.checkpoint.origin}), signed by {', '.join(verified.key_names)}{where}"
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rng-audit", description="Export the outcome log and verify it offline."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("export", help="write the log to an rng-audit-export/v1 file")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--db", help="the service's SQLite log file (read only)")
+    source.add_argument("--target", help="a running service, HOST:PORT")
+    p.add_argument("--out", required=True, help="the export file to write")
+    p.set_defaults(fn=_cmd_export)
+
+    key_help = "a verifier key <name>+<id>+<base64>, or a .vkey file; repeat for several keys"
+    p = sub.add_parser("verify", help="verify an export: entries, tree, every checkpoint")
+    p.add_argument("export", help="the export file")
+    p.add_argument("--key", action="append", required=True, help=key_help)
+    p.add_argument(
+        "--checkpoint",
+        action="append",
+        default=[],
+        help="a signed checkpoint you kept earlier (file); the export must be consistent with it",
+    )
+    p.set_defaults(fn=_cmd_verify)
+
+    p = sub.add_parser("verify-receipt", help="verify a receipt and that it is in the log")
+    p.add_argument("receipt", help="the receipt JSON file (rng-service call --receipt-out)")
+    p.add_argument("--key", action="append", required=True, help=key_help)
+    against = p.add_mutually_exclusive_group()
+    against.add_argument("--against", help="an export file to check the receipt against")
+    against.add_argument("--target", help="a running service, HOST:PORT, to check against")
+    p.set_defaults(fn=_cmd_verify_receipt)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs rng-audit; returns 0 (verified), 1 (verification failed) or 2 (usage/format)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return 2 if e.code else 0
+    try:
+        status: int = args.fn(args)
+    except VerificationFailure as e:
+        print(f"FAILED: {e}", file=sys.stderr)
+        return 1
+    except IntegrityError as e:
+        print(f"FAILED: {e}", file=sys.stderr)
+        return 1
+    except (_UsageError, RngServiceError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

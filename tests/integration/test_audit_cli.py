@@ -1,0 +1,483 @@
+"""rng-audit end to end on a real export of an in-process service: every tamper case fails.
+
+One service run (module fixture) issues outcomes over several published checkpoints; its log is
+exported through the LogService and from the SQLite file. Each test tampers with a copy in one
+way and runs ``rng_service.audit_cli.main``: exit 0 only for the untouched export, 1 with a
+message naming what is wrong and where for tampering, 2 for malformed input.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from rng_service._proto.rng.v1 import log_pb2
+from rng_service.audit_cli import main
+from rng_service.clock import FakeClock
+from rng_service.log.entry import canonical_json
+from rng_service.log.keys import generate_key_pair, load_signer
+from rng_service.log.merkle import leaf_hash
+from rng_service.log.note import Checkpoint, sign_note
+from rng_service.log.receipt import Receipt, receipt_to_json
+from tests.integration.conftest import make_config, start
+
+ENTRIES = 40
+
+
+@dataclass
+class Exported:
+    tmp: Path
+    export: Path
+    db_export: Path
+    vkey: Path
+    key_file: Path
+    key_name: str
+    origin: str
+    kept: Path
+    receipt: Path
+    target: str | None = None
+
+    def lines(self) -> list[str]:
+        return self.export.read_text().splitlines(keepends=True)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Exported]:
+    tmp = tmp_path_factory.mktemp("audit")
+    clock = FakeClock()
+    config = make_config(tmp, RNG_SERVICE__LOG__PUBLISH_INTERVAL_SECONDS="5")
+    running = start(config, clock=clock)
+    try:
+        receipt_reply = None
+        for i in range(ENTRIES):
+            reply = running.spin(f"a{i}", table_id=f"T{i % 4}", round_id=f"R{i}")
+            if i == 7:
+                receipt_reply = reply
+            if i % 6 == 5:
+                clock.advance(6)
+        assert receipt_reply is not None
+        r = receipt_reply.receipt
+        receipt = tmp / "receipt.json"
+        receipt.write_text(
+            receipt_to_json(
+                Receipt(r.index, r.entry, r.leaf_hash, tuple(r.inclusion_proof), r.tree_size,
+                        r.checkpoint, r.replayed)
+            )
+        )  # fmt: skip
+        kept = tmp / "kept.checkpoint"
+        kept.write_text(running.log.GetLatestCheckpoint(log_pb2.GetLatestCheckpointRequest()).note)
+        export = tmp / "log.export"
+        assert main(["export", "--target", f"127.0.0.1:{running.port}", "--out", str(export)]) == 0
+        db_export = tmp / "db.export"
+        running.log.PublishCheckpoint(log_pb2.PublishCheckpointRequest())
+        assert main(["export", "--db", str(config.storage.path), "--out", str(db_export)]) == 0
+        yield Exported(
+            tmp=tmp,
+            export=export,
+            db_export=db_export,
+            vkey=Path(str(config.log.key_file) + ".vkey"),
+            key_file=config.log.key_file,
+            key_name=config.log.key_name,
+            origin=config.log.origin,
+            kept=kept,
+            receipt=receipt,
+            target=f"127.0.0.1:{running.port}",
+        )
+    finally:
+        running.stop()
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def verify(
+    ex: Exported, path: Path, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, str]:
+    return run(["verify", str(path), "--key", str(ex.vkey), *extra], capsys)
+
+
+def tampered(ex: Exported, name: str, change: Callable[[list[str]], list[str]]) -> Path:
+    path = ex.tmp / name
+    path.write_text("".join(change(ex.lines())))
+    return path
+
+
+def header(lines: list[str]) -> dict[str, object]:
+    result: dict[str, object] = json.loads(lines[0])
+    return result
+
+
+def first_entry_line(lines: list[str]) -> int:
+    return 1 + int(header(lines)["checkpoints"])  # type: ignore[call-overload]
+
+
+def entry_line(index: int, data: bytes, *, leaf: bytes | None = None) -> str:
+    return (
+        json.dumps(
+            {
+                "type": "entry",
+                "index": index,
+                "leaf_hash": (leaf or leaf_hash(data)).hex(),
+                "entry": base64.b64encode(data).decode(),
+            },
+            separators=(",", ":"),
+        )
+        + "\n"
+    )
+
+
+def entry_record(line: str) -> dict[str, object]:
+    result: dict[str, object] = json.loads(base64.b64decode(json.loads(line)["entry"]))
+    return result
+
+
+def signed_checkpoint(ex: Exported, size: int, root: bytes, *, key: Path | None = None) -> str:
+    signer = load_signer(key or ex.key_file, name=ex.key_name if key is None else "intruder")
+    body = Checkpoint(origin=ex.origin, size=size, root_hash=root).body()
+    return sign_note(body, [signer]).decode()
+
+
+def checkpoint_line(note: str) -> str:
+    return json.dumps({"type": "checkpoint", "published_at_ns": 1, "note": note}) + "\n"
+
+
+# -- the untouched exports verify ----------------------------------------------------------
+
+
+def test_untouched_exports_verify(exported: Exported, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = verify(exported, exported.export, capsys, "--checkpoint", str(exported.kept))
+    assert code == 0, out
+    assert f"OK: {ENTRIES} entries of {exported.origin}" in out
+    lines = exported.lines()
+    assert header(lines)["tree_size"] == ENTRIES
+    assert int(header(lines)["checkpoints"]) >= 5  # type: ignore[call-overload]
+    code, out = verify(exported, exported.db_export, capsys)
+    assert code == 0, out
+
+
+def test_receipt_verifies_against_the_export_and_the_live_log(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = ["--key", str(exported.vkey)]
+    code, out = run(["verify-receipt", str(exported.receipt), *key], capsys)
+    assert code == 0, out
+    code, out = run(
+        ["verify-receipt", str(exported.receipt), *key, "--against", str(exported.export)], capsys
+    )
+    assert code == 0, out
+    assert "consistent with the export" in out
+    code, out = run(
+        ["verify-receipt", str(exported.receipt), *key, "--target", str(exported.target)], capsys
+    )
+    assert code == 0, out
+    assert "consistent with the live log" in out
+
+
+# -- tampering: exit 1 and the index or line at fault --------------------------------------
+
+
+def test_changed_field_breaks_canonical_form(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def change(lines: list[str]) -> list[str]:
+        k = first_entry_line(lines) + 12
+        record = entry_record(lines[k])
+        data = json.dumps(record, sort_keys=True).encode()  # spaces: not canonical
+        lines[k] = entry_line(12, data)
+        return lines
+
+    code, out = verify(exported, tampered(exported, "noncanonical", change), capsys)
+    assert code == 1
+    assert "entry 12 " in out
+    assert "not a canonical entry" in out
+
+
+def test_changed_field_without_new_leaf_hash(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def change(lines: list[str]) -> list[str]:
+        k = first_entry_line(lines) + 20
+        old = json.loads(lines[k])
+        record = entry_record(lines[k])
+        record["table_id"] = "T-forged"
+        lines[k] = entry_line(20, canonical_json(record), leaf=bytes.fromhex(old["leaf_hash"]))
+        return lines
+
+    code, out = verify(exported, tampered(exported, "leafmismatch", change), capsys)
+    assert code == 1
+    assert "entry 20 " in out
+    assert "the entry bytes were changed" in out
+
+
+def test_changed_field_canonical_gives_a_root_mismatch(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def change(lines: list[str]) -> list[str]:
+        k = first_entry_line(lines) + 25
+        record = entry_record(lines[k])
+        outcome = record["outcome"]
+        assert isinstance(outcome, dict)
+        outcome["final"] = {**outcome["final"], "number": "17", "colour": "black"}
+        lines[k] = entry_line(25, canonical_json(record))
+        return lines
+
+    code, out = verify(exported, tampered(exported, "rootmismatch", change), capsys)
+    assert code == 1
+    assert "does not match the entries" in out
+    # The message bounds the changed entry between two checkpoints.
+    assert "An entry in [" in out
+
+
+def test_deleted_entry(exported: Exported, capsys: pytest.CaptureFixture[str]) -> None:
+    def change(lines: list[str]) -> list[str]:
+        del lines[first_entry_line(lines) + 9]
+        return lines
+
+    code, out = verify(exported, tampered(exported, "deleted", change), capsys)
+    assert code == 1
+    assert "entry 9 " in out
+    assert "index field is 10, expected 9" in out
+
+
+def test_swapped_entries(exported: Exported, capsys: pytest.CaptureFixture[str]) -> None:
+    def change(lines: list[str]) -> list[str]:
+        k = first_entry_line(lines) + 3
+        lines[k], lines[k + 1] = lines[k + 1], lines[k]
+        return lines
+
+    code, out = verify(exported, tampered(exported, "swapped", change), capsys)
+    assert code == 1
+    assert "entry 3 " in out
+    assert "index field is 4, expected 3" in out
+
+
+def test_swapped_and_renumbered_entries(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def change(lines: list[str]) -> list[str]:
+        k = first_entry_line(lines) + 3
+        a, b = entry_record(lines[k]), entry_record(lines[k + 1])
+        a["index"], b["index"] = 4, 3
+        lines[k], lines[k + 1] = entry_line(3, canonical_json(b)), entry_line(4, canonical_json(a))
+        return lines
+
+    code, out = verify(exported, tampered(exported, "swapped2", change), capsys)
+    assert code == 1
+    assert "does not match the entries" in out
+
+
+def test_truncated_tail_against_a_kept_checkpoint(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def change(lines: list[str]) -> list[str]:
+        head = header(lines)
+        notes = [json.loads(line)["note"] for line in lines[1 : first_entry_line(lines)]]
+        # Cut back to an older published checkpoint, dropping the newer ones.
+        keep = max(s for n in notes if (s := int(n.split("\n")[1])) < ENTRIES - 3)
+        notes = [n for n in notes if int(n.split("\n")[1]) <= keep]
+        entries = lines[first_entry_line(lines) : first_entry_line(lines) + keep]
+        head.update(tree_size=keep, checkpoints=len(notes))
+        return [json.dumps(head) + "\n", *map(checkpoint_line, notes), *entries]
+
+    path = tampered(exported, "truncated", change)
+    # Alone, the shortened export is self-consistent...
+    code, out = verify(exported, path, capsys)
+    assert code == 0, out
+    # ...but not against the checkpoint the auditor kept.
+    code, out = verify(exported, path, capsys, "--checkpoint", str(exported.kept))
+    assert code == 1
+    assert f"checkpoint file {exported.kept} is for tree size {ENTRIES}, but the export" in out
+    assert "truncated" in out
+
+
+def test_truncated_tail_with_the_header_left_alone(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = verify(exported, tampered(exported, "cut", lambda lines: lines[:-3]), capsys)
+    assert code == 1
+    assert f"ends after {ENTRIES - 3} entries" in out
+
+
+def test_inserted_forged_entry(exported: Exported, capsys: pytest.CaptureFixture[str]) -> None:
+    def change(lines: list[str]) -> list[str]:
+        k = first_entry_line(lines) + 15
+        forged = entry_record(lines[k])
+        forged["request_id"] = "forged"
+        lines.insert(k, entry_line(15, canonical_json(forged)))
+        return lines
+
+    code, out = verify(exported, tampered(exported, "inserted", change), capsys)
+    assert code == 1
+    assert "entry 16 " in out
+    assert "index field is 15, expected 16" in out
+
+
+def test_appended_forged_entry_is_covered_by_no_checkpoint(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def change(lines: list[str]) -> list[str]:
+        forged = entry_record(lines[-1])
+        forged["index"] = ENTRIES
+        head = header(lines)
+        head["tree_size"] = ENTRIES + 1
+        return [json.dumps(head) + "\n", *lines[1:], entry_line(ENTRIES, canonical_json(forged))]
+
+    code, out = verify(exported, tampered(exported, "appended", change), capsys)
+    assert code == 1
+    assert f"entry {ENTRIES} " in out
+    assert "no signed checkpoint covers it" in out
+
+
+def test_checkpoint_signed_by_an_unknown_key(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    intruder = exported.tmp / "intruder.pem"
+    if not intruder.exists():
+        generate_key_pair(intruder, name="intruder")
+
+    def change(lines: list[str]) -> list[str]:
+        note = json.loads(lines[2])["note"]
+        checkpoint = Checkpoint.parse(note.split("\n\n")[0] + "\n")
+        forged = signed_checkpoint(exported, checkpoint.size, checkpoint.root_hash, key=intruder)
+        lines[2] = checkpoint_line(forged)
+        return lines
+
+    code, out = verify(exported, tampered(exported, "unknownkey", change), capsys)
+    assert code == 1
+    assert "checkpoint at line 3" in out
+    assert "no signature from a known key" in out
+    assert "intruder" in out
+
+
+def test_fork_same_size_different_roots(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fork = exported.tmp / "fork.checkpoint"
+    fork.write_text(signed_checkpoint(exported, ENTRIES, b"\x42" * 32))
+    code, out = verify(exported, exported.export, capsys, "--checkpoint", str(fork))
+    assert code == 1
+    assert "fork:" in out
+    assert f"both for tree size {ENTRIES}" in out
+
+
+def test_fork_different_sizes_not_consistent(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def change(lines: list[str]) -> list[str]:
+        head = header(lines)
+        head["checkpoints"] = int(head["checkpoints"]) + 1  # type: ignore[call-overload]
+        forged = checkpoint_line(signed_checkpoint(exported, 30, b"\x24" * 32))
+        return [json.dumps(head) + "\n", forged, *lines[1:]]
+
+    code, out = verify(exported, tampered(exported, "forkdiff", change), capsys)
+    assert code == 1
+    assert "checkpoint at line 2 (tree size 30) does not match the entries" in out
+    assert "fork" in out
+
+
+def test_receipt_from_a_fork(exported: Exported, capsys: pytest.CaptureFixture[str]) -> None:
+    receipt = json.loads(exported.receipt.read_text())
+    size = receipt["tree_size"]
+    # A receipt whose own proof and signature check out, but for another tree (one leaf).
+    entry = base64.b64decode(receipt["entry"])
+    record = json.loads(entry)
+    record["index"] = 0
+    data = canonical_json(record)
+    forged = {
+        **receipt,
+        "index": 0,
+        "entry": base64.b64encode(data).decode(),
+        "leaf_hash": leaf_hash(data).hex(),
+        "inclusion_proof": [],
+        "tree_size": 1,
+        "checkpoint": signed_checkpoint(exported, 1, leaf_hash(data)),
+    }
+    path = exported.tmp / "forked-receipt.json"
+    path.write_text(json.dumps(forged))
+    key = ["--key", str(exported.vkey)]
+    code, out = run(["verify-receipt", str(path), *key], capsys)
+    assert code == 0, out  # alone it verifies: only the log can tell
+    code, out = run(["verify-receipt", str(path), *key, "--against", str(exported.export)], capsys)
+    assert code == 1
+    assert "fork" in out
+    code, out = run(["verify-receipt", str(path), *key, "--target", str(exported.target)], capsys)
+    assert code == 1
+    assert "fork" in out
+    assert size > 1
+
+
+def test_tampered_receipt(exported: Exported, capsys: pytest.CaptureFixture[str]) -> None:
+    receipt = json.loads(exported.receipt.read_text())
+    receipt["inclusion_proof"][0] = "00" * 32
+    path = exported.tmp / "bad-receipt.json"
+    path.write_text(json.dumps(receipt))
+    code, out = run(["verify-receipt", str(path), "--key", str(exported.vkey)], capsys)
+    assert code == 1
+    assert "does not lead to the expected root" in out
+
+
+# -- malformed input: exit 2, one line naming the line or field ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda lines: [lines[0], "{not json\n", *lines[2:]], "line 2: line: not JSON"),
+        (lambda lines: ['{"format":"other"}\n', *lines[1:]], "line 1: format:"),
+        (
+            lambda lines: [lines[0], '{"type":"checkpoint","published_at_ns":1}\n', *lines[2:]],
+            "line 2: note:",
+        ),
+        (
+            lambda lines: [*lines[:-1], '{"type":"entry","index":39,"leaf_hash":"zz"}\n'],
+            "leaf_hash: is not hex",
+        ),
+        (
+            lambda lines: [
+                *lines[:-1],
+                json.dumps({**json.loads(lines[-1]), "entry": "%%%"}) + "\n",
+            ],
+            "entry: is not base64",
+        ),
+        (lambda lines: [], "line 1: line: the export is empty"),
+    ],
+)
+def test_malformed_export(
+    exported: Exported,
+    capsys: pytest.CaptureFixture[str],
+    change: Callable[[list[str]], list[str]],
+    message: str,
+) -> None:
+    code, out = verify(exported, tampered(exported, "malformed", change), capsys)
+    assert code == 2
+    assert message in out
+    assert "Traceback" not in out
+    assert len(out.strip().splitlines()) == 1
+
+
+def test_malformed_receipt_and_usage(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    receipt = json.loads(exported.receipt.read_text())
+    del receipt["tree_size"]
+    path = exported.tmp / "malformed-receipt.json"
+    path.write_text(json.dumps(receipt))
+    code, out = run(["verify-receipt", str(path), "--key", str(exported.vkey)], capsys)
+    assert code == 2
+    assert "tree_size" in out
+    code, out = run(["verify", str(exported.export), "--key", "not-a-key"], capsys)
+    assert code == 2
+    assert "--key" in out
+    code, out = run(["verify", str(exported.tmp / "missing"), "--key", str(exported.vkey)], capsys)
+    assert code == 2
+    assert "cannot read export" in out
+    code, out = run(["export", "--out", str(exported.tmp / "x")], capsys)
+    assert code == 2
