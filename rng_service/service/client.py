@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from rng_service._proto.rng.v1 import (
@@ -21,7 +23,7 @@ from rng_service._proto.rng.v1 import (
 )
 from rng_service.log.receipt import Receipt
 
-__all__ = ["ClientError", "RngClient", "SpinResult"]
+__all__ = ["ClientError", "OutcomeResult", "RngClient", "SpinResult"]
 
 _WHEELS = {
     "single_zero": outcomes_pb2.WHEEL_TYPE_SINGLE_ZERO,
@@ -54,6 +56,60 @@ def _spin_dict(s: outcomes_pb2.RouletteSpin) -> dict[str, Any]:
         "wheel_position": s.wheel_position,
         "void": s.void,
     }
+
+
+@dataclass(frozen=True)
+class OutcomeResult:
+    """An outcome RPC's answer: its fields as plain values (enums as lower-case names without
+    their prefix, "" when unset; nested messages as dicts) and the receipt."""
+
+    outcome: dict[str, Any]
+    receipt: Receipt
+
+
+def _plain(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for field in message.DESCRIPTOR.fields:
+        if field.name == "receipt":
+            continue
+        if field.containing_oneof is not None and not message.HasField(field.name):
+            continue
+        value = getattr(message, field.name)
+        repeated = field.is_repeated
+        items = list(value) if repeated else [value]
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            items = [_plain(v) for v in items]
+        elif field.type == FieldDescriptor.TYPE_ENUM:
+            enum = field.enum_type
+            assert enum is not None
+            prefix = enum.values[0].name.removesuffix("UNSPECIFIED")
+            items = [
+                enum.values_by_number[v].name.removeprefix(prefix).lower() if v else ""
+                for v in items
+            ]
+        out[field.name] = items if repeated else items[0]
+    return out
+
+
+def _receipt(r: common_pb2.Receipt) -> Receipt:
+    return Receipt(
+        index=r.index,
+        entry=r.entry,
+        leaf_hash=r.leaf_hash,
+        inclusion_proof=tuple(r.inclusion_proof),
+        tree_size=r.tree_size,
+        checkpoint=r.checkpoint,
+        replayed=r.replayed,
+    )
+
+
+def _context(ids: dict[str, str]) -> common_pb2.RequestContext:
+    return common_pb2.RequestContext(
+        table_id=ids["table_id"],
+        round_id=ids["round_id"],
+        request_id=ids["request_id"],
+        session_id=ids.get("session_id", ""),
+    )
 
 
 class RngClient:
@@ -96,23 +152,89 @@ class RngClient:
                 wheel=_WHEELS[wheel],
             ),
         )
-        r = reply.receipt
         final = _spin_dict(reply.result)
         return SpinResult(
             number=final["number"],
             color=final["color"],
             wheel_position=final["wheel_position"],
             spins=tuple(_spin_dict(s) for s in reply.spins),
-            receipt=Receipt(
-                index=r.index,
-                entry=r.entry,
-                leaf_hash=r.leaf_hash,
-                inclusion_proof=tuple(r.inclusion_proof),
-                tree_size=r.tree_size,
-                checkpoint=r.checkpoint,
-                replayed=r.replayed,
+            receipt=_receipt(reply.receipt),
+        )
+
+    def _outcome(self, method: str, request: Message) -> OutcomeResult:
+        reply = self._call(getattr(self._outcomes, method), request)
+        return OutcomeResult(outcome=_plain(reply), receipt=_receipt(reply.receipt))
+
+    # Each method below takes the RequestContext fields as keywords: table_id, round_id,
+    # request_id (required) and session_id (optional).
+
+    def multiball(self, *, wheel: str, balls: int, **ids: str) -> OutcomeResult:
+        if wheel not in _WHEELS:
+            raise ClientError("INVALID_ARGUMENT", f"wheel must be one of {', '.join(_WHEELS)}")
+        return self._outcome(
+            "DrawMultiBall",
+            outcomes_pb2.DrawMultiBallRequest(
+                context=_context(ids), wheel=_WHEELS[wheel], balls=balls
             ),
         )
+
+    def fire_numbers(self, *, profile: str, **ids: str) -> OutcomeResult:
+        return self._outcome(
+            "SelectFireNumbers",
+            outcomes_pb2.SelectFireNumbersRequest(context=_context(ids), profile=profile),
+        )
+
+    def mega_fire_blaze_bonus(
+        self, *, profile: str, fire_numbers_index: int, **ids: str
+    ) -> OutcomeResult:
+        return self._outcome(
+            "PlayMegaFireBlazeBonus",
+            outcomes_pb2.PlayMegaFireBlazeBonusRequest(
+                context=_context(ids), profile=profile, fire_numbers_index=fire_numbers_index
+            ),
+        )
+
+    def jackpot_tier(self, *, profile: str, **ids: str) -> OutcomeResult:
+        return self._outcome(
+            "DrawJackpotTier",
+            outcomes_pb2.DrawJackpotTierRequest(context=_context(ids), profile=profile),
+        )
+
+    def roll_dice(self, *, count: int, sides: int, **ids: str) -> OutcomeResult:
+        return self._outcome(
+            "RollDice",
+            outcomes_pb2.RollDiceRequest(context=_context(ids), count=count, sides=sides),
+        )
+
+    def shuffle(
+        self, *, decks: int = 1, jokers: int = 0, plan: str = "", players: int = 0, **ids: str
+    ) -> OutcomeResult:
+        return self._outcome(
+            "ShuffleCards",
+            outcomes_pb2.ShuffleCardsRequest(
+                context=_context(ids), decks=decks, jokers=jokers, plan=plan, players=players
+            ),
+        )
+
+    def uniform(
+        self, *, low: int, high: int, count: int = 1, distinct: bool = False, **ids: str
+    ) -> OutcomeResult:
+        return self._outcome(
+            "DrawUniformIntegers",
+            outcomes_pb2.DrawUniformIntegersRequest(
+                context=_context(ids), low=low, high=high, count=count, distinct=distinct
+            ),
+        )
+
+    def weighted(self, *, weights: list[int], count: int = 1, **ids: str) -> OutcomeResult:
+        return self._outcome(
+            "DrawWeighted",
+            outcomes_pb2.DrawWeightedRequest(context=_context(ids), weights=weights, count=count),
+        )
+
+    def profiles(self) -> list[dict[str, Any]]:
+        reply = self._call(self._outcomes.ListProfiles, outcomes_pb2.ListProfilesRequest())
+        return [_plain(p) for p in reply.profiles]
 
     def public_keys(self) -> list[dict[str, Any]]:
         reply = self._call(self._log.GetPublicKeys, log_pb2.GetPublicKeysRequest())

@@ -65,9 +65,8 @@ def receipt_of(reply: Any) -> Receipt:
 
 def verified(svc: Running, reply: Any) -> VerifiedReceipt:
     keys = svc.log.GetPublicKeys(log_pb2.GetPublicKeysRequest(), timeout=10).keys
-    return verify_receipt(
-        receipt_of(reply), [NoteVerifier.from_verifier_key(k.verifier_key) for k in keys]
-    )
+    receipt = reply.receipt if isinstance(reply.receipt, Receipt) else receipt_of(reply)
+    return verify_receipt(receipt, [NoteVerifier.from_verifier_key(k.verifier_key) for k in keys])
 
 
 def call(svc: Running, method: str, request: Any) -> Any:
@@ -747,3 +746,45 @@ def test_stream_sends_chunks_each_logged_with_its_receipt_and_replays(svc: Runni
         list(svc.outcomes.StreamBatch(request, timeout=60))
     assert info.value.code() == grpc.StatusCode.ALREADY_EXISTS
     assert size(svc) == before + 3
+
+
+# --- the Python client ---
+
+
+def test_python_client_returns_plain_values_and_verifiable_receipts(svc: Running) -> None:
+    from rng_service.service.client import ClientError, RngClient
+
+    ids = {"table_id": "CL", "round_id": "R1"}
+    with RngClient(f"127.0.0.1:{svc.port}") as client:
+        assert [p["id"]["name"] for p in client.profiles()] == [PROFILE]
+        drawn = client.fire_numbers(profile=PROFILE, request_id="cl-fire", **ids)
+        assert drawn.outcome["count"] == len(drawn.outcome["numbers"])
+        game = client.mega_fire_blaze_bonus(
+            profile=PROFILE, fire_numbers_index=drawn.receipt.index, request_id="cl-bonus", **ids
+        )
+        assert game.outcome["fire_number_count"] == drawn.outcome["count"]
+        assert game.outcome["segments"][0]["designation"] in ("x2", "x3", "x5", "jackpot")
+        assert game.outcome["segments"][0]["jackpot_tier"] in (
+            "",
+            "mini",
+            "minor",
+            "major",
+            "grand",
+        )
+        roll = client.roll_dice(count=3, sides=6, request_id="cl-dice", **ids)
+        assert roll.outcome["total"] == sum(roll.outcome["faces"])
+        dealt = client.shuffle(plan="four_card_poker", players=2, request_id="cl-deal", **ids)
+        assert [h["position"] for h in dealt.outcome["hands"]] == ["player1", "player2", "dealer"]
+        tier = client.jackpot_tier(profile=PROFILE, request_id="cl-jp", **ids)
+        assert tier.outcome["tier"] in ("mini", "minor", "major", "grand")
+        balls = client.multiball(wheel="single_zero", balls=3, request_id="cl-mb", **ids)
+        assert balls.outcome["balls"][0]["color"] in ("red", "black", "green")
+        values = client.uniform(low=1, high=3, count=4, request_id="cl-u", **ids)
+        assert all(1 <= v <= 3 for v in values.outcome["values"])
+        picks = client.weighted(weights=[1, 1], count=4, request_id="cl-w", **ids)
+        assert all(i in (0, 1) for i in picks.outcome["indices"])
+        for result in (drawn, game, roll, dealt, tier, balls, values, picks):
+            verified(svc, result)
+        with pytest.raises(ClientError) as info:
+            client.roll_dice(count=0, sides=6, request_id="cl-bad", **ids)
+        assert info.value.code == "INVALID_ARGUMENT"
