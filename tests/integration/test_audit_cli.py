@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,13 +111,13 @@ def tampered(ex: Exported, name: str, change: Callable[[list[str]], list[str]]) 
     return path
 
 
-def header(lines: list[str]) -> dict[str, object]:
-    result: dict[str, object] = json.loads(lines[0])
+def header(lines: list[str]) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(lines[0])
     return result
 
 
 def first_entry_line(lines: list[str]) -> int:
-    return 1 + int(header(lines)["checkpoints"])  # type: ignore[call-overload]
+    return 1 + int(header(lines)["checkpoints"])
 
 
 def entry_line(index: int, data: bytes, *, leaf: bytes | None = None) -> str:
@@ -158,7 +159,7 @@ def test_untouched_exports_verify(exported: Exported, capsys: pytest.CaptureFixt
     assert f"OK: {ENTRIES} entries of {exported.origin}" in out
     lines = exported.lines()
     assert header(lines)["tree_size"] == ENTRIES
-    assert int(header(lines)["checkpoints"]) >= 5  # type: ignore[call-overload]
+    assert int(header(lines)["checkpoints"]) >= 5
     code, out = verify(exported, exported.db_export, capsys)
     assert code == 0, out
 
@@ -373,7 +374,7 @@ def test_fork_different_sizes_not_consistent(
 ) -> None:
     def change(lines: list[str]) -> list[str]:
         head = header(lines)
-        head["checkpoints"] = int(head["checkpoints"]) + 1  # type: ignore[call-overload]
+        head["checkpoints"] = int(head["checkpoints"]) + 1
         forged = checkpoint_line(signed_checkpoint(exported, 30, b"\x24" * 32))
         return [json.dumps(head) + "\n", forged, *lines[1:]]
 

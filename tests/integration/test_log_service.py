@@ -66,7 +66,7 @@ def all_leaf_hashes(running: Running) -> list[bytes]:
 def code_and_details(call: object) -> tuple[grpc.StatusCode, str]:
     with pytest.raises(grpc.RpcError) as info:
         call()  # type: ignore[operator]
-    return info.value.code(), info.value.details()
+    return info.value.code(), info.value.details() or ""
 
 
 @pytest.fixture
@@ -268,7 +268,7 @@ def test_every_signed_checkpoint_is_consistent_with_every_other(tmp_path: Path) 
         stored = running.log.GetCheckpoints(log_pb2.GetCheckpointsRequest()).checkpoints
         assert len(stored) >= 4
         notes.extend(c.note for c in stored)
-        heads = {}
+        heads: dict[int, bytes] = {}
         for note in notes:
             checkpoint, _ = open_checkpoint(note.encode(), [key])
             assert heads.setdefault(checkpoint.size, checkpoint.root_hash) == checkpoint.root_hash
