@@ -63,6 +63,7 @@ __all__ = [
     "BATCH_WHEELS",
     "DEFAULT_CHUNK_SIZE",
     "MAX_BATCH",
+    "MAX_CHUNKS",
     "MAX_STREAM",
     "EntryReader",
     "OutcomeServicer",
@@ -77,6 +78,8 @@ MAX_BATCH = 100_000
 MAX_STREAM = 10_000_000
 #: Outcomes per StreamBatch chunk when the request leaves chunk_size at 0.
 DEFAULT_CHUNK_SIZE = 10_000
+#: Most chunks (log entries) in one StreamBatch call.
+MAX_CHUNKS = 1_000
 #: Wheels a batch spins: no void-and-respin, so one randbelow(size) per spin.
 BATCH_WHEELS = (roulette.WheelType.SINGLE_ZERO, roulette.WheelType.DOUBLE_ZERO)
 
@@ -88,9 +91,12 @@ class EntryReader(Protocol):
     def entries(self, start: int, end: int) -> list[EntryRecord]: ...
 
 
-def _recorder(draw: Callable[[RandomSource, Any], Any], params: Any) -> Callable[
-    [RandomSource], Mapping[str, JsonValue]
-]:  # fmt: skip
+_Draw = Callable[[RandomSource], Mapping[str, JsonValue]]
+
+
+def _recorder(draw: Callable[[RandomSource, Any], Any], params: Any) -> _Draw:
+    """The appender's draw: the pure outcome function on ``params``, as its log record."""
+
     def run(src: RandomSource) -> Mapping[str, JsonValue]:
         record: Mapping[str, JsonValue] = draw(src, params).to_record()
         return record
@@ -214,7 +220,7 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
         *,
         kind: str,
         params: Mapping[str, JsonValue],
-        draw: Callable[[RandomSource], Mapping[str, JsonValue]],
+        draw: _Draw,
         profile_sha256: str = "",
         request_id: str | None = None,
     ) -> AppendResult:
@@ -504,7 +510,8 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
     ) -> None:
         ids = request_ids(request.context, request.HasField("context"))
         total = count_in(request.count, "count", 1, MAX_STREAM)
-        size = count_in(request.chunk_size or DEFAULT_CHUNK_SIZE, "chunk_size", 1, MAX_BATCH)
+        fewest = max(1, -(-total // MAX_CHUNKS))  # at most MAX_CHUNKS entries per call
+        size = count_in(request.chunk_size or DEFAULT_CHUNK_SIZE, "chunk_size", fewest, MAX_BATCH)
         batch = _batch_from_proto(request)
         chunks = -(-total // size)
         for chunk in range(chunks):

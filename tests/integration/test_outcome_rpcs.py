@@ -613,6 +613,15 @@ def test_bad_input_is_invalid_argument_naming_the_field_and_logs_nothing(
             "chunk_size",
         ),
         (outcomes_pb2.StreamBatchRequest(context=C, count=10), "kind"),
+        (
+            outcomes_pb2.StreamBatchRequest(
+                context=C,
+                count=100_000,
+                chunk_size=99,  # 1,011 chunks: more than 1,000 entries for one call
+                uniform=outcomes_pb2.UniformBatch(low=1, high=6),
+            ),
+            "chunk_size",
+        ),
     ],
 )
 def test_bad_stream_request_is_invalid_argument_and_logs_nothing(
