@@ -24,13 +24,17 @@ no service: the ``rng-audit`` command does the I/O.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
+import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, NoReturn
 
 from rng_service.audit.export import ExportReader
 from rng_service.errors import IntegrityError, InvalidArgument
-from rng_service.log.entry import EntryFormatError, LogEntry
+from rng_service.log.entry import EntryFormatError
 from rng_service.log.merkle import (
     EMPTY_ROOT,
     LEAF_PREFIX,
@@ -53,6 +57,7 @@ __all__ = [
     "ExportReport",
     "VerificationFailure",
     "VerifiedHead",
+    "canonical_entry_index",
     "check_receipt_against_export",
     "check_receipt_against_head",
     "open_head",
@@ -113,6 +118,113 @@ def open_head(
     return VerifiedHead(source=source, checkpoint=checkpoint, key_names=opened.key_names)
 
 
+class _NotCanonical(ValueError):
+    pass
+
+
+def _reject_float(text: str) -> NoReturn:
+    raise _NotCanonical(f"number {text} is not an integer")
+
+
+def _reject_constant(text: str) -> NoReturn:
+    raise _NotCanonical(f"{text} is not JSON")
+
+
+def _safe_int(text: str) -> int:
+    value = int(text)
+    if not -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+        raise _NotCanonical(f"integer {text} is outside +-(2^53-1)")
+    return value
+
+
+def _ascii_keys(obj: dict[str, Any]) -> dict[str, Any]:
+    for key in obj:
+        if not key.isascii():
+            raise _NotCanonical(f"object key {key!r} is not ASCII")
+    return obj
+
+
+_MAX_SAFE_INT = 2**53 - 1
+# The C scanner calls parse_float and parse_constant only for floats and NaN/Infinity, so they
+# cost nothing on a valid entry; object keys are checked (slower) only when the bytes are not
+# all ASCII.
+_DECODER = json.JSONDecoder(
+    parse_float=_reject_float, parse_int=_safe_int, parse_constant=_reject_constant
+)
+_NON_ASCII_DECODER = json.JSONDecoder(
+    parse_float=_reject_float,
+    parse_int=_safe_int,
+    parse_constant=_reject_constant,
+    object_hook=_ascii_keys,
+)
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+_ENTRY_FIELDS: dict[str, type] = {
+    "v": int, "index": int, "time": str, "kind": str, "params": dict, "outcome": dict,
+    "client": str, "table_id": str, "round_id": str, "session_id": str, "request_id": str,
+    "profile_sha256": str, "generator": dict,
+}  # fmt: skip
+_GENERATOR_FIELDS: dict[str, type] = {"instance": str, "epoch": int, "lab_mode": bool}
+_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+
+
+def _check_time(t: str) -> None:
+    """RFC 3339 UTC with six fractional digits, a real date and time; else ValueError."""
+    if _TIME.fullmatch(t) is None:
+        raise ValueError(t)
+    datetime.datetime(
+        int(t[0:4]), int(t[5:7]), int(t[8:10]), int(t[11:13]), int(t[14:16]), int(t[17:19])
+    )
+
+
+def canonical_entry_index(data: bytes) -> int:
+    """The ``index`` of canonical entry bytes (format version 1, docs/log-format.md).
+
+    Accepts what :meth:`rng_service.log.entry.LogEntry.decode` accepts (a test holds the two
+    together; only the time's fraction is checked more strictly here) at a third of its cost:
+    RFC 8785 canonical JSON restricted to integers below
+    2^53, no floats, ASCII object keys; the version 1 fields with their JSON types; the time
+    as RFC 3339 UTC with six fractional digits. Raises :class:`EntryFormatError`.
+    """
+    try:
+        text = data.decode("utf-8")
+        record = (_DECODER if data.isascii() else _NON_ASCII_DECODER).decode(text)
+    except UnicodeDecodeError as e:
+        raise EntryFormatError(f"entry is not UTF-8 JSON: {e}") from e
+    except ValueError as e:
+        raise EntryFormatError(f"entry is not restricted canonical JSON: {e}") from e
+    if type(record) is not dict:
+        raise EntryFormatError("entry is not a JSON object")
+    if record.get("v") != 1 or type(record["v"]) is not int:
+        raise EntryFormatError(f"unknown entry format version {record.get('v')!r} (known: 1)")
+    if record.keys() != _ENTRY_FIELDS.keys():
+        missing = sorted(_ENTRY_FIELDS.keys() - record.keys())
+        extra = sorted(record.keys() - _ENTRY_FIELDS.keys())
+        raise EntryFormatError(f"entry fields wrong: missing {missing}, unexpected {extra}")
+    for key, kind in _ENTRY_FIELDS.items():
+        if type(record[key]) is not kind:
+            raise EntryFormatError(f"entry field {key!r} must be {kind.__name__}")
+    generator = record["generator"]
+    for key, kind in _GENERATOR_FIELDS.items():
+        if type(generator.get(key)) is not kind:
+            raise EntryFormatError(f"entry field 'generator.{key}' must be {kind.__name__}")
+    try:
+        _check_time(record["time"])
+    except ValueError as e:
+        raise EntryFormatError(
+            f"entry time {record['time']!r} is not RFC 3339 with 6 digits"
+        ) from e
+    try:
+        encoded = _ENCODER.encode(record).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise EntryFormatError(f"string is not valid Unicode: {e}") from e
+    if encoded != data:
+        raise EntryFormatError("entry bytes are not in canonical form")
+    index: int = record["index"]
+    return index
+
+
 def _fold(stack: Sequence[tuple[int, bytes]]) -> bytes:
     if not stack:
         return EMPTY_ROOT
@@ -129,8 +241,13 @@ def verify_export(
     kept: Sequence[tuple[str, str | bytes]] = (),
     want_sizes: Iterable[int] = (),
     want_indices: Iterable[int] = (),
+    check_entries: bool = True,
 ) -> ExportReport:
     """Verifies a whole export (see the module docstring) with the given verifier keys.
+
+    ``check_entries=False`` skips decoding each entry (canonical form, fields, its own index),
+    about half the cost: every change is still caught by the leaf hashes, the tree and the
+    signatures, but is then located only between two checkpoints.
 
     ``kept``: (source name, signed note) of checkpoints the auditor kept from earlier; they must
     be consistent with the export too (a truncated or forked export fails against them).
@@ -223,7 +340,7 @@ def verify_export(
                 index=position,
             )
         try:
-            decoded_index = LogEntry.decode(item.data).index
+            decoded_index = canonical_entry_index(item.data) if check_entries else position
         except EntryFormatError as e:
             raise VerificationFailure(
                 f"{where}: not a canonical entry ({e}): the entry was changed", index=position

@@ -13,6 +13,7 @@ import base64
 import io
 import json
 import random
+import re
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -217,3 +218,57 @@ def test_receipt_against_export_and_head() -> None:
             consistency_proof=merkle.consistency_proof(LEAVES, 9),
             inclusion_proof=merkle.inclusion_proof(LEAVES, 5),
         )  # fmt: skip
+
+
+def _entry_mutations(rng: random.Random) -> list[bytes]:
+    base = DATA[7]
+    out = [
+        base,
+        base.replace(b'"index":7', b'"index":7.0'),
+        base.replace(b'"index":7', b'"index":9007199254740992'),
+        base.replace(b'"index":7', b'"index":true'),
+        base.replace(b'"kind":', b'"kind" :'),
+        base.replace(b'"client":"default"', b'"client":"d\\u0065fault"'),
+        base.replace(b'"client":"default"', b'"client":"d\xc3\xa9fault"'),
+        base.replace(b'{"client"', b'{"cli\xc3\xa9nt":1,"client"'),
+        base.replace(b'"epoch":0', b'"epoch":false'),
+        base.replace(b"T00:00:00", b"T24:00:00"),
+        base.replace(b"2026-01-01", b"2026-02-30"),
+        base.replace(b',"v":1', b',"v":2'),
+        base.replace(b',"v":1', b""),
+        b"[" + base + b"]",
+        base + b" ",
+        b"\xff" + base,
+        base.replace(b'"params":{', b'"params":{"x":NaN,'),
+    ]
+    for _ in range(300):
+        data = bytearray(base)
+        data[rng.randrange(len(data))] = rng.randrange(32, 127)
+        out.append(bytes(data))
+    return out
+
+
+def test_canonical_entry_index_agrees_with_log_entry_decode() -> None:
+    from rng_service.audit.verify import canonical_entry_index
+    from rng_service.log.entry import EntryFormatError
+
+    assert b"T00:00:00" in DATA[7]
+    assert b"2026-01-01" in DATA[7]
+    accepted = 0
+    for data in _entry_mutations(random.Random(8785)):
+        try:
+            expected: int | None = LogEntry.decode(data).index
+        except EntryFormatError:
+            expected = None
+        try:
+            got: int | None = canonical_entry_index(data)
+        except EntryFormatError:
+            got = None
+        if got != expected:
+            # The one known difference: LogEntry.decode does not check the time's "." and
+            # fraction digits (reported); the verifier is stricter there, never laxer.
+            assert got is None, data
+            time_text = json.loads(data)["time"]
+            assert not re.fullmatch(r"[0-9T:-]{19}\.[0-9]{6}Z", time_text), data
+        accepted += got is not None
+    assert 2 <= accepted < 100  # both outcomes were exercised
