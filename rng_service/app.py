@@ -13,7 +13,9 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from grpc_health.v1._async import HealthServicer
@@ -53,6 +55,22 @@ class StartupError(Exception):
 class Endpoints:
     grpc_port: int
     metrics_port: int | None
+
+
+def _signer_from(path: Path, name: str, passphrase_env: str, *, setting: str) -> Ed25519NoteSigner:
+    """A checkpoint signer from a private key file; errors name ``setting`` (the key file's)."""
+    passphrase: bytes | None = None
+    if passphrase_env:
+        value = os.environ.get(passphrase_env)
+        if value is None:
+            env_setting = setting.removesuffix("_file") + "_passphrase_env"
+            raise StartupError(f"{env_setting}: environment variable {passphrase_env} is not set")
+        passphrase = value.encode("utf-8")
+    try:
+        key = load_private_key(path, passphrase)
+    except RngServiceError as e:
+        raise StartupError(f"{setting}: {e}") from e
+    return Ed25519NoteSigner(name, key)
 
 
 class Service:
@@ -96,29 +114,32 @@ class Service:
 
     def _load_signer(self) -> Ed25519NoteSigner:
         cfg = self.config.log
-        passphrase: bytes | None = None
-        if cfg.key_passphrase_env:
-            value = os.environ.get(cfg.key_passphrase_env)
-            if value is None:
-                raise StartupError(
-                    f"log.key_passphrase_env: environment variable {cfg.key_passphrase_env} "
-                    "is not set"
-                )
-            passphrase = value.encode("utf-8")
-        try:
-            key = load_private_key(cfg.key_file, passphrase)
-        except RngServiceError as e:
-            raise StartupError(f"log.key_file: {e}") from e
-        return Ed25519NoteSigner(cfg.key_name, key)
+        return _signer_from(
+            cfg.key_file, cfg.key_name, cfg.key_passphrase_env, setting="log.key_file"
+        )
 
-    def _load_retired_keys(self, signer: Ed25519NoteSigner) -> list[NoteVerifier]:
+    def _load_cosigners(self) -> list[Ed25519NoteSigner]:
+        """The co-signing key of a key rotation's overlap window, if configured."""
+        cfg = self.config.log
+        if not cfg.cosign_key_file:
+            return []
+        path = cfg.key_file.parent / cfg.cosign_key_file
+        return [
+            _signer_from(
+                path, cfg.cosign_key_name, cfg.cosign_key_passphrase_env,
+                setting="log.cosign_key_file",
+            )
+        ]  # fmt: skip
+
+    def _load_retired_keys(self, active: Sequence[Ed25519NoteSigner]) -> list[NoteVerifier]:
         """Retired signing keys that stay published after a rotation (docs/auditing.md)."""
         cfg = self.config.log
         try:
             verifiers = load_verifier_keys(cfg.retired_key_items(), base_dir=cfg.key_file.parent)
         except RngServiceError as e:
             raise StartupError(f"log.retired_keys: {e}") from e
-        return list(dict.fromkeys(v for v in verifiers if v != signer.verifier()))
+        signing = {s.verifier() for s in active}
+        return list(dict.fromkeys(v for v in verifiers if v not in signing))
 
     def _load_profiles(self) -> ProfileRegistry:
         """The shipped game profiles, validated once; they never change while serving."""
@@ -130,7 +151,8 @@ class Service:
     async def start(self) -> Endpoints:
         cfg = self.config
         signer = self._load_signer()
-        retired = self._load_retired_keys(signer)
+        cosigners = self._load_cosigners()
+        retired = self._load_retired_keys([signer, *cosigners])
         profiles = self._load_profiles()
         storage = self._open_storage()
         self._storage = storage
@@ -156,6 +178,7 @@ class Service:
             tree=tree,
             generator=generator,
             signer=signer,
+            cosigners=cosigners,
             origin=cfg.log.origin,
             clock=self.clock,
             publish_interval_seconds=cfg.log.publish_interval_seconds,
@@ -174,9 +197,10 @@ class Service:
                 name=v.name,
                 public_key=v.public_key.public_bytes_raw(),
                 verifier_key=v.verifier_key(),
-                active=v == signer.verifier(),
+                active=i == 0,
+                cosigning=1 <= i <= len(cosigners),
             )
-            for v in [signer.verifier(), *retired]
+            for i, v in enumerate([signer.verifier(), *(c.verifier() for c in cosigners), *retired])
         ]
         self._server = build_server(
             outcome=OutcomeServicer(

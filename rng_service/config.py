@@ -118,6 +118,12 @@ class LogSettings:
     #: of signed-note verifier keys (``<name>+<key id>+<base64>``) and/or ``.vkey`` files
     #: (relative paths are relative to the directory of ``key_file``). docs/auditing.md.
     retired_keys: str = ""
+    #: During a key rotation's overlap window: a second Ed25519 private key (PEM) that co-signs
+    #: every checkpoint beside ``key_file`` ("" = none; relative to the directory of
+    #: ``key_file``), its signed-note key name, and its passphrase variable ("" = unencrypted).
+    cosign_key_file: str = ""
+    cosign_key_name: str = ""
+    cosign_key_passphrase_env: str = ""
     #: Seconds between stored ("published") checkpoints while entries are appended.
     publish_interval_seconds: float = 10.0
     #: Most requests committed in one group (one transaction, one signature).
@@ -146,6 +152,17 @@ class LogSettings:
             "log.retired_keys",
             "comma-separated verifier keys or .vkey file paths, without empty items",
             self.retired_keys,
+        )
+        _require(
+            not self.cosign_key_file
+            or (
+                bool(self.cosign_key_name)
+                and self.cosign_key_name.isprintable()
+                and not any(c in self.cosign_key_name for c in " +")
+            ),
+            "log.cosign_key_name",
+            "a non-empty name without spaces or '+' when log.cosign_key_file is set",
+            self.cosign_key_name,
         )
         _require(
             0.1 <= self.publish_interval_seconds <= 86400,

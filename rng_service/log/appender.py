@@ -12,7 +12,8 @@ waiting, and for the whole group, in one pass:
    section 2.1 tree, ``rng_service.log.tree``), storing the group's checkpoint as a published
    checkpoint when the publication interval has passed;
 4. signs one C2SP checkpoint for the group (Ed25519 signatures are deterministic, so the same
-   tree size always yields the same note) and computes each entry's inclusion proof;
+   tree size always yields the same note), with the active key and any co-signing key of a
+   key rotation's overlap window, and computes each entry's inclusion proof;
 5. only then resolves the futures. Nothing is returned that is not durable: if the transaction
    fails, every new outcome of the group fails with StorageUnavailable and is never shown.
 
@@ -142,6 +143,7 @@ class Appender:
         tree: MerkleTree,
         generator: GeneratorLike,
         signer: NoteSigner,
+        cosigners: Sequence[NoteSigner] = (),
         origin: str,
         clock: Clock,
         publish_interval_seconds: float = 10.0,
@@ -152,7 +154,9 @@ class Appender:
         self._storage = storage
         self._tree = tree
         self._generator = generator
-        self._signer = signer
+        # The active key first, then keys co-signing during a rotation overlap (C2SP signed
+        # notes carry several signatures; verifiers need to know only one of the keys).
+        self._signers = [signer, *cosigners]
         self._origin = origin
         self._clock = clock
         self._publish_interval = publish_interval_seconds
@@ -217,7 +221,7 @@ class Appender:
         root = self._tree.root(size)
         body = Checkpoint(origin=self._origin, size=size, root_hash=root).body()
         with self._sign_lock:
-            note = sign_note(body, [self._signer]).decode("utf-8")
+            note = sign_note(body, self._signers).decode("utf-8")
         self._note_cache = (size, note)
         return note
 
@@ -378,7 +382,7 @@ class Appender:
                 if publish:
                     body = Checkpoint(origin=self._origin, size=size, root_hash=pending.root).body()
                     with self._sign_lock:
-                        note = sign_note(body, [self._signer]).decode("utf-8")
+                        note = sign_note(body, self._signers).decode("utf-8")
                     checkpoint = CheckpointRecord(
                         size=size, timestamp_ns=self._clock.now_ns(), note=note.encode("utf-8")
                     )

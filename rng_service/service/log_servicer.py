@@ -41,6 +41,7 @@ class PublicKeyInfo:
     public_key: bytes
     verifier_key: str
     active: bool
+    cosigning: bool = False
 
 
 class TreeReader(Protocol):
@@ -113,6 +114,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
                     public_key=k.public_key,
                     verifier_key=k.verifier_key,
                     active=k.active,
+                    cosigning=k.cosigning,
                 )
                 for k in self._keys
             ]

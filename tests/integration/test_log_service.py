@@ -19,6 +19,7 @@ import pytest
 from rng_service._proto.rng.v1 import log_pb2
 from rng_service.app import Service, StartupError
 from rng_service.clock import FakeClock
+from rng_service.config import ConfigError
 from rng_service.errors import IntegrityError
 from rng_service.log import merkle
 from rng_service.log.keys import generate_key_pair, load_signer
@@ -340,7 +341,7 @@ def test_key_rotation_across_a_restart(tmp_path: Path) -> None:
 
 def test_bad_retired_key_stops_start_up(tmp_path: Path) -> None:
     config = make_config(tmp_path, RNG_SERVICE__LOG__RETIRED_KEYS="missing.vkey")
-    with pytest.raises(StartupError, match=r"log.retired_keys: .*missing.vkey"):
+    with pytest.raises(StartupError, match=r"log\.retired_keys: .*missing\.vkey"):
         asyncio.run(Service(config).start())
 
 
@@ -362,3 +363,57 @@ def test_refuses_to_start_on_a_store_that_forks_from_its_published_checkpoint(
     with pytest.raises(IntegrityError, match="refusing to sign a fork"):
         asyncio.run(service.start())
     asyncio.run(service.stop(0))
+
+
+def test_rotation_with_a_co_signing_overlap_window(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    old_key = key_of(config.log.key_file)
+    generate_key_pair(tmp_path / "next.pem", name="test-log-next")
+    new_key = key_of(tmp_path / "next.pem")
+    # Overlap: the old key stays active, the new one co-signs every new checkpoint.
+    overlap = make_config(
+        tmp_path,
+        RNG_SERVICE__LOG__COSIGN_KEY_FILE="next.pem",
+        RNG_SERVICE__LOG__COSIGN_KEY_NAME="test-log-next",
+    )
+    running = start(overlap)
+    try:
+        keys = running.log.GetPublicKeys(log_pb2.GetPublicKeysRequest()).keys
+        assert [(k.verifier_key, k.active, k.cosigning) for k in keys] == [
+            (old_key.verifier_key(), True, False),
+            (new_key.verifier_key(), False, True),
+        ]
+        receipt = receipt_of(running.spin("overlap0"))
+        assert verify_receipt(receipt, [old_key]).key_names == ("test-log",)
+        assert verify_receipt(receipt, [new_key]).key_names == ("test-log-next",)
+        published = running.log.PublishCheckpoint(log_pb2.PublishCheckpointRequest())
+        _, opened = open_checkpoint(published.note.encode(), [old_key, new_key])
+        assert opened.key_names == ("test-log", "test-log-next")
+    finally:
+        running.stop()
+    # End of the overlap: the new key is active, the old one retired.
+    rotated = make_config(
+        tmp_path,
+        RNG_SERVICE__LOG__KEY_FILE=str(tmp_path / "next.pem"),
+        RNG_SERVICE__LOG__KEY_NAME="test-log-next",
+        RNG_SERVICE__LOG__RETIRED_KEYS=old_key.verifier_key(),
+    )
+    running = start(rotated)
+    try:
+        keys = running.log.GetPublicKeys(log_pb2.GetPublicKeysRequest()).keys
+        assert [(k.name, k.active, k.cosigning) for k in keys] == [
+            ("test-log-next", True, False),
+            ("test-log", False, False),
+        ]
+        assert verify_receipt(receipt, [new_key]).checkpoint.size == 1
+        later = receipt_of(running.spin("after0"))
+        assert verify_receipt(later, [new_key]).key_names == ("test-log-next",)
+        with pytest.raises(UnverifiedNote):
+            verify_receipt(later, [old_key])
+    finally:
+        running.stop()
+
+
+def test_cosign_key_needs_a_name(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"log\.cosign_key_name"):
+        make_config(tmp_path, RNG_SERVICE__LOG__COSIGN_KEY_FILE="next.pem")
