@@ -1,9 +1,10 @@
 """Storage drivers under test and record builders. The conformance suite runs once per entry of
 :data:`DRIVERS`.
 
-A PostgreSQL driver is added as one more :class:`Driver` (with ``marks=pytest.mark.postgres``
-on its param), giving ``open`` a connection to the throwaway cluster and ``failing_commits`` a
-session that holds a conflicting lock.
+The PostgreSQL driver (marked ``postgres``) opens a database of the session's throwaway cluster
+(``tests/postgres_cluster.py``), one per test directory, dropped after the test; its
+``failing_commits`` is another session holding an exclusive lock on the log tables, so that the
+append times out on its lock (``lock_timeout``) and fails.
 """
 
 from __future__ import annotations
@@ -15,9 +16,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
+import pytest
+
 from rng_service.storage.base import EntryRecord, LogStorage, NodeRecord
 from rng_service.storage.memory import MemoryStorage
+from rng_service.storage.postgres import PostgresStorage
 from rng_service.storage.sqlite import SqliteStorage
+from tests import postgres_cluster
 
 FailingCommits = Callable[[LogStorage, Path], contextlib.AbstractContextManager[None]]
 
@@ -30,6 +36,11 @@ class Driver:
     persistent: bool
     failing_commits: FailingCommits
     """Context in which every write of the store fails at the storage level."""
+    marks: tuple[pytest.MarkDecorator, ...] = ()
+    needs_postgres: bool = False
+    """Its tests need the ``postgres_cluster`` session fixture."""
+    cleanup: Callable[[Path], None] = lambda _: None
+    """Removes what ``open`` made for the directory, after the test."""
 
 
 @contextlib.contextmanager
@@ -55,9 +66,38 @@ def _sqlite_failing(_: LogStorage, directory: Path) -> Iterator[None]:
         other.close()
 
 
+def _open_postgres(directory: Path) -> LogStorage:
+    cluster = postgres_cluster.current()
+    return PostgresStorage(cluster.dsn(cluster.database_for(directory)), lock_timeout_ms=50)
+
+
+@contextlib.contextmanager
+def _postgres_failing(_: LogStorage, directory: Path) -> Iterator[None]:
+    cluster = postgres_cluster.current()
+    with psycopg.connect(cluster.dsn(cluster.database_for(directory))) as other:
+        other.execute("LOCK TABLE log_head, entries, nodes, checkpoints IN EXCLUSIVE MODE")
+        try:
+            yield
+        finally:
+            other.rollback()
+
+
+def _drop_postgres(directory: Path) -> None:
+    postgres_cluster.current().drop_database_for(directory)
+
+
 DRIVERS = [
     Driver("memory", lambda _: MemoryStorage(), persistent=False, failing_commits=_memory_failing),
     Driver("sqlite", _open_sqlite, persistent=True, failing_commits=_sqlite_failing),
+    Driver(
+        "postgres",
+        _open_postgres,
+        persistent=True,
+        failing_commits=_postgres_failing,
+        marks=(pytest.mark.postgres,),
+        needs_postgres=True,
+        cleanup=_drop_postgres,
+    ),
 ]
 
 

@@ -1,0 +1,691 @@
+"""PostgreSQL driver of :class:`~rng_service.storage.base.LogStorage` (psycopg 3).
+
+Owns the PostgreSQL schema, its versioned migrations (:data:`MIGRATIONS`; the version is kept in
+the ``meta`` table, every applied step in ``schema_migrations``), the durability settings of its
+sessions and the reconnect logic. It follows the same contract as the SQLite driver (the storage
+conformance suite runs against memory, SQLite and PostgreSQL):
+
+- ``append`` is one ``READ COMMITTED`` transaction with ``synchronous_commit = on`` (a returned
+  append has been flushed to the WAL on disk, and to a synchronous standby when the server has
+  ``synchronous_standby_names``). It first locks the single row of ``log_head``
+  (``SELECT ... FOR UPDATE``), which holds the tree size, and only then compares the batch with
+  that size: two writers, in one process or in several, are serialised on that row, and the
+  later one sees the size the earlier one committed and gets :class:`SequenceConflict`. Entry
+  index, ``(client_id, request_id)`` and node coordinates are also enforced by constraints:
+  ``entries_request`` -> :class:`DuplicateRequest`, ``nodes_pkey`` or ``entries_pkey`` ->
+  :class:`SequenceConflict`. Any other database or connection failure rolls the transaction back
+  and raises :class:`~rng_service.errors.StorageUnavailable`.
+- Connections are kept in a small pool, one per concurrent caller (readers never share a
+  connection with the writer; each read is one autocommit statement and sees only committed
+  transactions). A connection that breaks is dropped together with the idle ones (after a server
+  restart they are all dead), and the next call connects again: the store recovers by itself
+  when the server is back. A reused connection found broken before anything could have been
+  committed (reads, or a write before its ``COMMIT``) is retried once on a new connection, so a
+  server restart while the service is idle costs no failed call. A connection lost during
+  ``COMMIT`` is never retried: the message says the outcome is unknown.
+- Writes wait at most ``lock_timeout_ms`` for a lock held by another session, then fail with
+  StorageUnavailable rather than hang.
+- The schema lives in the first schema of the session's ``search_path`` (``public`` unless the
+  connection string sets ``options=-csearch_path=...``). Opening an empty schema creates the log
+  (all migrations); a log of an older version is migrated only when ``migrate=True`` is given;
+  a newer version, or tables that are not an rng-service log, are refused
+  (:class:`SchemaVersionMismatch`), never changed.
+
+Plain SQL throughout, except three PostgreSQL-specific pieces: ``pg_advisory_xact_lock`` (so
+that two processes opening an empty database do not both create the schema; there is no table
+to lock yet), ``set_config`` for the session settings (``SET`` takes no bind parameters), and
+``unnest`` of array parameters (node coordinates and request ids looked up in one query).
+
+Entry bytes, node hashes (RFC 6962 section 2.1 complete subtrees) and checkpoint notes (C2SP
+tlog-checkpoint) are opaque here; ``rng_service.log`` interprets them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import psycopg
+import psycopg.conninfo
+import psycopg.errors
+from psycopg import sql
+
+from rng_service.errors import InvalidArgument, StorageUnavailable
+from rng_service.storage.base import (
+    CheckpointRecord,
+    DuplicateRequest,
+    EntryRecord,
+    NodeRecord,
+    SchemaVersionMismatch,
+    SequenceConflict,
+    check_append_batch,
+    check_entry_range,
+    check_limit,
+    check_meta_key,
+)
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "PostgresStorage"]
+
+T = TypeVar("T")
+_Query = str | sql.SQL | sql.Composed
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step: ``statements`` bring a database from ``version - 1`` to ``version``."""
+
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "log entries, Merkle nodes, checkpoints, meta and the log head",
+        (
+            """CREATE TABLE schema_migrations (
+                version     INTEGER     PRIMARY KEY,
+                description TEXT        NOT NULL,
+                applied_at  TIMESTAMPTZ NOT NULL DEFAULT now()
+            )""",
+            """CREATE TABLE meta (
+                key   TEXT  PRIMARY KEY,
+                value BYTEA NOT NULL
+            )""",
+            """CREATE TABLE log_head (
+                singleton BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (singleton),
+                tree_size BIGINT  NOT NULL CHECK (tree_size >= 0)
+            )""",
+            "INSERT INTO log_head (singleton, tree_size) VALUES (TRUE, 0)",
+            """CREATE TABLE entries (
+                idx            BIGINT NOT NULL,
+                data           BYTEA  NOT NULL,
+                leaf_hash      BYTEA  NOT NULL,
+                client_id      TEXT   NOT NULL,
+                request_id     TEXT   NOT NULL,
+                request_digest BYTEA  NOT NULL,
+                kind           TEXT   NOT NULL,
+                table_id       TEXT   NOT NULL,
+                round_id       TEXT   NOT NULL,
+                session_id     TEXT   NOT NULL,
+                timestamp_ns   BIGINT NOT NULL,
+                commit_size    BIGINT NOT NULL,
+                CONSTRAINT entries_pkey PRIMARY KEY (idx),
+                CONSTRAINT entries_request UNIQUE (client_id, request_id)
+            )""",
+            "CREATE INDEX entries_leaf_hash ON entries (leaf_hash)",
+            "CREATE INDEX entries_table ON entries (table_id)",
+            "CREATE INDEX entries_round ON entries (round_id)",
+            "CREATE INDEX entries_session ON entries (session_id)",
+            "CREATE INDEX entries_timestamp ON entries (timestamp_ns)",
+            """CREATE TABLE nodes (
+                level INTEGER NOT NULL,
+                idx   BIGINT  NOT NULL,
+                hash  BYTEA   NOT NULL,
+                CONSTRAINT nodes_pkey PRIMARY KEY (level, idx)
+            )""",
+            """CREATE TABLE checkpoints (
+                id           BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                size         BIGINT NOT NULL,
+                timestamp_ns BIGINT NOT NULL,
+                note         BYTEA  NOT NULL
+            )""",
+            "CREATE INDEX checkpoints_size ON checkpoints (size, timestamp_ns)",
+            "CREATE INDEX checkpoints_timestamp ON checkpoints (timestamp_ns)",
+        ),
+    ),
+)
+"""Every schema step, oldest first; a new schema version is a new entry here, never an edit."""
+
+SCHEMA_VERSION = MIGRATIONS[-1].version
+"""The version this build reads and writes."""
+
+# Any constant works as long as every process of the service uses the same one.
+_INIT_LOCK_KEY = 0x726E675F6C6F67  # "rng_log"
+
+_SELECT_ENTRIES = (
+    "SELECT idx, data, leaf_hash, client_id, request_id, request_digest, kind, table_id, "
+    "round_id, session_id, timestamp_ns, commit_size FROM entries "
+)
+_INSERT_ENTRY = (
+    "INSERT INTO entries (idx, data, leaf_hash, client_id, request_id, request_digest, kind, "
+    "table_id, round_id, session_id, timestamp_ns, commit_size) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+_INSERT_NODE = "INSERT INTO nodes (level, idx, hash) VALUES (%s, %s, %s)"
+_INSERT_CHECKPOINT = "INSERT INTO checkpoints (size, timestamp_ns, note) VALUES (%s, %s, %s)"
+_MAX_IDLE_CONNECTIONS = 16  # connections kept open for reuse; more are opened on demand
+_LOCATION_KEYS = ("host", "hostaddr", "port", "dbname", "user")
+
+
+def _entry(row: tuple[Any, ...]) -> EntryRecord:
+    return EntryRecord(
+        index=row[0],
+        data=bytes(row[1]),
+        leaf_hash=bytes(row[2]),
+        client_id=row[3],
+        request_id=row[4],
+        request_digest=bytes(row[5]),
+        kind=row[6],
+        table_id=row[7],
+        round_id=row[8],
+        session_id=row[9],
+        timestamp_ns=row[10],
+        commit_size=row[11],
+    )
+
+
+def _checkpoint(row: tuple[Any, ...]) -> CheckpointRecord:
+    return CheckpointRecord(size=row[0], timestamp_ns=row[1], note=bytes(row[2]))
+
+
+def describe_conninfo(conninfo: str) -> str:
+    """``conninfo`` reduced to where it points (host, port, database, user), never a password."""
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(conninfo)
+    except psycopg.Error:
+        return "(unparsable connection string)"
+    shown = [f"{k}={params[k]}" for k in _LOCATION_KEYS if params.get(k) not in (None, "")]
+    return " ".join(shown) if shown else "(libpq defaults)"
+
+
+class PostgresStorage:
+    """A durable log store in a PostgreSQL database; safe to share between threads, and
+    between processes as far as sequencing goes (see the module docstring)."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        password: str | None = None,
+        connect_timeout_seconds: int = 5,
+        lock_timeout_ms: int = 5000,
+        migrate: bool = False,
+    ) -> None:
+        """Connects to the database named by ``conninfo`` (a libpq connection string or URI)
+        and opens the log in it, creating the schema in an empty database.
+
+        ``password``: used unless None (then libpq's own sources apply: the connection string,
+        ``PGPASSWORD``, ``~/.pgpass``). ``connect_timeout_seconds``: libpq ``connect_timeout``
+        for every (re)connection. ``lock_timeout_ms``: how long a write waits for a lock held
+        by another session before failing with StorageUnavailable. ``migrate``: apply pending
+        migrations to a log of an older schema version instead of refusing it.
+
+        Raises StorageUnavailable if the server cannot be reached, SchemaVersionMismatch if the
+        database holds something else, InvalidArgument for a bad parameter.
+        """
+        try:
+            psycopg.conninfo.conninfo_to_dict(conninfo)
+        except psycopg.Error as e:
+            raise InvalidArgument("conninfo", f"not a libpq connection string: {e}") from None
+        if connect_timeout_seconds < 1:
+            raise InvalidArgument(
+                "connect_timeout_seconds", "must be positive", allowed=">= 1 (libpq uses >= 2)"
+            )
+        if lock_timeout_ms < 1:
+            raise InvalidArgument("lock_timeout_ms", "must be positive", allowed=">= 1")
+        self._conninfo = conninfo
+        self._password = password
+        self._connect_timeout = int(connect_timeout_seconds)
+        self._lock_timeout_ms = int(lock_timeout_ms)
+        self._where = describe_conninfo(conninfo)
+        self._lock = threading.Lock()
+        self._idle: list[psycopg.Connection[tuple[Any, ...]]] = []
+        self._closed = False
+        conn = self._connect()
+        try:
+            self._init_schema(conn, migrate=migrate)
+        except BaseException:
+            conn.close()
+            raise
+        self._release(conn)
+
+    def __repr__(self) -> str:
+        return f"PostgresStorage({self._where})"
+
+    # -- connections -----------------------------------------------------------------------
+
+    def _connect(self) -> psycopg.Connection[tuple[Any, ...]]:
+        kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "connect_timeout": self._connect_timeout,
+            "fallback_application_name": "rng-service",
+        }
+        if self._password is not None:
+            kwargs["password"] = self._password
+        try:
+            conn = psycopg.connect(self._conninfo, **kwargs)
+        except psycopg.Error as e:
+            raise StorageUnavailable(
+                f"cannot connect to the PostgreSQL log ({self._where}): {_one_line(e)}"
+            ) from e
+        try:
+            # Explicit, so that neither the server's defaults nor the connection string's
+            # options can weaken durability or change how appends are serialised.
+            conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+            conn.execute(
+                "SELECT set_config('synchronous_commit', 'on', false), "
+                "set_config('lock_timeout', %s, false)",
+                (f"{self._lock_timeout_ms}ms",),
+            )
+        except psycopg.Error as e:
+            conn.close()
+            raise StorageUnavailable(
+                f"cannot set up a session on the PostgreSQL log ({self._where}): {_one_line(e)}"
+            ) from e
+        return conn
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageUnavailable(f"PostgreSQL log ({self._where}) is closed")
+
+    def _acquire(self) -> tuple[psycopg.Connection[tuple[Any, ...]], bool]:
+        """A connection for this caller alone, and whether it was reused from the pool."""
+        with self._lock:
+            self._check_open()
+            if self._idle:
+                return self._idle.pop(), True
+        return self._connect(), False
+
+    def _release(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+        usable = (
+            not conn.closed
+            and not conn.broken
+            and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        )
+        with self._lock:
+            if usable and not self._closed and len(self._idle) < _MAX_IDLE_CONNECTIONS:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def _drop_idle(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def _run(
+        self,
+        what: str,
+        work: Callable[[psycopg.Connection[tuple[Any, ...]]], T],
+        *,
+        write: bool,
+        on_integrity_error: Callable[[psycopg.IntegrityError], Exception] | None = None,
+    ) -> T:
+        """Runs ``work`` on a pooled connection: a write in one transaction, a read as is.
+
+        Translates database errors to the storage errors (see the module docstring) and retries
+        once on a new connection when a reused one turns out to be dead before any commit.
+        """
+        for attempt in (1, 2):
+            conn, reused = self._acquire()
+            committing = False
+            try:
+                if write:
+                    with conn.transaction():
+                        result = work(conn)
+                        committing = True
+                else:
+                    result = work(conn)
+            except psycopg.Error as e:
+                lost = conn.closed or conn.broken
+                self._release(conn)
+                if lost:
+                    self._drop_idle()
+                    if reused and not committing and attempt == 1:
+                        continue
+                if isinstance(e, psycopg.IntegrityError) and on_integrity_error is not None:
+                    raise on_integrity_error(e) from e
+                if committing and lost:
+                    raise StorageUnavailable(
+                        f"PostgreSQL log ({self._where}): connection lost during the commit of "
+                        f"{what}; it may or may not be stored: {_one_line(e)}"
+                    ) from e
+                outcome = " and was rolled back" if write else ""
+                raise StorageUnavailable(
+                    f"PostgreSQL log ({self._where}): {what} failed{outcome}: {_one_line(e)}"
+                ) from e
+            except BaseException:
+                self._release(conn)
+                raise
+            self._release(conn)
+            return result
+        raise AssertionError("unreachable: the second attempt returns or raises")
+
+    def _read(self, what: str, query: _Query, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        def run(conn: psycopg.Connection[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+            return conn.execute(query, params).fetchall()
+
+        return self._run(what, run, write=False)
+
+    # -- schema ----------------------------------------------------------------------------
+
+    def _init_schema(self, conn: psycopg.Connection[tuple[Any, ...]], *, migrate: bool) -> None:
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_INIT_LOCK_KEY,))
+                row = conn.execute("SELECT current_schema()").fetchone()
+                schema = row[0] if row else None
+                if schema is None:
+                    raise StorageUnavailable(
+                        f"PostgreSQL log ({self._where}): no schema of the search_path exists "
+                        "to hold the log; create it or fix options=-csearch_path"
+                    )
+                tables = {
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = %s",
+                        (schema,),
+                    )
+                }
+                found = self._stored_version(conn, schema, tables)
+                target = MIGRATIONS[-1].version
+                if found > target:
+                    raise SchemaVersionMismatch(
+                        f"PostgreSQL log ({self._where}, schema {schema}) has schema version "
+                        f"{found}; this build reads version {target} only. Refusing to open it "
+                        "(use the matching release)"
+                    )
+                if 0 < found < target and not migrate:
+                    raise SchemaVersionMismatch(
+                        f"PostgreSQL log ({self._where}, schema {schema}) has schema version "
+                        f"{found}; this build reads version {target} only. Refusing to open it "
+                        "(back the database up, then open it once with migrations enabled: "
+                        "storage.postgres_migrate = true)"
+                    )
+                for step in MIGRATIONS:
+                    if step.version <= found:
+                        continue
+                    for statement in step.statements:
+                        conn.execute(statement)
+                    conn.execute(
+                        "INSERT INTO schema_migrations (version, description) VALUES (%s, %s)",
+                        (step.version, step.description),
+                    )
+                    conn.execute(
+                        "INSERT INTO meta (key, value) VALUES ('schema_version', %s) "
+                        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        (str(step.version).encode(),),
+                    )
+        except psycopg.Error as e:
+            raise StorageUnavailable(
+                f"cannot open the PostgreSQL log ({self._where}): {_one_line(e)}"
+            ) from e
+
+    def _stored_version(
+        self, conn: psycopg.Connection[tuple[Any, ...]], schema: str, tables: set[str]
+    ) -> int:
+        """0 for an empty schema, else the version in ``meta``; refuses anything else."""
+        if not tables:
+            return 0
+        foreign = SchemaVersionMismatch(
+            f"schema {schema} of the PostgreSQL database ({self._where}) holds tables "
+            f"{sorted(tables)} but not an rng-service log; refusing to open it"
+        )
+        if "meta" not in tables:
+            raise foreign
+        row = conn.execute(
+            sql.SQL("SELECT value FROM {}.meta WHERE key = 'schema_version'").format(
+                sql.Identifier(schema)
+            )
+        ).fetchone()
+        if row is None:
+            raise foreign
+        text = bytes(row[0]).decode(errors="replace")
+        if not text.isdigit():
+            raise SchemaVersionMismatch(
+                f"PostgreSQL log ({self._where}, schema {schema}) has schema version {text!r}, "
+                "which is not a number; refusing to open it"
+            )
+        return int(text)
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def append(
+        self,
+        entries: Sequence[EntryRecord],
+        nodes: Sequence[NodeRecord],
+        checkpoint: CheckpointRecord | None = None,
+    ) -> None:
+        def work(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+            row = conn.execute("SELECT tree_size FROM log_head FOR UPDATE").fetchone()
+            if row is None:
+                raise StorageUnavailable(f"PostgreSQL log ({self._where}): log_head is empty")
+            size: int = row[0]
+            check_append_batch(size, entries)
+            with conn.cursor() as cur:
+                if entries:
+                    cur.executemany(
+                        _INSERT_ENTRY,
+                        [
+                            (
+                                e.index,
+                                e.data,
+                                e.leaf_hash,
+                                e.client_id,
+                                e.request_id,
+                                e.request_digest,
+                                e.kind,
+                                e.table_id,
+                                e.round_id,
+                                e.session_id,
+                                e.timestamp_ns,
+                                e.commit_size,
+                            )
+                            for e in entries
+                        ],
+                    )
+                    cur.execute("UPDATE log_head SET tree_size = %s", (size + len(entries),))
+                if nodes:
+                    cur.executemany(_INSERT_NODE, [(n.level, n.index, n.hash) for n in nodes])
+                if checkpoint is not None:
+                    cur.execute(
+                        _INSERT_CHECKPOINT,
+                        (checkpoint.size, checkpoint.timestamp_ns, checkpoint.note),
+                    )
+
+        def conflict(e: psycopg.IntegrityError) -> Exception:
+            constraint = e.diag.constraint_name
+            if constraint == "entries_request":
+                stored = self._first_stored_request(entries)
+                if stored is not None:
+                    return DuplicateRequest(*stored)
+            if constraint == "nodes_pkey":
+                return SequenceConflict(
+                    f"a Merkle node of the batch is already stored ({_one_line(e)})"
+                )
+            if constraint == "entries_pkey":
+                return SequenceConflict(
+                    f"an entry index of the batch is already stored ({_one_line(e)})"
+                )
+            return StorageUnavailable(
+                f"PostgreSQL log ({self._where}): append rejected: {_one_line(e)}"
+            )
+
+        self._run(
+            f"the append of {len(entries)} entries", work, write=True, on_integrity_error=conflict
+        )
+
+    def _first_stored_request(self, entries: Sequence[EntryRecord]) -> tuple[str, str] | None:
+        """The first ``(client_id, request_id)`` of ``entries``, in batch order, already stored."""
+        rows = self._read(
+            "duplicate lookup",
+            "SELECT b.ord FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS b(c, r, ord) "
+            "JOIN entries AS e ON e.client_id = b.c AND e.request_id = b.r ORDER BY b.ord LIMIT 1",
+            ([e.client_id for e in entries], [e.request_id for e in entries]),
+        )
+        if not rows:
+            return None
+        first = entries[int(rows[0][0]) - 1]
+        return first.client_id, first.request_id
+
+    def _write(self, what: str, query: _Query, params: Sequence[Any]) -> None:
+        def work(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+            conn.execute(query, params)
+
+        self._run(what, work, write=True)
+
+    def add_checkpoint(self, checkpoint: CheckpointRecord) -> None:
+        self._write(
+            "storing a checkpoint",
+            _INSERT_CHECKPOINT,
+            (checkpoint.size, checkpoint.timestamp_ns, checkpoint.note),
+        )
+
+    def set_meta(self, key: str, value: bytes) -> None:
+        check_meta_key(key)
+        self._write(
+            f"setting meta {key!r}",
+            "INSERT INTO meta (key, value) VALUES (%s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, bytes(value)),
+        )
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def tree_size(self) -> int:
+        rows = self._read("reading the tree size", "SELECT tree_size FROM log_head")
+        if not rows:
+            raise StorageUnavailable(f"PostgreSQL log ({self._where}): log_head is empty")
+        size: int = rows[0][0]
+        return size
+
+    def entries(self, start: int, end: int) -> list[EntryRecord]:
+        check_entry_range(start, end)
+        rows = self._read(
+            "reading entries",
+            _SELECT_ENTRIES + "WHERE idx >= %s AND idx < %s ORDER BY idx",
+            (start, end),
+        )
+        return [_entry(r) for r in rows]
+
+    def entries_by_requests(
+        self, client_id: str, request_ids: Sequence[str]
+    ) -> dict[str, EntryRecord]:
+        if not request_ids:
+            return {}
+        rows = self._read(
+            "looking up requests",
+            _SELECT_ENTRIES + "WHERE client_id = %s AND request_id = ANY(%s::text[])",
+            (client_id, list(dict.fromkeys(request_ids))),
+        )
+        return {r[4]: _entry(r) for r in rows}
+
+    def entry_by_request(self, client_id: str, request_id: str) -> EntryRecord | None:
+        rows = self._read(
+            "looking up a request",
+            _SELECT_ENTRIES + "WHERE client_id = %s AND request_id = %s",
+            (client_id, request_id),
+        )
+        return _entry(rows[0]) if rows else None
+
+    def entry_by_leaf_hash(self, leaf_hash: bytes) -> EntryRecord | None:
+        rows = self._read(
+            "looking up a leaf hash",
+            _SELECT_ENTRIES + "WHERE leaf_hash = %s ORDER BY idx LIMIT 1",
+            (leaf_hash,),
+        )
+        return _entry(rows[0]) if rows else None
+
+    def find_entries(
+        self,
+        *,
+        table_id: str | None = None,
+        round_id: str | None = None,
+        session_id: str | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+        limit: int = 1000,
+    ) -> list[EntryRecord]:
+        check_limit(limit)
+        conditions: list[sql.SQL] = []
+        params: list[Any] = []
+        for condition, value in (
+            ("table_id = %s", table_id),
+            ("round_id = %s", round_id),
+            ("session_id = %s", session_id),
+            ("timestamp_ns >= %s", since_ns),
+            ("timestamp_ns < %s", until_ns),
+        ):
+            if value is not None:
+                conditions.append(sql.SQL(condition))
+                params.append(value)
+        params.append(limit)
+        query = sql.SQL("{select} {where} ORDER BY idx LIMIT %s").format(
+            select=sql.SQL(_SELECT_ENTRIES),
+            where=_where(conditions),
+        )
+        return [_entry(r) for r in self._read("searching entries", query, params)]
+
+    def nodes(self, coords: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+        wanted = list(dict.fromkeys(coords))
+        if not wanted:
+            return {}
+        rows = self._read(
+            "reading Merkle nodes",
+            "SELECT n.level, n.idx, n.hash "
+            "FROM unnest(%s::integer[], %s::bigint[]) AS c(level, idx) "
+            "JOIN nodes AS n ON n.level = c.level AND n.idx = c.idx",
+            ([c[0] for c in wanted], [c[1] for c in wanted]),
+        )
+        return {(level, idx): bytes(value) for level, idx, value in rows}
+
+    def latest_checkpoint(self) -> CheckpointRecord | None:
+        rows = self._read(
+            "reading the latest checkpoint",
+            "SELECT size, timestamp_ns, note FROM checkpoints "
+            "ORDER BY size DESC, timestamp_ns DESC, id DESC LIMIT 1",
+        )
+        return _checkpoint(rows[0]) if rows else None
+
+    def checkpoints(
+        self,
+        *,
+        min_size: int | None = None,
+        max_size: int | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+    ) -> list[CheckpointRecord]:
+        conditions: list[sql.SQL] = []
+        params: list[Any] = []
+        for condition, value in (
+            ("size >= %s", min_size),
+            ("size <= %s", max_size),
+            ("timestamp_ns >= %s", since_ns),
+            ("timestamp_ns < %s", until_ns),
+        ):
+            if value is not None:
+                conditions.append(sql.SQL(condition))
+                params.append(value)
+        query = sql.SQL(
+            "SELECT size, timestamp_ns, note FROM checkpoints {where} "
+            "ORDER BY size, timestamp_ns, id"
+        ).format(where=_where(conditions))
+        return [_checkpoint(r) for r in self._read("reading checkpoints", query, params)]
+
+    def get_meta(self, key: str) -> bytes | None:
+        rows = self._read("reading meta", "SELECT value FROM meta WHERE key = %s", (key,))
+        return bytes(rows[0][0]) if rows else None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+
+def _where(conditions: list[sql.SQL]) -> sql.Composable:
+    if not conditions:
+        return sql.SQL("")
+    return sql.SQL("WHERE ") + sql.SQL(" AND ").join(conditions)
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
