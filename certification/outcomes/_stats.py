@@ -1,0 +1,267 @@
+"""Goodness-of-fit primitives shared by the outcome-level tests: chi-square with pooled cells,
+Kolmogorov-Smirnov, and the corrections applied when many tests run at once.
+
+* Chi-square goodness of fit (Knuth, TAOCP vol. 2, 3rd ed., section 3.3.1 B): cells whose
+  expected count is below :data:`MIN_EXPECTED` (5, Knuth's rule of thumb) are pooled, smallest
+  first, until every pooled cell expects at least 5; the degrees of freedom are the pooled
+  cells minus one. The P-value is ``scipy.stats.chi2.sf``.
+* Kolmogorov-Smirnov (Knuth section 3.3.1 C) through ``scipy.stats.kstest``.
+* Holm's step-down procedure (Holm 1979, "A simple sequentially rejective multiple test
+  procedure") controls the family-wise error rate of the whole battery at alpha; the second-
+  level test (SP 800-22 section 4.2.2 in spirit, here a Kolmogorov-Smirnov test of the P-values
+  against U(0, 1)) looks for P-values that are individually fine but not uniform together.
+
+Expected probabilities arrive as exact :class:`fractions.Fraction` values (the outcome modules'
+distribution functions) and are converted to floats only to form the statistic. Nothing here
+reads files, clocks or generators.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats
+
+__all__ = [
+    "MIN_EXPECTED",
+    "Cell",
+    "TestResult",
+    "chi_square_gof",
+    "holm",
+    "holm_adjusted",
+    "inclusion_test",
+    "ks_uniform",
+    "pool_cells",
+    "second_level",
+]
+
+K = TypeVar("K", bound=Hashable)
+
+#: The least expected count a chi-square cell may have (Knuth 3.3.1 B); sparser cells are pooled.
+MIN_EXPECTED = 5.0
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (possibly pooled) chi-square cell: its label, observed and expected counts."""
+
+    label: str
+    observed: int
+    expected: float
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One outcome-level test: the statistic, its reference distribution and the P-value.
+
+    ``cells`` are the (pooled) observed and expected counts the statistic was formed from, for
+    the report's frequency charts; ``df`` is ``None`` for tests without degrees of freedom
+    (Kolmogorov-Smirnov, normal z). ``p_value`` is ``None`` when the test does not apply (too
+    few data: ``note`` says why); such a test makes no decision.
+    """
+
+    name: str
+    group: str
+    statistic: float | None
+    df: int | None
+    p_value: float | None
+    method: str
+    sample_size: int
+    cells: tuple[Cell, ...] = ()
+    note: str = ""
+    details: Mapping[str, float | int | str] = field(default_factory=dict)
+
+    @property
+    def applicable(self) -> bool:
+        return self.p_value is not None
+
+
+def _label(key: Hashable) -> str:
+    if isinstance(key, tuple):
+        return ",".join(str(k) for k in key)
+    return str(key)
+
+
+def pool_cells(
+    observed: Sequence[int], expected: Sequence[float], labels: Sequence[str]
+) -> list[Cell]:
+    """Pools cells until each expects at least :data:`MIN_EXPECTED`.
+
+    Cells are visited in their given order (so neighbouring values, such as the tail of a
+    length distribution, merge together); a run of sparse cells is merged until it reaches the
+    minimum, and a sparse remainder at the end joins the last pooled cell.
+    """
+    pooled: list[Cell] = []
+    obs = 0
+    exp = 0.0
+    names: list[str] = []
+    for o, e, name in zip(observed, expected, labels, strict=True):
+        obs += int(o)
+        exp += float(e)
+        names.append(name)
+        if exp >= MIN_EXPECTED:
+            pooled.append(Cell(_join(names), obs, exp))
+            obs, exp, names = 0, 0.0, []
+    if names:
+        if pooled:
+            last = pooled.pop()
+            label = _join([last.label, *names])
+            pooled.append(Cell(label, last.observed + obs, last.expected + exp))
+        else:
+            pooled.append(Cell(_join(names), obs, exp))
+    return pooled
+
+
+def _join(names: Sequence[str]) -> str:
+    if len(names) == 1:
+        return names[0]
+    return f"{names[0].split('..')[0]}..{names[-1].split('..')[-1]}"
+
+
+def chi_square_gof(
+    name: str,
+    group: str,
+    observed: Mapping[K, int],
+    expected: Mapping[K, Fraction],
+    *,
+    order: Sequence[K] | None = None,
+    details: Mapping[str, float | int | str] | None = None,
+) -> TestResult:
+    """Chi-square goodness of fit of ``observed`` counts to the exact ``expected`` distribution.
+
+    Keys of ``observed`` outside ``expected`` have probability 0: any such count is an
+    impossible outcome, and the test returns P = 0 (with a note) rather than a statistic.
+    ``order`` gives the cell order for pooling (default: the order of ``expected``).
+    """
+    keys = list(order) if order is not None else list(expected)
+    impossible = sum(c for k, c in observed.items() if k not in expected and c)
+    n = sum(observed.values())
+    extra = dict(details or {})
+    if impossible:
+        return TestResult(
+            name, group, None, None, 0.0, "chi-square", n,
+            note=f"{impossible} observation(s) outside the distribution's support",
+            details=extra,
+        )  # fmt: skip
+    total_p = sum((expected[k] for k in keys), Fraction(0))
+    if total_p != 1:
+        raise ValueError(f"{name}: expected probabilities sum to {total_p}, not 1")
+    counts = [int(observed.get(k, 0)) for k in keys]
+    exp = [float(expected[k]) * n for k in keys]
+    cells = pool_cells(counts, exp, [_label(k) for k in keys])
+    if n == 0 or len(cells) < 2:
+        return TestResult(
+            name, group, None, None, None, "chi-square", n, tuple(cells),
+            note=f"too few observations ({n}) for two cells expecting >= {MIN_EXPECTED:g}",
+            details=extra,
+        )  # fmt: skip
+    o = np.array([c.observed for c in cells], dtype=np.float64)
+    e = np.array([c.expected for c in cells], dtype=np.float64)
+    statistic = float(np.sum((o - e) ** 2 / e))
+    df = len(cells) - 1
+    p = float(stats.chi2.sf(statistic, df))
+    return TestResult(name, group, statistic, df, p, "chi-square", n, tuple(cells), details=extra)
+
+
+def inclusion_test(
+    name: str, group: str, draws: Sequence[Sequence[str]], layout: Sequence[str]
+) -> TestResult:
+    """Per-number inclusion counts of draws without replacement (Fire Numbers, multi-ball).
+
+    A draw of c distinct numbers out of L, uniform over c-subsets, includes each number with
+    probability c/L; its indicator vector has covariance c (L - c) / (L (L - 1)) times the
+    projection I - J/L. Pearson's X^2 with expected sum(c)/L per number is therefore
+    f chi^2(L - 1) with f = sum c (L - c) / ((L - 1) sum c) (f = 1 for single draws); the
+    statistic reported is X^2 / f.
+    """
+    size = len(layout)
+    index = {x: i for i, x in enumerate(layout)}
+    counts = np.zeros(size, dtype=np.int64)
+    total = 0
+    spread = 0
+    for draw in draws:
+        c = len(draw)
+        total += c
+        spread += c * (size - c)
+        for x in draw:
+            if x not in index:
+                return TestResult(
+                    name, group, None, None, 0.0, "chi-square (inclusion)", len(draws),
+                    note=f"number {x!r} is not on the layout",
+                )  # fmt: skip
+            counts[index[x]] += 1
+    e = total / size
+    if e < MIN_EXPECTED or spread == 0:
+        return TestResult(
+            name, group, None, None, None, "chi-square (inclusion)", len(draws),
+            note=f"needs an expected {MIN_EXPECTED:g} inclusions per number",
+        )  # fmt: skip
+    f = spread / ((size - 1) * total)
+    statistic = float(np.sum((counts - e) ** 2) / e) / f
+    df = size - 1
+    cells = tuple(Cell(x, int(counts[i]), e) for i, x in enumerate(layout))
+    return TestResult(
+        name, group, statistic, df, float(stats.chi2.sf(statistic, df)),
+        "chi-square (inclusion, scaled by 1/f)", len(draws), cells,
+        details={"f": f},
+    )  # fmt: skip
+
+
+def ks_uniform(
+    name: str, group: str, values: npt.NDArray[np.float64], *, method: str = "Kolmogorov-Smirnov"
+) -> TestResult:
+    """Kolmogorov-Smirnov test of ``values`` against U(0, 1) (exact distribution where scipy
+    computes it, else its asymptotic one)."""
+    n = int(values.size)
+    if n < 2:
+        return TestResult(name, group, None, None, None, method, n, note="fewer than 2 values")
+    result = stats.kstest(values, "uniform")
+    return TestResult(name, group, float(result.statistic), None, float(result.pvalue), method, n)
+
+
+def holm(p_values: Sequence[float], alpha: float) -> list[bool]:
+    """Holm's step-down decisions: ``True`` where the null hypothesis is kept.
+
+    The i-th smallest P-value (0-based) is compared with alpha / (m - i); from the first one
+    above its bound on, every hypothesis is kept.
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    keep = [True] * m
+    for rank, i in enumerate(order):
+        if p_values[i] <= alpha / (m - rank):
+            keep[i] = False
+        else:
+            break
+    return keep
+
+
+def holm_adjusted(p_values: Sequence[float]) -> list[float]:
+    """Holm-adjusted P-values (monotone; compare each with alpha)."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def second_level(p_values: Sequence[float]) -> TestResult:
+    """Kolmogorov-Smirnov test of the battery's P-values against U(0, 1).
+
+    Only meaningful for continuous test statistics; discrete ones make P-values slightly
+    conservative, which this test tolerates at the sample sizes of a battery (tens of tests).
+    """
+    return ks_uniform(
+        "p_value_uniformity",
+        "second_level",
+        np.asarray(p_values, dtype=np.float64),
+        method="Kolmogorov-Smirnov (second level)",
+    )

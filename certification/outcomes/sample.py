@@ -1,0 +1,126 @@
+"""The data the outcome-level battery tests: observed outcomes grouped by kind and parameters,
+each group with its exact expected distributions.
+
+These are plain frozen dataclasses. The expected distributions are the ``fractions.Fraction``
+values of ``rng_service.outcomes`` (``roulette.distribution``, ``dice.total_distribution`` ...),
+filled in by :mod:`certification.sources`, the package's only bridge to ``rng_service``; this
+module imports nothing from it, so the statistics can be reviewed (and reused) on their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+__all__ = [
+    "DiceGroup",
+    "FireNumberGroup",
+    "JackpotGroup",
+    "MultiBallGroup",
+    "OutcomeSample",
+    "ShuffleGroup",
+    "WheelGroup",
+]
+
+
+@dataclass(frozen=True)
+class WheelGroup:
+    """Final numbers of roulette spins on one wheel type, in draw order.
+
+    ``sequence`` holds each final spin as an integer uniform on ``[0, alphabet)`` under the null
+    hypothesis (the compartment index, counting only compartments the final spin can show), for
+    the sequence tests; ``voids`` the voided spins before each final one, with their exact
+    distribution when the wheel voids (double zero used as single zero, 617a.4(c)).
+    """
+
+    wheel: str
+    numbers: tuple[str, ...]
+    expected: Mapping[str, Fraction]
+    sequence: tuple[int, ...]
+    alphabet: int
+    voids: tuple[int, ...] = ()
+    void_expected: Mapping[int, Fraction] | None = None
+
+
+@dataclass(frozen=True)
+class DiceGroup:
+    """Rolls of ``count`` dice of ``sides`` sides, each roll's faces in die order."""
+
+    count: int
+    sides: int
+    rolls: tuple[tuple[int, ...], ...]
+    face_expected: Mapping[int, Fraction]
+    total_expected: Mapping[int, Fraction]
+    combination_expected: Mapping[tuple[int, ...], Fraction]
+
+
+@dataclass(frozen=True)
+class FireNumberGroup:
+    """Fire Number draws under one profile: each draw's numbers in draw order."""
+
+    profile: str
+    draws: tuple[tuple[str, ...], ...]
+    count_expected: Mapping[int, Fraction]
+    layout: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class JackpotGroup:
+    """Jackpot tiers drawn under one profile."""
+
+    profile: str
+    tiers: tuple[str, ...]
+    expected: Mapping[str, Fraction]
+
+
+@dataclass(frozen=True)
+class MultiBallGroup:
+    """Multi-ball draws (``balls`` distinct compartments of a wheel), balls in draw order.
+
+    ``hit_expected`` is the exact distribution of the number of balls on ``targets``
+    (``multiball.hit_count_distribution``, the 617c.2(j) paytable rows).
+    """
+
+    wheel: str
+    balls: int
+    draws: tuple[tuple[str, ...], ...]
+    layout: tuple[str, ...]
+    targets: tuple[str, ...]
+    hit_expected: Mapping[int, Fraction]
+
+
+@dataclass(frozen=True)
+class ShuffleGroup:
+    """Shuffles of one shoe, as card codes top first; ``top_expected`` maps a code to
+    P(top card has that code's label); ``distinct`` when no two cards share a label."""
+
+    decks: int
+    jokers: int
+    shuffles: tuple[tuple[int, ...], ...]
+    top_expected: Mapping[int, Fraction]
+    distinct: bool
+
+
+@dataclass(frozen=True)
+class OutcomeSample:
+    """Everything a battery run tests, plus what it read but could not test (by kind)."""
+
+    wheels: tuple[WheelGroup, ...] = ()
+    dice: tuple[DiceGroup, ...] = ()
+    fire_numbers: tuple[FireNumberGroup, ...] = ()
+    jackpots: tuple[JackpotGroup, ...] = ()
+    multiball: tuple[MultiBallGroup, ...] = ()
+    shuffles: tuple[ShuffleGroup, ...] = ()
+    untested: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def outcome_count(self) -> int:
+        return (
+            sum(len(g.numbers) for g in self.wheels)
+            + sum(len(g.rolls) for g in self.dice)
+            + sum(len(g.draws) for g in self.fire_numbers)
+            + sum(len(g.tiers) for g in self.jackpots)
+            + sum(len(g.draws) for g in self.multiball)
+            + sum(len(g.shuffles) for g in self.shuffles)
+        )

@@ -1,0 +1,353 @@
+"""Power study: known-bad generators the outcome battery must reject, and the sample sizes at
+which it does, beside our own generator, which must pass at the same sizes.
+
+The bad generators (each a deliberate, classic mistake):
+
+* ``modulo_wheel`` - a single zero wheel spun as ``byte % 37`` of fair bytes: 256 = 6 * 37 + 34,
+  so 34 numbers come up 7/256 of the time and 3 numbers 6/256 (the modulo bias SP 800-90A
+  Appendix A.5 warns about; ``rng_service.sampling`` rejects instead).
+* ``naive_shuffle`` - for i = 0..N-1 swap card i with card ``randbelow(N)`` (a fair index into
+  the *whole* deck): N^N equally likely paths onto N! orders, which N! does not divide, so
+  some orders are more likely (Knuth, TAOCP vol. 2, section 3.4.2, Algorithm P is the fix).
+* ``randu`` - the LCG x' = 65539 x mod 2^31 (IBM's RANDU), emitting the low byte of each state:
+  the low k bits of a power-of-two-modulus LCG have period at most 2^k (Knuth 3.2.1.2), so the
+  byte stream repeats every 64 outputs.
+* ``stuck_bit`` - fair bytes with bit 3 of every byte stuck at 1 (a failed line of a hardware
+  source).
+* ``short_period`` - a fair stream that repeats its first 4,096 bytes (a generator whose state
+  cycles early, or an entropy pool reused).
+
+The byte-level generators feed the service's own sampler (``RandomSource.randbelow``, exactly
+as ``roulette.draw``) and the battery tests the resulting single zero wheel spins; the two
+algorithmic mistakes produce spins or one-deck shuffles directly. Our generator is
+``DeterministicGenerator`` (lab mode) with a fixed seed. Everything is seeded, so each verdict
+is the same on every run.
+
+:data:`TEST_SIZES` are the documented sizes at which the unit tests require rejection (and
+our generator's pass); :func:`run_study` runs each generator on independent replicates (a seed
+each) at the sizes of :data:`SPIN_LADDER` / :data:`SHUFFLE_LADDER` and reports, for each bad
+generator, the smallest size rejected in at least 90 % of replicates (the power target), and
+our generator's rejection rate (its false alarms) at every size up to the largest needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from certification.outcomes import BatteryResult, OutcomeSample, run_battery
+from certification.outcomes.battery import DEFAULT_CONFIDENCE
+from certification.sources import (
+    ByteSource,
+    RandBelow,
+    lab_generator,
+    random_source,
+    sample_from_positions,
+    sample_from_shuffles,
+    spin_positions,
+)
+
+__all__ = [
+    "BAD_GENERATORS",
+    "DEFAULT_REPLICATES",
+    "GOOD_GENERATORS",
+    "OURS_MAX_REJECTION_RATE",
+    "POWER_TARGET",
+    "SCENARIOS",
+    "SHUFFLE_LADDER",
+    "SPIN_LADDER",
+    "TEST_SIZES",
+    "Randu",
+    "Scenario",
+    "ShortPeriod",
+    "StuckBit",
+    "StudyRow",
+    "Trial",
+    "naive_shuffle",
+    "run_at",
+    "run_study",
+    "study_json",
+    "study_passed",
+    "study_steps",
+]
+
+SEED = "power-study-2026"
+WHEEL = "single_zero"
+DECK = 52
+RANDU_MULTIPLIER = 65539
+STUCK_BIT = 3
+PERIOD_BYTES = 4096
+
+SPIN_LADDER = (200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000)
+SHUFFLE_LADDER = (100, 200, 300, 500, 1_000, 2_000, 5_000, 10_000, 20_000)
+
+
+class Randu:
+    """RANDU, x' = 65539 x mod 2^31 from an odd seed; :meth:`random_bytes` emits the low byte
+    of each successive state."""
+
+    def __init__(self, seed: int = 1) -> None:
+        self._x = seed | 1
+
+    def random_bytes(self, n: int) -> bytes:
+        out = bytearray(n)
+        x = self._x
+        for i in range(n):
+            x = (RANDU_MULTIPLIER * x) & 0x7FFFFFFF
+            out[i] = x & 0xFF
+        self._x = x
+        return bytes(out)
+
+
+class StuckBit:
+    """``source``'s bytes with bit ``bit`` (0 = least significant) forced to 1."""
+
+    def __init__(self, source: ByteSource, bit: int = STUCK_BIT) -> None:
+        self._source = source
+        self._mask = 1 << bit
+
+    def random_bytes(self, n: int) -> bytes:
+        return bytes(b | self._mask for b in self._source.random_bytes(n))
+
+
+class ShortPeriod:
+    """The first ``period`` bytes of ``source``, repeated for ever."""
+
+    def __init__(self, source: ByteSource, period: int = PERIOD_BYTES) -> None:
+        self._block = source.random_bytes(period)
+        self._pos = 0
+
+    def random_bytes(self, n: int) -> bytes:
+        out = bytearray()
+        while len(out) < n:
+            take = min(n - len(out), len(self._block) - self._pos)
+            out += self._block[self._pos : self._pos + take]
+            self._pos = (self._pos + take) % len(self._block)
+        return bytes(out)
+
+
+def naive_shuffle(src: RandBelow, size: int = DECK) -> list[int]:
+    """The classic wrong shuffle: swap each position with a uniform index of the whole deck."""
+    deck = list(range(size))
+    for i in range(size):
+        j = src.randbelow(size)
+        deck[i], deck[j] = deck[j], deck[i]
+    return deck
+
+
+def _fair(tag: str, rep: int) -> ByteSource:
+    return lab_generator(hashlib.sha256(f"{SEED}/{tag}/{rep}".encode()).hexdigest())
+
+
+def _spins(source: ByteSource, n: int) -> OutcomeSample:
+    return sample_from_positions(WHEEL, spin_positions(source, WHEEL, n))
+
+
+def _modulo_wheel(n: int, rep: int) -> OutcomeSample:
+    data = _fair("modulo", rep).random_bytes(n)
+    return sample_from_positions(WHEEL, [b % 37 for b in data])
+
+
+def _naive(n: int, rep: int) -> OutcomeSample:
+    src = random_source(_fair("naive", rep))
+    return sample_from_shuffles([naive_shuffle(src) for _ in range(n)])
+
+
+def _good_shuffles(n: int, rep: int) -> OutcomeSample:
+    src = random_source(_fair("ours-shuffle", rep))
+    return sample_from_shuffles([src.shuffle(list(range(DECK))) for _ in range(n)])
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A generator and the outcome it is judged on (``spins`` or ``shuffles``); ``make(n, r)``
+    gives n outcomes of replicate r (an independent seed per replicate)."""
+
+    name: str
+    outcome: str
+    description: str
+    make: Callable[[int, int], OutcomeSample]
+    bad: bool
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario("modulo_wheel", "spins", "single zero wheel from byte % 37", _modulo_wheel, True),
+        Scenario("naive_shuffle", "shuffles", "swap i with randbelow(52), i = 0..51", _naive, True),
+        Scenario("randu", "spins", "RANDU low byte through randbelow(37)",
+                 lambda n, r: _spins(Randu(2 * r + 1), n), True),
+        Scenario("stuck_bit", "spins", f"bit {STUCK_BIT} of every byte stuck at 1",
+                 lambda n, r: _spins(StuckBit(_fair("stuck", r)), n), True),
+        Scenario("short_period", "spins", f"stream repeating every {PERIOD_BYTES} bytes",
+                 lambda n, r: _spins(ShortPeriod(_fair("period", r)), n), True),
+        Scenario("ours_spins", "spins", "DeterministicGenerator (lab mode), fixed seed",
+                 lambda n, r: _spins(_fair("ours-spins", r), n), False),
+        Scenario("ours_shuffles", "shuffles", "DeterministicGenerator (lab mode), fixed seed",
+                 _good_shuffles, False),
+    )
+}  # fmt: skip
+BAD_GENERATORS = tuple(n for n, s in SCENARIOS.items() if s.bad)
+GOOD_GENERATORS = tuple(n for n, s in SCENARIOS.items() if not s.bad)
+
+#: Sample sizes at which the unit tests require each bad generator to be rejected (replicate
+#: 0); our generator must pass at each of them (docs/certification.md, "Power study").
+TEST_SIZES: dict[str, int] = {
+    "modulo_wheel": 50_000,
+    "naive_shuffle": 500,
+    "randu": 1_000,
+    "stuck_bit": 1_000,
+    "short_period": 5_000,
+}
+#: The study calls a generator caught at the smallest size rejected in this share of replicates.
+POWER_TARGET = 0.9
+DEFAULT_REPLICATES = 20
+
+
+def run_at(
+    name: str, n: int, *, replicate: int = 0, confidence: float = DEFAULT_CONFIDENCE
+) -> BatteryResult:
+    """The battery on ``n`` outcomes of replicate ``replicate`` of scenario ``name``."""
+    return run_battery(SCENARIOS[name].make(n, replicate), confidence=confidence)
+
+
+@dataclass(frozen=True)
+class Trial:
+    """The battery's verdicts on ``replicates`` independent samples of ``size`` outcomes."""
+
+    size: int
+    replicates: int
+    rejections: int
+    failed_tests: tuple[str, ...]
+
+    @property
+    def rejection_rate(self) -> float:
+        return self.rejections / self.replicates
+
+
+@dataclass(frozen=True)
+class StudyRow:
+    """One generator in the study, its trials smallest size first. ``caught_at``: the first
+    size rejected in at least :data:`POWER_TARGET` of the replicates (``None``: never)."""
+
+    name: str
+    outcome: str
+    description: str
+    bad: bool
+    trials: tuple[Trial, ...]
+
+    @property
+    def caught_at(self) -> int | None:
+        for t in self.trials:
+            if t.rejection_rate >= POWER_TARGET:
+                return t.size
+        return None
+
+    @property
+    def first_rejection_at(self) -> int | None:
+        for t in self.trials:
+            if t.rejections:
+                return t.size
+        return None
+
+
+def _trial(
+    name: str, n: int, replicates: int, confidence: float, on_step: Callable[[], None] | None
+) -> Trial:
+    rejections = 0
+    failed: set[str] = set()
+    for r in range(replicates):
+        result = run_at(name, n, replicate=r, confidence=confidence)
+        if not result.passed:
+            rejections += 1
+            failed.update(result.failed)
+        if on_step is not None:
+            on_step()
+    return Trial(n, replicates, rejections, tuple(sorted(failed)))
+
+
+def study_steps(replicates: int = DEFAULT_REPLICATES) -> int:
+    """An upper bound on the battery runs :func:`run_study` makes (for a progress bar)."""
+    return replicates * (
+        (len(BAD_GENERATORS) - 1) * len(SPIN_LADDER) + 2 * len(SHUFFLE_LADDER) + len(SPIN_LADDER)
+    )
+
+
+def run_study(
+    *,
+    replicates: int = DEFAULT_REPLICATES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    on_step: Callable[[], None] | None = None,
+) -> list[StudyRow]:
+    """Each bad generator up its ladder (:data:`SPIN_LADDER` or :data:`SHUFFLE_LADDER`) until it
+    is caught; then our generator at every size up to the largest that any bad generator
+    needed, with the same number of replicates (its rejection rate estimates the false alarm
+    rate, about 1 - confidence to 2 (1 - confidence) with the second-level test)."""
+    ladders = {"spins": SPIN_LADDER, "shuffles": SHUFFLE_LADDER}
+    needed = {"spins": 0, "shuffles": 0}
+    rows: list[StudyRow] = []
+    for name in BAD_GENERATORS:
+        s = SCENARIOS[name]
+        trials = []
+        for n in ladders[s.outcome]:
+            trial = _trial(name, n, replicates, confidence, on_step)
+            trials.append(trial)
+            if trial.rejection_rate >= POWER_TARGET:
+                break
+        needed[s.outcome] = max(needed[s.outcome], trials[-1].size)
+        rows.append(StudyRow(name, s.outcome, s.description, True, tuple(trials)))
+    for name in GOOD_GENERATORS:
+        s = SCENARIOS[name]
+        sizes = [n for n in ladders[s.outcome] if n <= needed[s.outcome]]
+        trials = [_trial(name, n, replicates, confidence, on_step) for n in sizes]
+        rows.append(StudyRow(name, s.outcome, s.description, False, tuple(trials)))
+    return rows
+
+
+#: Our generator's rejection rate over the whole study must stay below this for the study to
+#: pass (about five times the nominal false alarm rate; 20 replicates x 6 sizes give 120 runs).
+OURS_MAX_REJECTION_RATE = 0.05
+
+
+def study_passed(rows: list[StudyRow]) -> bool:
+    """Every bad generator caught, and our generator's overall rejection rate below
+    :data:`OURS_MAX_REJECTION_RATE`."""
+    if any(r.bad and r.caught_at is None for r in rows):
+        return False
+    runs = sum(t.replicates for r in rows if not r.bad for t in r.trials)
+    rejections = sum(t.rejections for r in rows if not r.bad for t in r.trials)
+    return runs == 0 or rejections / runs < OURS_MAX_REJECTION_RATE
+
+
+def study_json(rows: list[StudyRow], *, confidence: float, replicates: int) -> dict[str, Any]:
+    """The power study's JSON document (docs/certification.md, "Power study")."""
+    return {
+        "study": "power",
+        "confidence": confidence,
+        "replicates": replicates,
+        "power_target": POWER_TARGET,
+        "ours_max_rejection_rate": OURS_MAX_REJECTION_RATE,
+        "generators": [
+            {
+                "name": r.name,
+                "outcome": r.outcome,
+                "description": r.description,
+                "bad": r.bad,
+                "caught_at": r.caught_at,
+                "first_rejection_at": r.first_rejection_at,
+                "trials": [
+                    {
+                        "size": t.size,
+                        "replicates": t.replicates,
+                        "rejections": t.rejections,
+                        "failed_tests": list(t.failed_tests),
+                    }
+                    for t in r.trials
+                ],
+            }
+            for r in rows
+        ],
+        "passed": study_passed(rows),
+    }

@@ -1,0 +1,554 @@
+"""Where the certification suite's data comes from: bit files, outcome logs, the lab-mode
+generator and the live service. The only module of ``certification`` that imports
+``rng_service`` (its outcome modules for the exact distributions, its generators and its client);
+everything else in the package is pure statistics over what this module hands it.
+
+* **Bit files** (part 1's formats, docs/certification.md): ``binary`` = raw bytes, most
+  significant bit first; ``ascii`` = the characters 0/1, whitespace ignored
+  (:func:`read_bit_file`, :func:`write_bit_file`).
+* **Outcome records**, JSON Lines (:func:`read_records`), either
+  - canonical log entries, one per line (docs/log-format.md, "Entries"): objects with at least
+    ``"kind"``, ``"params"`` and ``"outcome"`` (``params`` may be omitted for kinds whose
+    parameters are inside the outcome, such as ``roulette_spin``); or
+  - an ``rng-audit-export/v1`` file (``rng-audit export``): the header and checkpoint lines are
+    skipped and each ``{"type": "entry", "entry": <base64>}`` line is decoded to its entry.
+  The signatures and Merkle tree of an export are checked by ``rng-audit verify``, not here.
+* **Lab mode** (:func:`lab_generator`, :func:`generate_records`): outcomes drawn exactly as the
+  service draws them (``rng_service.outcomes.*.draw`` over a ``RandomSource``) from a
+  ``DeterministicGenerator`` (SP 800-90A CTR_DRBG with a caller-given seed), so a lab can
+  reproduce a run byte for byte.
+* **The live service** (:func:`collect_live`): the ordinary outcome RPCs through
+  ``rng_service.service.client.RngClient``, loopback addresses only, bounded by a count and a
+  time limit; each outcome is taken from its receipt's canonical entry, so the record is what
+  the log holds.
+
+:func:`build_sample` turns records into an :class:`~certification.outcomes.OutcomeSample` with
+the exact expected distributions (``roulette.distribution``, ``dice.total_distribution``,
+``fire_numbers.count_distribution``, ``jackpot.distribution``, ``multiball.hit_count_distribution``,
+``cards.position_distribution`` ...). Input problems raise :class:`SourceError` naming the line.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import ipaddress
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from certification.cli import InputError, PackedBits, read_bits
+from certification.outcomes.sample import (
+    DiceGroup,
+    FireNumberGroup,
+    JackpotGroup,
+    MultiBallGroup,
+    OutcomeSample,
+    ShuffleGroup,
+    WheelGroup,
+)
+from rng_service.drbg import DeterministicGenerator
+from rng_service.errors import RngServiceError
+from rng_service.outcomes import cards, dice, fire_numbers, jackpot, multiball, roulette
+from rng_service.outcomes.profiles import (
+    MegaFireBlazeProfile,
+    builtin_profile_names,
+    load_builtin_profile,
+    load_profile_file,
+)
+from rng_service.outcomes.roulette import WHEEL_ORDER, WheelType
+from rng_service.sampling import RandomSource
+
+__all__ = [
+    "DEFAULT_LIVE_PLAN",
+    "LIVE_TIME_LIMIT",
+    "ByteSource",
+    "RandBelow",
+    "Record",
+    "SourceError",
+    "build_sample",
+    "collect_live",
+    "generate_records",
+    "lab_generator",
+    "random_source",
+    "read_bit_file",
+    "read_records",
+    "sample_from_positions",
+    "sample_from_shuffles",
+    "spin_positions",
+    "write_bit_file",
+    "write_records",
+]
+
+Record = dict[str, Any]
+
+#: Kinds :func:`generate_records` and :func:`collect_live` can produce, with their parameters.
+KIND_PARAMS: dict[str, dict[str, Any]] = {
+    "roulette_single_zero": {"wheel": "single_zero"},
+    "roulette_double_zero": {"wheel": "double_zero"},
+    "roulette_double_zero_as_single_zero": {"wheel": "double_zero_as_single_zero"},
+    "sic_bo": {"count": 3, "sides": 6},
+    "fire_numbers": {},
+    "jackpot_tier": {},
+    "multiball_3": {"wheel": "double_zero", "balls": 3},
+    "card_shuffle": {"decks": 1, "jokers": 0},
+}
+DEFAULT_LIVE_PLAN: dict[str, int] = {"roulette_double_zero": 2000}
+#: Seconds a live collection may take at most unless told otherwise.
+LIVE_TIME_LIMIT = 300.0
+_LOOPBACK_NAMES = ("localhost",)
+
+
+class SourceError(InputError):
+    """A source cannot be read or used: missing file, bad line, unknown profile, refused
+    address, service error. Subclasses the CLI's input error, so it exits with status 2."""
+
+
+class ByteSource(Protocol):
+    def random_bytes(self, n: int) -> bytes: ...
+
+
+class RandBelow(Protocol):
+    """What the known-bad shuffles need from a fair source: uniform integers below n."""
+
+    def randbelow(self, n: int) -> int: ...
+
+
+# --- bit files ---------------------------------------------------------------------------------
+
+
+def read_bit_file(path: Path, fmt: str) -> PackedBits:
+    """Part 1's reader (``binary`` MSB first, ``ascii`` 0/1 with whitespace ignored)."""
+    return read_bits(path, fmt)
+
+
+def write_bit_file(path: Path, data: bytes, fmt: str) -> None:
+    """Writes ``data`` as a bit file: ``binary`` as is, ``ascii`` one character per bit (MSB
+    first), 64 characters a line."""
+    if fmt == "binary":
+        path.write_bytes(data)
+        return
+    bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8)) + np.uint8(ord("0"))
+    text = bits.tobytes()
+    lines = [text[i : i + 64] for i in range(0, len(text), 64)]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+
+# --- generators --------------------------------------------------------------------------------
+
+
+def lab_generator(seed: str | bytes) -> ByteSource:
+    """A ``DeterministicGenerator`` (lab mode, docs/random-core.md) seeded from ``seed``:
+    entropy input SHA-256("certification-entropy" || seed), nonce SHA-256("certification-nonce"
+    || seed)[:16], personalization ``b"rng-certify"``."""
+    raw = seed.encode() if isinstance(seed, str) else bytes(seed)
+    return DeterministicGenerator(
+        entropy_input=hashlib.sha256(b"certification-entropy" + raw).digest(),
+        nonce=hashlib.sha256(b"certification-nonce" + raw).digest()[:16],
+        personalization=b"rng-certify",
+    )
+
+
+def random_source(source: ByteSource) -> RandomSource:
+    """The service's own unbiased sampler over ``source``."""
+    return RandomSource(source)
+
+
+def spin_positions(source: ByteSource, wheel: str, count: int) -> list[int]:
+    """``count`` wheel positions drawn exactly as ``roulette.draw`` draws a single zero or
+    double zero wheel (one ``randbelow(size)`` each)."""
+    size = len(WHEEL_ORDER[WheelType(wheel)])
+    return [int(x) for x in RandomSource(source).randbelow_batch(size, count)]
+
+
+# --- records -----------------------------------------------------------------------------------
+
+
+def _decode_line(line: str, where: str) -> Record | None:
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise SourceError(f"{where}: not JSON ({e.msg})") from e
+    if not isinstance(obj, dict):
+        raise SourceError(f"{where}: not a JSON object")
+    if "format" in obj or obj.get("type") == "checkpoint":
+        return None  # rng-audit-export/v1 header or checkpoint
+    if obj.get("type") == "entry":
+        try:
+            entry = json.loads(base64.b64decode(obj["entry"], validate=True))
+        except (KeyError, binascii.Error, ValueError, TypeError) as e:
+            raise SourceError(f"{where}: export entry line without a base64 JSON entry") from e
+        obj = entry
+        if not isinstance(obj, dict):
+            raise SourceError(f"{where}: the exported entry is not a JSON object")
+    if not isinstance(obj.get("kind"), str) or not isinstance(obj.get("outcome"), dict):
+        raise SourceError(f"{where}: a record needs a string 'kind' and an object 'outcome'")
+    return obj
+
+
+def read_records(path: Path) -> Iterator[Record]:
+    """Records of a JSON Lines file (canonical entries or an ``rng-audit-export/v1`` file)."""
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as e:
+        raise SourceError(f"cannot read {path}: {e.strerror or e}") from e
+    with handle:
+        try:
+            for number, line in enumerate(handle, 1):
+                if line.strip():
+                    record = _decode_line(line, f"{path}:{number}")
+                    if record is not None:
+                        yield record
+        except UnicodeDecodeError as e:
+            raise SourceError(f"{path}: not UTF-8 text") from e
+
+
+def write_records(path: Path, records: Iterable[Record]) -> int:
+    """Writes records as JSON Lines (sorted keys, compact); returns how many."""
+    n = 0
+    try:
+        with path.open("w", encoding="utf-8") as out:
+            for r in records:
+                out.write(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n")
+                n += 1
+    except OSError as e:
+        raise SourceError(f"cannot write {path}: {e.strerror or e}") from e
+    return n
+
+
+def generate_records(source: ByteSource, plan: Mapping[str, int]) -> list[Record]:
+    """Lab-mode outcomes: for each plan item (a :data:`KIND_PARAMS` name and a count), that many
+    outcomes drawn by the service's own ``draw`` functions over one ``RandomSource``."""
+    src = RandomSource(source)
+    profile = load_builtin_profile(builtin_profile_names()[0])
+    records: list[Record] = []
+    for name, count in plan.items():
+        if name not in KIND_PARAMS:
+            raise SourceError(f"unknown kind {name!r}; known: {', '.join(KIND_PARAMS)}")
+        for _ in range(count):
+            records.append(_draw_one(src, name, profile))
+    return records
+
+
+def _draw_one(src: RandomSource, name: str, profile: MegaFireBlazeProfile) -> Record:
+    p = KIND_PARAMS[name]
+    if name.startswith("roulette_"):
+        sp = roulette.SpinParams(wheel=WheelType(p["wheel"]))
+        return _record("roulette_spin", sp.to_record(), roulette.draw(src, sp).to_record())
+    if name == "sic_bo":
+        dp = dice.DiceParams(count=p["count"], sides=p["sides"])
+        return _record("dice_roll", dp.to_record(), dice.draw(src, dp).to_record())
+    if name == "fire_numbers":
+        fp = fire_numbers.FireNumberParams(profile=profile)
+        return _record("fire_numbers", fp.to_record(), fire_numbers.draw(src, fp).to_record())
+    if name == "jackpot_tier":
+        jp = jackpot.JackpotParams(profile=profile)
+        return _record("jackpot_tier", jp.to_record(), jackpot.draw(src, jp).to_record())
+    if name == "multiball_3":
+        mp = multiball.MultiBallParams(wheel=WheelType(p["wheel"]), balls=p["balls"])
+        return _record("multiball", mp.to_record(), multiball.draw(src, mp).to_record())
+    cp = cards.ShuffleParams(decks=p["decks"], jokers=p["jokers"])
+    return _record("card_shuffle", cp.to_record(), cards.draw(src, cp).to_record())
+
+
+def _record(kind: str, params: Mapping[str, Any], outcome: Mapping[str, Any]) -> Record:
+    return {"kind": kind, "params": dict(params), "outcome": dict(outcome)}
+
+
+# --- the live service --------------------------------------------------------------------------
+
+
+def _check_loopback(target: str) -> None:
+    host = target.rsplit(":", 1)[0].strip("[]")
+    if host in _LOOPBACK_NAMES:
+        return
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return
+    except ValueError:
+        pass
+    raise SourceError(
+        f"refusing to collect from {target}: only loopback addresses (127.0.0.0/8, ::1, "
+        "localhost) are allowed; run the collector on the service's host"
+    )
+
+
+def collect_live(
+    target: str,
+    plan: Mapping[str, int],
+    *,
+    time_limit: float = LIVE_TIME_LIMIT,
+    table_id: str = "CERT",
+    run_id: str | None = None,
+    profile: str | None = None,
+    on_outcome: Callable[[], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> list[Record]:
+    """Outcomes from a running service through its ordinary RPCs, as logged.
+
+    ``plan`` maps :data:`KIND_PARAMS` names to counts; collection stops at the counts or after
+    ``time_limit`` seconds, whichever comes first (the records so far are returned). Request
+    ids are ``<run_id>-<kind>-<i>``, so a rerun with the same ``run_id`` replays the logged
+    outcomes instead of drawing new ones. Only loopback targets are accepted.
+    """
+    from rng_service.service.client import ClientError, RngClient
+
+    _check_loopback(target)
+    for name in plan:
+        if name not in KIND_PARAMS:
+            raise SourceError(f"unknown kind {name!r}; known: {', '.join(KIND_PARAMS)}")
+    run = run_id or f"cert{int(time.time() * 1000)}"
+    deadline = clock() + time_limit
+    records: list[Record] = []
+    try:
+        with RngClient(target) as client:
+            profile_name = profile or _first_profile(client.profiles())
+            for name, count in plan.items():
+                for i in range(count):
+                    if clock() >= deadline:
+                        return records
+                    ids = {"table_id": table_id, "round_id": f"{run}-{i}",
+                           "request_id": f"{run}-{name}-{i}"}  # fmt: skip
+                    entry = _live_one(client, name, ids, profile_name)
+                    records.append(_record(entry["kind"], entry["params"], entry["outcome"]))
+                    if on_outcome is not None:
+                        on_outcome()
+    except ClientError as e:
+        raise SourceError(f"service at {target}: {e}") from e
+    return records
+
+
+def _first_profile(profiles: Sequence[Mapping[str, Any]]) -> str:
+    for p in profiles:
+        name = p.get("name") or p.get("id", {}).get("name")
+        if isinstance(name, str) and name:
+            return name
+    return builtin_profile_names()[0]
+
+
+def _live_one(client: Any, name: str, ids: dict[str, str], profile: str) -> Record:
+    p = KIND_PARAMS[name]
+    if name.startswith("roulette_"):
+        receipt = client.spin(wheel=p["wheel"], **ids).receipt
+    elif name == "sic_bo":
+        receipt = client.roll_dice(count=p["count"], sides=p["sides"], **ids).receipt
+    elif name == "fire_numbers":
+        receipt = client.fire_numbers(profile=profile, **ids).receipt
+    elif name == "jackpot_tier":
+        receipt = client.jackpot_tier(profile=profile, **ids).receipt
+    elif name == "multiball_3":
+        receipt = client.multiball(wheel=p["wheel"], balls=p["balls"], **ids).receipt
+    else:
+        receipt = client.shuffle(decks=p["decks"], jokers=p["jokers"], **ids).receipt
+    entry = json.loads(receipt.entry)
+    if not isinstance(entry, dict):
+        raise SourceError("the service returned a receipt whose entry is not a JSON object")
+    return entry
+
+
+# --- records -> OutcomeSample ------------------------------------------------------------------
+
+
+@dataclass
+class _Profiles:
+    """Profiles by SHA-256: the shipped ones plus any given files."""
+
+    by_sha: dict[str, MegaFireBlazeProfile]
+
+    @classmethod
+    def load(cls, files: Sequence[Path] = ()) -> _Profiles:
+        found = {}
+        for name in builtin_profile_names():
+            prof = load_builtin_profile(name)
+            found[prof.id.sha256] = prof
+        for path in files:
+            try:
+                prof = load_profile_file(path)
+            except (OSError, RngServiceError) as e:
+                raise SourceError(f"cannot load profile {path}: {e}") from e
+            found[prof.id.sha256] = prof
+        return cls(found)
+
+    def get(self, params: Mapping[str, Any], where: str) -> MegaFireBlazeProfile:
+        ident = params.get("profile")
+        sha = ident.get("sha256") if isinstance(ident, dict) else None
+        if not isinstance(sha, str) or sha not in self.by_sha:
+            raise SourceError(
+                f"{where}: profile {ident!r} is not known; pass its TOML file with --profile"
+            )
+        return self.by_sha[sha]
+
+
+def _wheel_params(wheel: str) -> roulette.SpinParams:
+    try:
+        return roulette.SpinParams(wheel=WheelType(wheel))
+    except (ValueError, RngServiceError) as e:
+        raise SourceError(f"unknown wheel {wheel!r}") from e
+
+
+def _sequence_alphabet(wheel: WheelType) -> tuple[dict[str, int], int]:
+    """Final numbers -> 0..d-1 in wheel order, leaving out 00 where it is always voided."""
+    order = [
+        n
+        for n in WHEEL_ORDER[wheel]
+        if not (wheel is WheelType.DOUBLE_ZERO_AS_SINGLE_ZERO and n == "00")
+    ]
+    return {n: i for i, n in enumerate(order)}, len(order)
+
+
+def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = ()) -> OutcomeSample:
+    """Groups ``records`` by kind and parameters, with each group's exact distributions."""
+    profiles = _Profiles.load(profile_files)
+    spins: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    rolls: dict[tuple[int, int], list[tuple[int, ...]]] = defaultdict(list)
+    fires: dict[str, list[tuple[str, ...]]] = defaultdict(list)
+    tiers: dict[str, list[str]] = defaultdict(list)
+    balls: dict[tuple[str, int], list[tuple[str, ...]]] = defaultdict(list)
+    shoes: dict[tuple[int, int], list[tuple[int, ...]]] = defaultdict(list)
+    profile_of: dict[str, MegaFireBlazeProfile] = {}
+    untested: dict[str, int] = defaultdict(int)
+    for number, r in enumerate(records, 1):
+        where = f"record {number}"
+        kind, params, outcome = r["kind"], r.get("params") or {}, r["outcome"]
+        try:
+            if kind == "roulette_spin":
+                wheel = outcome["wheel"]
+                voids = sum(1 for s in outcome["spins"] if s["voided"])
+                spins[wheel].append((outcome["final"]["number"], voids))
+            elif kind == "roulette_spin_batch":
+                for n in outcome["numbers"]:
+                    spins[params["wheel"]].append((n, 0))
+            elif kind == "dice_roll":
+                rolls[(params["count"], params["sides"])].append(tuple(outcome["faces"]))
+            elif kind == "dice_roll_batch":
+                k, faces = params["dice"], outcome["faces"]
+                for i in range(0, len(faces), k):
+                    rolls[(k, params["sides"])].append(tuple(faces[i : i + k]))
+            elif kind == "fire_numbers":
+                prof = profiles.get(params, where)
+                profile_of[prof.id.sha256] = prof
+                fires[prof.id.sha256].append(tuple(outcome["numbers"]))
+            elif kind == "jackpot_tier":
+                prof = profiles.get(params, where)
+                profile_of[prof.id.sha256] = prof
+                tiers[prof.id.sha256].append(outcome["tier"])
+            elif kind == "multiball":
+                key = (outcome["wheel"], len(outcome["balls"]))
+                balls[key].append(tuple(b["number"] for b in outcome["balls"]))
+            elif kind == "card_shuffle":
+                key = (outcome["decks"], outcome["jokers"])
+                shoes[key].append(tuple(cards.card_code(c) for c in outcome["cards"]))
+            else:
+                untested[kind] += 1
+        except (KeyError, TypeError, ValueError, RngServiceError) as e:
+            raise SourceError(f"{where}: malformed {kind!r} record ({e!r})") from e
+    return OutcomeSample(
+        wheels=tuple(_wheel_group(w, v) for w, v in sorted(spins.items())),
+        dice=tuple(_dice_group(c, s, v) for (c, s), v in sorted(rolls.items())),
+        fire_numbers=tuple(_fire_group(profile_of[sha], v) for sha, v in sorted(fires.items())),
+        jackpots=tuple(_jackpot_group(profile_of[sha], v) for sha, v in sorted(tiers.items())),
+        multiball=tuple(_multiball_group(w, k, v) for (w, k), v in sorted(balls.items())),
+        shuffles=tuple(_shuffle_group(d, j, v) for (d, j), v in sorted(shoes.items())),
+        untested=dict(untested),
+    )
+
+
+def _wheel_group(wheel: str, spins: list[tuple[str, int]]) -> WheelGroup:
+    params = _wheel_params(wheel)
+    index, alphabet = _sequence_alphabet(params.wheel)
+    numbers = tuple(n for n, _ in spins)
+    voids = params.wheel is WheelType.DOUBLE_ZERO_AS_SINGLE_ZERO
+    return WheelGroup(
+        wheel=wheel,
+        numbers=numbers,
+        expected=roulette.distribution(params),
+        sequence=tuple(index.get(n, 0) for n in numbers),
+        alphabet=alphabet,
+        voids=tuple(v for _, v in spins),
+        void_expected=_conditional(roulette.void_count_distribution(params)) if voids else None,
+    )
+
+
+def _conditional(dist: Mapping[int, Fraction]) -> dict[int, Fraction]:
+    """The distribution given that an outcome was issued: the void counts leave out the
+    fail-closed mass (1/38)^64, so they are renormalised over the issued outcomes."""
+    total = sum(dist.values(), Fraction(0))
+    return {k: v / total for k, v in dist.items()}
+
+
+def sample_from_positions(wheel: str, positions: Sequence[int]) -> OutcomeSample:
+    """An :class:`OutcomeSample` of final spins given as compartment positions of a single zero
+    or double zero wheel (for generators that map bytes to positions themselves)."""
+    order = WHEEL_ORDER[_wheel_params(wheel).wheel]
+    return OutcomeSample(wheels=(_wheel_group(wheel, [(order[p], 0) for p in positions]),))
+
+
+def _dice_group(count: int, sides: int, v: list[tuple[int, ...]]) -> DiceGroup:
+    p = dice.DiceParams(count=count, sides=sides)
+    combos = dice.combination_distribution(p) if sides ** min(count, 6) <= 10**6 else {}
+    return DiceGroup(
+        count=count,
+        sides=sides,
+        rolls=tuple(v),
+        face_expected=dice.face_distribution(p),
+        total_expected=dice.total_distribution(p),
+        combination_expected=combos,
+    )
+
+
+def _fire_group(prof: MegaFireBlazeProfile, v: list[tuple[str, ...]]) -> FireNumberGroup:
+    params = fire_numbers.FireNumberParams(profile=prof)
+    return FireNumberGroup(
+        profile=f"{prof.id.name}@{prof.id.version}",
+        draws=tuple(v),
+        count_expected=fire_numbers.count_distribution(params),
+        layout=fire_numbers.LAYOUT,
+    )
+
+
+def _jackpot_group(prof: MegaFireBlazeProfile, v: list[str]) -> JackpotGroup:
+    return JackpotGroup(
+        profile=f"{prof.id.name}@{prof.id.version}",
+        tiers=tuple(v),
+        expected=jackpot.distribution(jackpot.JackpotParams(profile=prof)),
+    )
+
+
+def _multiball_group(wheel: str, k: int, v: list[tuple[str, ...]]) -> MultiBallGroup:
+    params = multiball.MultiBallParams(wheel=WheelType(wheel), balls=k)
+    return MultiBallGroup(
+        wheel=wheel,
+        balls=k,
+        draws=tuple(v),
+        layout=tuple(WHEEL_ORDER[params.wheel]),
+        targets=multiball.BLAZING_7S_NUMBERS,
+        hit_expected=multiball.hit_count_distribution(params),
+    )
+
+
+def _shuffle_group(decks: int, jokers: int, v: list[tuple[int, ...]]) -> ShuffleGroup:
+    params = cards.ShuffleParams(decks=decks, jokers=jokers)
+    by_label = cards.position_distribution(params)
+    top: dict[int, Fraction] = {}
+    for code in sorted(set(cards.canonical_shoe(params))):
+        top[code] = by_label[cards.card_label(code)]
+    return ShuffleGroup(
+        decks=decks,
+        jokers=jokers,
+        shuffles=tuple(v),
+        top_expected=top,
+        distinct=decks == 1,
+    )
+
+
+def sample_from_shuffles(shuffles: Sequence[Sequence[int]]) -> OutcomeSample:
+    """An :class:`OutcomeSample` of one-deck shuffles given as card codes (0..51), top first."""
+    return OutcomeSample(shuffles=(_shuffle_group(1, 0, [tuple(s) for s in shuffles]),))
