@@ -105,7 +105,30 @@ class Service:
     def _open_storage(self) -> LogStorage:
         if self._storage is not None:
             return self._storage
-        path = self.config.storage.path
+        settings = self.config.storage
+        if settings.driver == "postgres":
+            # Imported here: only a PostgreSQL deployment loads the driver (and psycopg).
+            from rng_service.storage.postgres import PostgresStorage
+
+            password: str | None = None
+            if settings.postgres_password_env:
+                password = os.environ.get(settings.postgres_password_env)
+                if password is None:
+                    raise StartupError(
+                        "storage.postgres_password_env: environment variable "
+                        f"{settings.postgres_password_env} is not set"
+                    )
+            try:
+                return PostgresStorage(
+                    settings.postgres_dsn,
+                    password=password,
+                    connect_timeout_seconds=settings.postgres_connect_timeout_seconds,
+                    lock_timeout_ms=settings.postgres_lock_timeout_ms,
+                    migrate=settings.postgres_migrate,
+                )
+            except RngServiceError as e:
+                raise StartupError(f"storage.postgres_dsn: {e}") from e
+        path = settings.path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             return SqliteStorage(path)

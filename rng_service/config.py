@@ -185,11 +185,79 @@ class LogSettings:
 
 @dataclass(frozen=True, kw_only=True)
 class StorageSettings:
+    #: "sqlite" (one file, one service process) or "postgres" (docs/operations.md, "PostgreSQL").
     driver: str = "sqlite"
+    #: SQLite database file (driver "sqlite").
     path: Path = Path("var/outcome-log.sqlite3")
+    #: libpq connection string or URI of the log database (driver "postgres"), without the
+    #: password, e.g. "host=127.0.0.1 port=5432 dbname=rng_log user=rng_service".
+    postgres_dsn: str = ""
+    #: Name of an environment variable holding the PostgreSQL password ("" = none given here:
+    #: libpq's PGPASSWORD or ~/.pgpass apply, or the server needs none).
+    postgres_password_env: str = ""
+    #: Seconds to wait for each (re)connection to PostgreSQL (libpq connect_timeout).
+    postgres_connect_timeout_seconds: int = 5
+    #: Milliseconds a write waits for a lock held by another session before it fails
+    #: (the outcome request then gets UNAVAILABLE).
+    postgres_lock_timeout_ms: int = 5000
+    #: Apply pending schema migrations at start-up (back the database up first). When false,
+    #: a log of an older schema version is refused.
+    postgres_migrate: bool = False
 
     def __post_init__(self) -> None:
-        _require(self.driver in ("sqlite",), "storage.driver", "'sqlite'", self.driver)
+        _require(
+            self.driver in ("sqlite", "postgres"),
+            "storage.driver",
+            "'sqlite' or 'postgres'",
+            self.driver,
+        )
+        if self.driver == "postgres":
+            _require(
+                bool(self.postgres_dsn.strip()),
+                "storage.postgres_dsn",
+                "a libpq connection string or URI, e.g. "
+                "'host=127.0.0.1 port=5432 dbname=rng_log user=rng_service'",
+                self.postgres_dsn,
+            )
+        if self._dsn_has_password(self.postgres_dsn):
+            raise ConfigError(
+                "storage.postgres_dsn: contains a password (allowed: a connection string "
+                "without one; name an environment variable holding it in "
+                "storage.postgres_password_env)"
+            )
+        _require(
+            not self.postgres_password_env
+            or (self.postgres_password_env.isidentifier() and self.postgres_password_env.isascii()),
+            "storage.postgres_password_env",
+            "'' or an environment variable name such as 'RNG_LOG_DB_PASSWORD'",
+            self.postgres_password_env,
+        )
+        _require(
+            1 <= self.postgres_connect_timeout_seconds <= 300,
+            "storage.postgres_connect_timeout_seconds",
+            "1 to 300 (libpq waits at least 2)",
+            self.postgres_connect_timeout_seconds,
+        )
+        _require(
+            1 <= self.postgres_lock_timeout_ms <= 600_000,
+            "storage.postgres_lock_timeout_ms",
+            "1 to 600000",
+            self.postgres_lock_timeout_ms,
+        )
+
+    @staticmethod
+    def _dsn_has_password(dsn: str) -> bool:
+        """A password in a libpq connection string: ``password=`` in the key/value form, or a
+        URI's ``user:password@`` or ``?password=``."""
+        text = dsn.strip()
+        if text.lower().startswith(("postgres://", "postgresql://")):
+            rest = text.split("://", 1)[1]
+            authority = rest.split("/", 1)[0].split("?", 1)[0]
+            query = rest.partition("?")[2]
+            keys = [item.partition("=")[0].strip().lower() for item in query.split("&")]
+            return ":" in authority.rpartition("@")[0] or "password" in keys
+        tokens = text.lower().replace("=", " = ").split()
+        return any(tokens[i : i + 2] == ["password", "="] for i in range(len(tokens)))
 
 
 @dataclass(frozen=True, kw_only=True)

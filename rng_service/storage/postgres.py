@@ -66,7 +66,7 @@ from rng_service.storage.base import (
     check_meta_key,
 )
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "PostgresStorage"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "PostgresStorage", "describe_conninfo"]
 
 T = TypeVar("T")
 _Query = str | sql.SQL | sql.Composed
