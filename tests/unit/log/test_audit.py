@@ -272,3 +272,17 @@ def test_canonical_entry_index_agrees_with_log_entry_decode() -> None:
             assert not re.fullmatch(r"[0-9T:-]{19}\.[0-9]{6}Z", time_text), data
         accepted += got is not None
     assert 2 <= accepted < 100  # both outcomes were exercised
+
+
+def test_the_verifier_needs_no_database_no_grpc_no_service() -> None:
+    import subprocess
+    import sys
+
+    code = "import json, sys, rng_service.audit; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    forbidden = ("grpc", "sqlite3", "psycopg", "prometheus_client", "rng_service._proto",
+                 "rng_service.storage", "rng_service.service", "rng_service.app")  # fmt: skip
+    loaded = json.loads(out.stdout)
+    assert "rng_service.audit.verify" in loaded
+    bad = [m for m in loaded for f in forbidden if m == f or m.startswith(f + ".")]
+    assert not bad
