@@ -284,14 +284,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2 if e.code else 0
     try:
         status: int = args.fn(args)
-    except VerificationFailure as e:
-        print(f"FAILED: {e}", file=sys.stderr)
-        return 1
-    except IntegrityError as e:
+    except IntegrityError as e:  # VerificationFailure, and integrity errors of the log layer
         print(f"FAILED: {e}", file=sys.stderr)
         return 1
     except (_UsageError, RngServiceError) as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return 2
     return status
 

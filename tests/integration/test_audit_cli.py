@@ -490,3 +490,7 @@ def test_malformed_receipt_and_usage(
     assert "cannot read export" in out
     code, out = run(["export", "--out", str(exported.tmp / "x")], capsys)
     assert code == 2
+    db = str(exported.tmp / "log.sqlite3")
+    code, out = run(["export", "--db", db, "--out", str(exported.tmp / "no-dir" / "x")], capsys)
+    assert code == 2
+    assert "--out: cannot write" in out
