@@ -84,10 +84,8 @@ def test_vectors_through_storage(batches: tuple[int, ...], reload: bool) -> None
 def memoized_reference(monkeypatch: pytest.MonkeyPatch) -> None:
     """Memoizes MTH inside the reference functions (same recursive definitions, keyed by the
     leaves themselves), so that comparing every proof up to size 260 stays fast."""
-    cached = functools.lru_cache(maxsize=None)(
-        lambda leaves: merkle.__dict__["_uncached_root"](list(leaves))
-    )
-    monkeypatch.setitem(merkle.__dict__, "_uncached_root", merkle.root_from_leaf_hashes)
+    original = merkle.root_from_leaf_hashes  # its recursion goes through the patched name
+    cached = functools.lru_cache(maxsize=None)(lambda leaves: original(list(leaves)))
     monkeypatch.setattr(merkle, "root_from_leaf_hashes", lambda leaves: cached(tuple(leaves)))
 
 
