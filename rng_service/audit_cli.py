@@ -246,13 +246,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="the export file to write")
     p.set_defaults(fn=_cmd_export)
 
-    key_help = "a verifier key <name>+<id>+<base64>, or a .vkey file; repeat for several keys"
+    key_help = "verifier keys <name>+<id>+<base64>, or .vkey files (all the log's keys)"
     p = sub.add_parser("verify", help="verify an export: entries, tree, every checkpoint")
     p.add_argument("export", help="the export file")
-    p.add_argument("--key", action="append", required=True, help=key_help)
+    p.add_argument("--key", action="extend", nargs="+", required=True, help=key_help)
     p.add_argument(
         "--checkpoint",
-        action="append",
+        action="extend",
+        nargs="+",
         default=[],
         help="a signed checkpoint you kept earlier (file); the export must be consistent with it",
     )
@@ -267,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("verify-receipt", help="verify a receipt and that it is in the log")
     p.add_argument("receipt", help="the receipt JSON file (rng-service call --receipt-out)")
-    p.add_argument("--key", action="append", required=True, help=key_help)
+    p.add_argument("--key", action="extend", nargs="+", required=True, help=key_help)
     against = p.add_mutually_exclusive_group()
     against.add_argument("--against", help="an export file to check the receipt against")
     against.add_argument("--target", help="a running service, HOST:PORT, to check against")

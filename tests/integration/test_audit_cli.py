@@ -494,3 +494,20 @@ def test_malformed_receipt_and_usage(
     code, out = run(["export", "--db", db, "--out", str(exported.tmp / "no-dir" / "x")], capsys)
     assert code == 2
     assert "--out: cannot write" in out
+
+
+def test_several_keys_and_checkpoints(
+    exported: Exported, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    other = tmp_path / "other.pem"
+    generate_key_pair(other, name="other-key")
+    vkey = exported.vkey.read_text().strip()
+    code, out = run(
+        ["verify", str(exported.export), "--key", str(other) + ".vkey", vkey,
+         "--checkpoint", str(exported.kept), str(exported.kept)],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, out
+    code, out = run(["verify", str(exported.export), "--key", str(other) + ".vkey"], capsys)
+    assert code == 1
+    assert "no signature from a known key" in out
