@@ -24,17 +24,19 @@ from pathlib import Path
 from typing import IO
 
 from rng_service.audit import (
+    ReceiptFieldError,
     VerificationFailure,
     check_receipt_against_export,
     check_receipt_against_head,
     open_head,
+    read_receipt,
     verify_export,
     write_export,
 )
 from rng_service.errors import IntegrityError, RngServiceError
 from rng_service.log.keys import load_verifier_keys
 from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, parse_note
-from rng_service.log.receipt import ReceiptFormatError, receipt_from_json, verify_receipt
+from rng_service.log.receipt import verify_receipt
 
 __all__ = ["main"]
 
@@ -183,8 +185,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 def _cmd_verify_receipt(args: argparse.Namespace) -> int:
     verifiers = _verifiers(args.key)
     try:
-        receipt = receipt_from_json(_read_text(args.receipt, "receipt"))
-    except ReceiptFormatError as e:
+        receipt = read_receipt(_read_text(args.receipt, "receipt"))
+    except ReceiptFieldError as e:
         raise _UsageError(f"receipt {args.receipt}: {e}") from e
     try:
         verified = verify_receipt(receipt, verifiers)

@@ -15,6 +15,7 @@ from rng_service.audit.export import (
     ExportReader,
     write_export,
 )
+from rng_service.audit.receipts import ReceiptFieldError, read_receipt
 from rng_service.audit.verify import (
     ExportReport,
     VerificationFailure,
@@ -33,11 +34,13 @@ __all__ = [
     "ExportHeader",
     "ExportReader",
     "ExportReport",
+    "ReceiptFieldError",
     "VerificationFailure",
     "VerifiedHead",
     "check_receipt_against_export",
     "check_receipt_against_head",
     "open_head",
+    "read_receipt",
     "verify_export",
     "write_export",
 ]

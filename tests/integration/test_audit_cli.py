@@ -472,16 +472,40 @@ def test_malformed_export(
     assert len(out.strip().splitlines()) == 1
 
 
-def test_malformed_receipt_and_usage(
-    exported: Exported, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r.pop("tree_size"), "tree_size: None is not a non-negative integer"),
+        (lambda r: r.update(index="3"), "index: '3' is not a non-negative integer"),
+        (lambda r: r.update(entry="%%"), "entry: is not base64"),
+        (lambda r: r.update(leaf_hash="ab"), "leaf_hash: is 1 bytes, expected 32"),
+        (lambda r: r["inclusion_proof"].__setitem__(1, "xyz"), "inclusion_proof[1]: is not hex"),
+        (lambda r: r.update(checkpoint=None), "checkpoint: missing or not a string"),
+        (lambda r: r.update(checkpoint="no signature\n"), "field checkpoint:"),
+        (lambda r: r.update(format="x"), "format: 'x' is not"),
+    ],
+)
+def test_malformed_receipt(
+    exported: Exported,
+    capsys: pytest.CaptureFixture[str],
+    change: Callable[[dict[str, Any]], object],
+    message: str,
 ) -> None:
     receipt = json.loads(exported.receipt.read_text())
-    del receipt["tree_size"]
+    change(receipt)
     path = exported.tmp / "malformed-receipt.json"
     path.write_text(json.dumps(receipt))
     code, out = run(["verify-receipt", str(path), "--key", str(exported.vkey)], capsys)
     assert code == 2
-    assert "tree_size" in out
+    assert message in out
+    assert len(out.strip().splitlines()) == 1
+    path.write_text("{")
+    code, out = run(["verify-receipt", str(path), "--key", str(exported.vkey)], capsys)
+    assert code == 2
+    assert "receipt: not JSON" in out
+
+
+def test_usage_errors(exported: Exported, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = run(["verify", str(exported.export), "--key", "not-a-key"], capsys)
     assert code == 2
     assert "--key" in out
