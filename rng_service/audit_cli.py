@@ -9,7 +9,9 @@ Commands:
 
 Exit status: 0 when everything verifies, 1 when something does not (the message says what and
 at which index), 2 for usage errors, unreadable or malformed files and unreachable services.
-The verification itself is :mod:`rng_service.audit` (pure); this module only does the I/O.
+The verification itself is :mod:`rng_service.audit` (pure: RFC 6962 / RFC 9162 section 2.1
+hashing and proofs, C2SP signed-note and tlog-checkpoint signatures); this module only does the
+I/O: files, the SQLite store, and a running service through ``rng.v1.LogService``.
 """
 
 from __future__ import annotations

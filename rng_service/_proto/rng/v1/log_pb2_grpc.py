@@ -26,7 +26,8 @@ if _version_not_supported:
 
 
 class LogServiceStub:
-    """Missing associated documentation comment in .proto file."""
+    """Read access to the log for auditors, regulators and game labs.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -77,7 +78,8 @@ class LogServiceStub:
 
 
 class LogServiceServicer:
-    """Missing associated documentation comment in .proto file."""
+    """Read access to the log for auditors, regulators and game labs.
+    """
 
     def GetPublicKeys(self, request, context):
         """The public keys that sign or signed checkpoints: the active key and every retired key
@@ -192,7 +194,8 @@ def add_LogServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class LogService:
-    """Missing associated documentation comment in .proto file."""
+    """Read access to the log for auditors, regulators and game labs.
+    """
 
     @staticmethod
     def GetPublicKeys(request,
