@@ -1,15 +1,24 @@
 """``rng-certify``: the certification suite's command line, for gaming labs.
 
-Subcommands (more can be added beside ``nist``)::
+Subcommands::
 
     rng-certify nist --input FILE --format {binary,ascii} [--bits-per-sequence N]
                      --json OUT [--jobs J]
+    rng-certify outcomes --input RECORDS [--profile TOML] [--confidence C] --json OUT [--html OUT]
+    rng-certify power [--replicates R] [--confidence C] --json OUT [--html OUT]
+    rng-certify collect (--live HOST:PORT | --lab-seed SEED) [--kind NAME=COUNT]
+                        [--time-limit S] --output RECORDS [--bits-output FILE]
+    rng-certify report [--outcomes JSON] [--nist JSON] [--power JSON] --html OUT
+    rng-certify all [--records RECORDS] [--bits FILE --format F] --out DIR
+    rng-certify dieharder (--lab-seed SEED | --input FILE) [--test N] [--json OUT]
 
 ``nist`` cuts the file into as many whole sequences of N bits (default 10^6) as it holds, runs
 the NIST SP 800-22 battery on each (optionally in J worker processes, spawn start method),
-makes the section 4.2 decisions, writes the JSON report and prints a summary table.
-Exit status: 0 when the suite passes, 1 when it fails, 2 for usage or input errors (a message,
-never a traceback). A progress bar is drawn only when stderr is a terminal.
+makes the section 4.2 decisions, writes the JSON report and prints a summary table. The other
+commands are described in docs/certification.md (outcome-level tests, power study, evidence
+pack, dieharder). Exit status (all commands): 0 when the suite passes, 1 when it fails, 2 for
+usage or input errors (a message, never a traceback). A progress bar is drawn only when
+stderr is a terminal.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
@@ -97,8 +107,9 @@ def _run_packed(packed: bytes, offset: int, n: int) -> dict[str, TestResult]:
 class _Progress:
     """A one-line progress bar on a terminal; silent otherwise."""
 
-    def __init__(self, total: int, stream: TextIO) -> None:
+    def __init__(self, total: int, stream: TextIO, unit: str = "sequences") -> None:
         self._total = total
+        self._unit = unit
         self._stream = stream
         self._enabled = stream.isatty()
         self._done = 0
@@ -117,9 +128,10 @@ class _Progress:
         if not self._enabled:
             return
         width = 40
-        filled = width * self._done // self._total
+        done = min(self._done, self._total)
+        filled = width * done // max(self._total, 1)
         bar = "#" * filled + "." * (width - filled)
-        self._stream.write(f"\r[{bar}] {self._done}/{self._total} sequences")
+        self._stream.write(f"\r[{bar}] {done}/{self._total} {self._unit}")
         self._stream.flush()
 
 
@@ -177,6 +189,257 @@ def _cmd_nist(args: argparse.Namespace) -> int:
     return EXIT_PASS if assessment.passed else EXIT_FAIL
 
 
+# --- outcome-level tests, power study, collection, reports, dieharder ---------------------------
+# These import certification.sources (and so rng_service) lazily: the ``nist`` command and its
+# spawn workers never load the service's code.
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _write_json(path: Path, document: object) -> None:
+    try:
+        path.write_text(json.dumps(document, indent=1) + "\n")
+    except OSError as e:
+        raise InputError(f"cannot write {path}: {e.strerror or e}") from e
+
+
+def _write_text(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as e:
+        raise InputError(f"cannot write {path}: {e.strerror or e}") from e
+
+
+def _read_json(path: Path) -> dict[str, object]:
+    try:
+        document = json.loads(path.read_text())
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror or e}") from e
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}: not JSON ({e.msg})") from e
+    if not isinstance(document, dict):
+        raise InputError(f"{path}: not a JSON object")
+    return document
+
+
+def _confidence(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.5 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not in [0.5, 1)")
+    return value
+
+
+def _plan_item(text: str) -> tuple[str, int]:
+    name, sep, count = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=COUNT")
+    return name, _positive_int(count)
+
+
+def _outcome_documents(
+    inputs: Sequence[Path], profiles: Sequence[Path], confidence: float
+) -> tuple[dict[str, object], str, bool]:
+    from certification import sources
+    from certification.outcomes import run_battery
+    from certification.outcomes.battery import render_json as outcomes_json
+    from certification.outcomes.battery import render_summary as outcomes_summary
+
+    records: list[sources.Record] = []
+    for path in inputs:
+        records.extend(sources.read_records(path))
+    sample = sources.build_sample(records, profile_files=profiles)
+    if sample.outcome_count == 0:
+        raise InputError(
+            f"no testable outcome records in {', '.join(map(str, inputs))} "
+            f"(kinds seen: {', '.join(sorted(sample.untested)) or 'none'})"
+        )
+    result = run_battery(sample, confidence=confidence)
+    document = outcomes_json(
+        result,
+        input_info={"paths": [str(p) for p in inputs], "records": len(records),
+                    "profiles": [str(p) for p in profiles]},
+    )  # fmt: skip
+    return document, outcomes_summary(result), result.passed
+
+
+def _cmd_outcomes(args: argparse.Namespace) -> int:
+    document, summary, passed = _outcome_documents(args.input, args.profile, args.confidence)
+    _write_json(args.json, document)
+    if args.html is not None:
+        from certification.report.html import render_html
+
+        _write_text(
+            args.html,
+            render_html(
+                outcomes=document, generated_at=_now(), inputs=[str(p) for p in args.input]
+            ),
+        )
+    sys.stdout.write(summary)
+    return EXIT_PASS if passed else EXIT_FAIL
+
+
+def _cmd_power(args: argparse.Namespace) -> int:
+    from certification import power
+
+    progress = _Progress(power.study_steps(args.replicates), sys.stderr, unit="battery runs")
+    try:
+        rows = power.run_study(
+            replicates=args.replicates, confidence=args.confidence, on_step=progress.advance
+        )
+    finally:
+        progress.close()
+    document = power.study_json(rows, confidence=args.confidence, replicates=args.replicates)
+    _write_json(args.json, document)
+    if args.html is not None:
+        from certification.report.html import render_html
+
+        _write_text(args.html, render_html(power=document, generated_at=_now()))
+    out = [f"{'generator':16} {'outcome':9} {'first rejection':>16} {'caught at (90 %)':>17}"]
+    for r in rows:
+        first = "-" if r.first_rejection_at is None else f"{r.first_rejection_at:,}"
+        caught = "-" if r.caught_at is None else f"{r.caught_at:,}"
+        out.append(f"{r.name:16} {r.outcome:9} {first:>16} {caught:>17}")
+        if not r.bad:
+            rejected = sum(t.rejections for t in r.trials)
+            runs = sum(t.replicates for t in r.trials)
+            out[-1] += f"   (rejected {rejected}/{runs} runs)"
+    out.append("PASSED" if document["passed"] else "FAILED")
+    sys.stdout.write("\n".join(out) + "\n")
+    return EXIT_PASS if document["passed"] else EXIT_FAIL
+
+
+def _cmd_collect(args: argparse.Namespace) -> int:
+    from certification import sources
+
+    plan = dict(args.kind) if args.kind else None
+    if args.live is not None:
+        plan = plan or dict(sources.DEFAULT_LIVE_PLAN)
+        progress = _Progress(sum(plan.values()), sys.stderr, unit="outcomes")
+        try:
+            records = sources.collect_live(
+                args.live, plan, time_limit=args.time_limit, run_id=args.run_id,
+                profile=args.service_profile, on_outcome=progress.advance,
+            )  # fmt: skip
+        finally:
+            progress.close()
+    else:
+        plan = plan or dict(sources.DEFAULT_LAB_PLAN)
+        generator = sources.lab_generator(args.lab_seed)
+        records = sources.generate_records(generator, plan)
+        if args.bits_output is not None:
+            generator = sources.lab_generator(args.lab_seed + "/bits")
+            sources.write_bit_file(
+                args.bits_output, generator.random_bytes(args.bits_bytes), args.bits_format
+            )
+    n = sources.write_records(args.output, records)
+    wanted = sum(plan.values())
+    note = "" if n == wanted else f" (stopped by the time limit; {wanted} asked)"
+    sys.stdout.write(f"wrote {n} outcome records to {args.output}{note}\n")
+    return EXIT_PASS
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from certification.report.html import render_html
+
+    docs = {
+        name: (_read_json(path) if path is not None else None)
+        for name, path in (("outcomes", args.outcomes), ("nist", args.nist), ("power", args.power))
+    }
+    if all(d is None for d in docs.values()):
+        raise InputError("give at least one of --outcomes, --nist, --power")
+    try:
+        page = render_html(
+            outcomes=docs["outcomes"], nist=docs["nist"], power=docs["power"],
+            generated_at=_now(),
+            inputs=[str(p) for p in (args.outcomes, args.nist, args.power) if p is not None],
+        )  # fmt: skip
+    except (KeyError, TypeError) as e:
+        raise InputError(f"a JSON document is not an rng-certify report ({e!r})") from e
+    _write_text(args.html, page)
+    passed = all(
+        bool(d["suite"]["passed"] if "suite" in d else d.get("passed"))  # type: ignore[index]
+        for d in docs.values()
+        if d is not None
+    )
+    return EXIT_PASS if passed else EXIT_FAIL
+
+
+def _cmd_all(args: argparse.Namespace) -> int:
+    """Outcome battery on the records and SP 800-22 on the bits; one evidence directory."""
+    from certification.report.html import render_html
+
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create {args.out}: {e.strerror or e}") from e
+    documents: dict[str, dict[str, object]] = {}
+    passed = True
+    inputs: list[str] = []
+    if args.records:
+        doc, summary, ok = _outcome_documents(args.records, args.profile, args.confidence)
+        _write_json(args.out / "outcomes.json", doc)
+        sys.stdout.write(summary)
+        documents["outcomes"] = doc
+        passed &= ok
+        inputs += [str(p) for p in args.records]
+    if args.bits is not None:
+        nist_args = [
+            "nist", "--input", str(args.bits), "--format", args.format,
+            "--bits-per-sequence", str(args.bits_per_sequence),
+            "--json", str(args.out / "nist.json"), "--jobs", str(args.jobs),
+        ]  # fmt: skip
+        status = main(nist_args)
+        if status == EXIT_USAGE:
+            return EXIT_USAGE
+        documents["nist"] = _read_json(args.out / "nist.json")
+        passed &= status == EXIT_PASS
+        inputs.append(str(args.bits))
+    if not documents:
+        raise InputError("give --records and/or --bits")
+    page = render_html(
+        outcomes=documents.get("outcomes"), nist=documents.get("nist"),
+        generated_at=_now(), inputs=inputs,
+    )  # fmt: skip
+    _write_text(args.out / "report.html", page)
+    sys.stdout.write(f"evidence written to {args.out} (report.html)\n")
+    return EXIT_PASS if passed else EXIT_FAIL
+
+
+def _announce(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def _cmd_dieharder(args: argparse.Namespace) -> int:
+    from certification import dieharder
+
+    if args.lab_seed is not None:
+        from certification import sources
+
+        stream = dieharder.generator_stream(sources.lab_generator(args.lab_seed))
+        label = f"DeterministicGenerator (lab mode) seed {args.lab_seed!r}"
+    else:
+        stream = dieharder.file_stream(args.input)
+        label = str(args.input)
+    tests = args.test or list(dieharder.QUICK_TESTS)
+    try:
+        results = dieharder.run(
+            stream, tests, executable=args.executable, psamples=args.psamples,
+            on_test=_announce,
+        )  # fmt: skip
+    except dieharder.DieharderError as e:
+        raise InputError(str(e)) from e
+    document = dieharder.to_json(results, source=label)
+    if args.json is not None:
+        _write_json(args.json, document)
+    sys.stdout.write(dieharder.summary(results))
+    return EXIT_PASS if document["passed"] else EXIT_FAIL
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -216,6 +479,166 @@ def _parser() -> argparse.ArgumentParser:
     nist.add_argument("--json", type=Path, required=True, metavar="OUT", help="JSON report path")
     nist.add_argument("--jobs", type=_positive_int, default=1, help="worker processes (default 1)")
     nist.set_defaults(handler=_cmd_nist)
+
+    outcomes = commands.add_parser(
+        "outcomes",
+        help="outcome-level battery on outcome records (JSON Lines)",
+        description="Chi-square, Kolmogorov-Smirnov and Knuth's sequence tests of game "
+        "outcomes against their exact distributions; Holm-adjusted decisions.",
+    )
+    outcomes.add_argument(
+        "--input",
+        type=Path,
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="JSON Lines of log entries or an rng-audit-export/v1 file (repeatable)",
+    )
+    outcomes.add_argument(
+        "--profile",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="TOML",
+        help="game profile file for records of a profile not shipped",
+    )
+    outcomes.add_argument(
+        "--confidence",
+        type=_confidence,
+        default=0.99,
+        help="confidence of the decisions (default 0.99)",
+    )
+    outcomes.add_argument("--json", type=Path, required=True, metavar="OUT")
+    outcomes.add_argument("--html", type=Path, metavar="OUT", help="HTML report with plots")
+    outcomes.set_defaults(handler=_cmd_outcomes)
+
+    pw = commands.add_parser(
+        "power",
+        help="power study: known-bad generators against the outcome battery",
+        description="Finds the sample size at which each known-bad generator is rejected, "
+        "and checks that our generator passes at those sizes.",
+    )
+    pw.add_argument(
+        "--replicates",
+        type=_positive_int,
+        default=20,
+        help="independent samples per size (default 20)",
+    )
+    pw.add_argument("--confidence", type=_confidence, default=0.99)
+    pw.add_argument("--json", type=Path, required=True, metavar="OUT")
+    pw.add_argument("--html", type=Path, metavar="OUT")
+    pw.set_defaults(handler=_cmd_power)
+
+    collect = commands.add_parser(
+        "collect",
+        help="collect outcome records from the live service or the lab generator",
+        description="Writes outcome records (JSON Lines, one canonical entry's kind, params "
+        "and outcome per line) for `rng-certify outcomes`.",
+    )
+    where = collect.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--live", metavar="HOST:PORT", help="a running service on a loopback address"
+    )
+    where.add_argument(
+        "--lab-seed",
+        metavar="SEED",
+        help="draw locally from DeterministicGenerator seeded with SEED",
+    )
+    collect.add_argument(
+        "--kind",
+        type=_plan_item,
+        action="append",
+        metavar="NAME=COUNT",
+        help="what to collect (repeatable), e.g. roulette_double_zero=2000",
+    )
+    collect.add_argument(
+        "--time-limit",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="stop a live collection after this long (default 300)",
+    )
+    collect.add_argument("--run-id", help="request id prefix (a rerun replays the outcomes)")
+    collect.add_argument(
+        "--service-profile", metavar="NAME", help="profile name for Fire Numbers and jackpot RPCs"
+    )
+    collect.add_argument("--output", type=Path, required=True, metavar="FILE")
+    collect.add_argument(
+        "--bits-output",
+        type=Path,
+        metavar="FILE",
+        help="lab mode: also write generator bytes as a bit file",
+    )
+    collect.add_argument(
+        "--bits-bytes",
+        type=_positive_int,
+        default=12_500_000,
+        metavar="N",
+        help="bytes for --bits-output (default 12,500,000 = 100 x 10^6 bits)",
+    )
+    collect.add_argument("--bits-format", choices=("binary", "ascii"), default="binary")
+    collect.set_defaults(handler=_cmd_collect)
+
+    report = commands.add_parser(
+        "report",
+        help="HTML evidence report from JSON results",
+        description="Renders the JSON documents of outcomes, nist and power into one HTML "
+        "page with plots. Exit status 1 if any of them failed.",
+    )
+    report.add_argument("--outcomes", type=Path, metavar="JSON")
+    report.add_argument("--nist", type=Path, metavar="JSON")
+    report.add_argument("--power", type=Path, metavar="JSON")
+    report.add_argument("--html", type=Path, required=True, metavar="OUT")
+    report.set_defaults(handler=_cmd_report)
+
+    everything = commands.add_parser(
+        "all",
+        help="outcome battery and NIST battery into one evidence directory",
+        description="Runs the outcome battery on --records and SP 800-22 on --bits, writing "
+        "outcomes.json, nist.json and report.html to --out.",
+    )
+    everything.add_argument("--records", type=Path, action="append", default=[], metavar="FILE")
+    everything.add_argument("--profile", type=Path, action="append", default=[], metavar="TOML")
+    everything.add_argument("--bits", type=Path, metavar="FILE")
+    everything.add_argument("--format", choices=("binary", "ascii"), default="binary")
+    everything.add_argument(
+        "--bits-per-sequence", type=_positive_int, default=DEFAULT_BITS_PER_SEQUENCE, metavar="N"
+    )
+    everything.add_argument("--jobs", type=_positive_int, default=1)
+    everything.add_argument("--confidence", type=_confidence, default=0.99)
+    everything.add_argument("--out", type=Path, required=True, metavar="DIR")
+    everything.set_defaults(handler=_cmd_all)
+
+    dh = commands.add_parser(
+        "dieharder",
+        help="pipe a raw byte stream into dieharder -g 200",
+        description="Runs dieharder tests on the lab generator's stream or a file "
+        "(docs/certification.md, 'dieharder'). Each test gets its own dieharder process.",
+    )
+    source = dh.add_mutually_exclusive_group(required=True)
+    source.add_argument("--lab-seed", metavar="SEED")
+    source.add_argument(
+        "--input",
+        type=Path,
+        metavar="FILE",
+        help="raw bytes; must hold enough for every test (no rewinding)",
+    )
+    dh.add_argument(
+        "--test",
+        type=int,
+        action="append",
+        metavar="N",
+        help="dieharder test number (repeatable; default: a quick set)",
+    )
+    dh.add_argument(
+        "--psamples",
+        type=_positive_int,
+        metavar="P",
+        help="dieharder -p (default: dieharder's own per test)",
+    )
+    dh.add_argument("--executable", default="dieharder")
+    dh.add_argument("--json", type=Path, metavar="OUT")
+    dh.set_defaults(handler=_cmd_dieharder)
     return parser
 
 

@@ -68,7 +68,9 @@ from rng_service.outcomes.roulette import WHEEL_ORDER, WheelType
 from rng_service.sampling import RandomSource
 
 __all__ = [
+    "DEFAULT_LAB_PLAN",
     "DEFAULT_LIVE_PLAN",
+    "KIND_PARAMS",
     "LIVE_TIME_LIMIT",
     "ByteSource",
     "RandBelow",
@@ -102,6 +104,17 @@ KIND_PARAMS: dict[str, dict[str, Any]] = {
     "card_shuffle": {"decks": 1, "jokers": 0},
 }
 DEFAULT_LIVE_PLAN: dict[str, int] = {"roulette_double_zero": 2000}
+#: What ``rng-certify collect --lab-seed`` draws unless told otherwise (a few seconds).
+DEFAULT_LAB_PLAN: dict[str, int] = {
+    "roulette_single_zero": 50_000,
+    "roulette_double_zero": 50_000,
+    "roulette_double_zero_as_single_zero": 20_000,
+    "sic_bo": 20_000,
+    "fire_numbers": 20_000,
+    "jackpot_tier": 5_000,
+    "multiball_3": 10_000,
+    "card_shuffle": 2_000,
+}
 #: Seconds a live collection may take at most unless told otherwise.
 LIVE_TIME_LIMIT = 300.0
 _LOOPBACK_NAMES = ("localhost",)

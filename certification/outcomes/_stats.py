@@ -263,5 +263,5 @@ def second_level(p_values: Sequence[float]) -> TestResult:
         "p_value_uniformity",
         "second_level",
         np.asarray(p_values, dtype=np.float64),
-        method="Kolmogorov-Smirnov (second level)",
+        method="Kolmogorov-Smirnov of the P-values against U(0, 1)",
     )

@@ -1,0 +1,236 @@
+"""Running Robert G. Brown's ``dieharder`` (Debian package ``dieharder``, version 3.31) on a raw
+byte stream, for labs that want its tests beside SP 800-22.
+
+``dieharder -g 200`` reads raw binary from stdin. Caveats, all handled or refused here:
+
+* **No rewinding.** With ``-g 200`` dieharder reads stdin once; when a file runs out it does
+  not start over as ``-g 201`` (file input) does, so a short file gives meaningless results.
+  :func:`run` feeds a live stream (the lab generator, :func:`generator_stream`) or a file
+  (:func:`file_stream`), and a file that runs out before a test finishes is an error.
+* **ntuple sizes.** Some tests take an ntuple size ``-n``; ``dieharder -a`` runs them at the
+  sizes in :data:`NTUPLES`, and single tests here do the same (``-d 200`` without ``-n`` does
+  not run as ``-a`` does, and ``-d 201`` without ``-n`` reports a spurious FAILED).
+* **Cost.** Test 17 (Marsaglia and Tsang GCD) alone reads about 8 GB; :data:`QUICK_TESTS` are
+  the ones the project's test suite runs (a few MB each).
+
+Each test (and each ntuple size) runs in its own dieharder process; the stream continues
+from one to the next, so no byte is used twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = [
+    "LONG_TESTS",
+    "NTUPLES",
+    "QUICK_TESTS",
+    "DieharderError",
+    "DieharderResult",
+    "file_stream",
+    "generator_stream",
+    "run",
+    "summary",
+    "to_json",
+]
+
+#: Quick tests: Diehard birthdays (0) and STS monobit (100).
+QUICK_TESTS = (0, 100)
+#: ntuple sizes ``dieharder -a`` uses for the tests that take one.
+NTUPLES: dict[int, tuple[int, ...]] = {
+    102: tuple(range(1, 17)),
+    200: tuple(range(1, 13)),
+    201: (2, 3, 4, 5),
+    202: (2, 3, 4, 5),
+    203: tuple(range(0, 33)),
+    206: (256,),
+    207: (32,),
+    208: (0, 1),
+    209: (12,),
+}
+LONG_TESTS = {17: "reads about 8 GB of input"}
+CHUNK = 1 << 20
+
+_ROW = re.compile(
+    r"^\s*(?P<name>\w+)\|\s*(?P<ntup>\d+)\|\s*(?P<tsamples>\d+)\|\s*(?P<psamples>\d+)\|"
+    r"\s*(?P<p>[0-9.eE+-]+)\|\s*(?P<assessment>PASSED|WEAK|FAILED)\s*$"
+)
+
+
+class DieharderError(Exception):
+    """dieharder is missing, failed, or ran out of input."""
+
+
+class _Bytes(Protocol):
+    def random_bytes(self, n: int) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class DieharderResult:
+    test: int
+    name: str
+    ntuple: int
+    tsamples: int
+    psamples: int
+    p_value: float
+    assessment: str
+
+
+@dataclass
+class _Feed:
+    stream: Iterator[bytes]
+    written: int = 0
+
+
+def generator_stream(source: _Bytes) -> Iterator[bytes]:
+    """An endless stream of ``source``'s bytes in 1 MiB chunks."""
+    while True:
+        yield source.random_bytes(CHUNK)
+
+
+def file_stream(path: Path) -> Iterator[bytes]:
+    """The bytes of ``path`` in 1 MiB chunks, once."""
+    try:
+        handle = path.open("rb")
+    except OSError as e:
+        raise DieharderError(f"cannot read {path}: {e.strerror or e}") from e
+    with handle:
+        while chunk := handle.read(CHUNK):
+            yield chunk
+
+
+def _pump(feed: _Feed, stdin: Any) -> None:
+    try:
+        for chunk in feed.stream:
+            stdin.write(chunk)
+            feed.written += len(chunk)
+    except (BrokenPipeError, ValueError, OSError):
+        return  # dieharder has read what it needs and closed its end
+    finally:
+        with contextlib.suppress(OSError):
+            stdin.close()
+
+
+def _run_one(
+    feed: _Feed, test: int, ntuple: int | None, executable: str, psamples: int | None,
+    timeout: float,
+) -> list[DieharderResult]:  # fmt: skip
+    cmd = [executable, "-g", "200", "-d", str(test)]
+    if ntuple is not None:
+        cmd += ["-n", str(ntuple)]
+    if psamples is not None:
+        cmd += ["-p", str(psamples)]
+    try:
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+    except OSError as e:
+        raise DieharderError(
+            f"cannot run {executable}: {e.strerror or e} (Debian package 'dieharder')"
+        ) from e
+    before = feed.written
+    pump = threading.Thread(target=_pump, args=(feed, proc.stdin), daemon=True)
+    pump.start()
+    # Not communicate(): it would close stdin, which the pump thread is writing to.
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    stdout = proc.stdout
+    if stdout is None:  # Popen made it a pipe; this keeps the type checker honest
+        raise DieharderError("dieharder's output is not a pipe")
+    try:
+        out = stdout.read()
+        proc.wait()
+    finally:
+        timer.cancel()
+        stdout.close()
+    pump.join(5)
+    if proc.returncode < 0:
+        raise DieharderError(f"dieharder -d {test} was stopped after {timeout:g} s")
+    text = out.decode("utf-8", "replace")
+    rows = [m for m in (_ROW.match(line) for line in text.splitlines()) if m]
+    if "Error: EOF" in text:  # what stdin_input_raw() prints when stdin runs dry
+        raise DieharderError(
+            f"the input ran out during dieharder -d {test} after {feed.written - before} "
+            "bytes; -g 200 does not rewind, so the result would be meaningless: give a larger "
+            "file or use --lab-seed"
+        )
+    if proc.returncode != 0 or not rows:
+        tail = " | ".join(text.strip().splitlines()[-3:])
+        raise DieharderError(f"dieharder -d {test} failed (status {proc.returncode}): {tail}")
+    return [
+        DieharderResult(
+            test=test,
+            name=m["name"],
+            ntuple=int(m["ntup"]),
+            tsamples=int(m["tsamples"]),
+            psamples=int(m["psamples"]),
+            p_value=float(m["p"]),
+            assessment=m["assessment"],
+        )
+        for m in rows
+    ]
+
+
+def run(
+    stream: Iterator[bytes],
+    tests: Sequence[int],
+    *,
+    executable: str = "dieharder",
+    psamples: int | None = None,
+    timeout: float = 3600.0,
+    on_test: Callable[[str], None] | None = None,
+) -> list[DieharderResult]:
+    """Each test of ``tests`` (at each of its :data:`NTUPLES` sizes) on consecutive bytes of
+    ``stream``."""
+    feed = _Feed(stream)
+    results: list[DieharderResult] = []
+    for test in tests:
+        ntuples: Sequence[int | None] = NTUPLES.get(test) or (None,)
+        for ntuple in ntuples:
+            if on_test is not None:
+                extra = f" ({LONG_TESTS[test]})" if test in LONG_TESTS else ""
+                nt = "" if ntuple is None else f" -n {ntuple}"
+                on_test(f"dieharder -g 200 -d {test}{nt}{extra}")
+            results += _run_one(feed, test, ntuple, executable, psamples, timeout)
+    return results
+
+
+def _row(r: DieharderResult) -> dict[str, Any]:
+    return {
+        "test": r.test,
+        "name": r.name,
+        "ntuple": r.ntuple,
+        "tsamples": r.tsamples,
+        "psamples": r.psamples,
+        "p_value": r.p_value,
+        "assessment": r.assessment,
+    }
+
+
+def to_json(results: Sequence[DieharderResult], *, source: str) -> dict[str, Any]:
+    """The JSON document: every result row; passed unless a row is FAILED (WEAK rows are
+    reported, as dieharder does, for a rerun with more samples)."""
+    return {
+        "tool": "dieharder 3.31 (-g 200, raw stdin)",
+        "source": source,
+        "results": [_row(r) for r in results],
+        "passed": bool(results) and all(r.assessment != "FAILED" for r in results),
+        "weak": [f"{r.name}/{r.ntuple}" for r in results if r.assessment == "WEAK"],
+    }
+
+
+def summary(results: Sequence[DieharderResult]) -> str:
+    lines = [f"{'test':>4} {'name':24} {'ntup':>4} {'psamples':>8} {'p-value':>10}  assessment"]
+    for r in results:
+        lines.append(
+            f"{r.test:>4} {r.name:24} {r.ntuple:>4} {r.psamples:>8} {r.p_value:>10.8f}  "
+            f"{r.assessment}"
+        )
+    return "\n".join(lines) + "\n"
