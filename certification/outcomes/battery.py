@@ -22,8 +22,9 @@ shown to a stated confidence; that text is not among ../shared/regulations, so t
 number is the project's. The confidence is 99 % by default): with many tests in one run,
 each P-value is Holm-adjusted so that the chance that a fair generator fails *any* test is at
 most alpha; and, from 10 applicable tests on, a second-level Kolmogorov-Smirnov test checks
-that the P-values together are uniform, also at alpha. The run passes when neither any
-adjusted P-value nor the second-level one is below alpha.
+that the P-values together are uniform, at SP 800-22 section 4.2.2's threshold 0.0001
+(:data:`SECOND_LEVEL_ALPHA`: the tests share data, so their P-values are not independent). The
+run passes when no adjusted P-value is below alpha and the second-level one is not below 0.0001.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from certification.outcomes.shuffles import run_shuffle_tests
 __all__ = [
     "DEFAULT_CONFIDENCE",
     "MAX_TUPLE_CELLS",
+    "SECOND_LEVEL_ALPHA",
     "BatteryResult",
     "Decision",
     "all_tests",
@@ -71,6 +73,12 @@ __all__ = [
 DEFAULT_CONFIDENCE = 0.99
 MAX_TUPLE_CELLS = 100_000
 _SECOND_LEVEL_MIN = 10
+#: Threshold of the second-level test: SP 800-22 section 4.2.2's 0.0001 for the uniformity of
+#: P-values. The battery's tests are not independent (several read the same spins), which
+#: makes a Kolmogorov-Smirnov test of their P-values reject a fair generator more often than
+#: its nominal level: about 5 % of lab-mode runs at 0.01, 1 % at 0.001, 0.3 % at 0.0001
+#: (300 runs measured).
+SECOND_LEVEL_ALPHA = 0.0001
 
 
 @dataclass(frozen=True)
@@ -218,7 +226,7 @@ def decide(
     level2_ok: bool | None = None
     if len(applicable) >= _SECOND_LEVEL_MIN:
         level2 = second_level([r.p_value for r in applicable if r.p_value is not None])
-        level2_ok = level2.p_value is not None and level2.p_value >= alpha
+        level2_ok = level2.p_value is not None and level2.p_value >= SECOND_LEVEL_ALPHA
     failed = [d.key for d in decisions if d.passed is False]
     if level2_ok is False:
         failed.append("second_level/p_value_uniformity")
@@ -285,6 +293,7 @@ def render_json(result: BatteryResult, *, input_info: Mapping[str, Any]) -> dict
         "confidence": result.confidence,
         "alpha": result.alpha,
         "correction": "Holm step-down over all applicable tests",
+        "second_level_alpha": SECOND_LEVEL_ALPHA,
         "input": dict(input_info),
         "outcome_count": result.outcome_count,
         "untested_kinds": dict(result.untested),

@@ -1,0 +1,182 @@
+"""``rng-certify`` outcomes, collect, power, report, all and dieharder: exit statuses, files
+written, input errors as one-line messages; the sources' file formats."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import itertools
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from certification import dieharder, sources
+from certification.cli import main, read_bits
+from rng_service.audit.export import write_export
+from tests.unit.certification.test_html_report import plots_in
+
+
+@pytest.fixture(scope="module")
+def records_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("records") / "records.jsonl"
+    status = main([
+        "collect", "--lab-seed", "cli-test", "--output", str(path),
+        "--kind", "roulette_single_zero=4000", "--kind", "sic_bo=1000",
+        "--kind", "fire_numbers=1000", "--kind", "card_shuffle=300",
+    ])  # fmt: skip
+    assert status == 0
+    return path
+
+
+def test_outcomes_passes_lab_records(records_file: Path, tmp_path: Path) -> None:
+    out, page = tmp_path / "o.json", tmp_path / "o.html"
+    status = main(["outcomes", "--input", str(records_file), "--json", str(out),
+                   "--html", str(page)])  # fmt: skip
+    assert status == 0
+    doc = json.loads(out.read_text())
+    assert doc["suite"]["passed"] is True
+    assert doc["outcome_count"] == 6300
+    assert plots_in(page.read_text()).kinds["frequency-chart"] > 10
+
+
+def test_outcomes_fails_tampered_records(records_file: Path, tmp_path: Path) -> None:
+    lines = records_file.read_text().splitlines()
+    tampered = []
+    for i, line in enumerate(lines):
+        r = json.loads(line)
+        if r["kind"] == "dice_roll" and i % 3 == 0:
+            r["outcome"]["faces"] = [6, 6, 6]
+        tampered.append(json.dumps(r))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(tampered) + "\n")
+    status = main(["outcomes", "--input", str(bad), "--json", str(tmp_path / "o.json")])
+    assert status == 1
+    failed = json.loads((tmp_path / "o.json").read_text())["suite"]["failed"]
+    assert "dice/3d6/faces" in failed
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json\n", "not JSON"),
+        ('{"kind": "roulette_spin"}\n', "'outcome'"),
+        ('{"kind": "uniform_int", "params": {}, "outcome": {"values": [1]}}\n', "no testable"),
+    ],
+)
+def test_outcomes_input_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text(content)
+    assert main(["outcomes", "--input", str(path), "--json", str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_outcomes_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["outcomes", "--input", str(tmp_path / "nope"), "--json", str(tmp_path / "o")])
+    assert status == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_export_file_is_read_like_entry_lines(records_file: Path, tmp_path: Path) -> None:
+    entries = [line.encode() for line in records_file.read_text().splitlines()[:50]]
+    buf = io.StringIO()
+    write_export(
+        buf,
+        origin="test.example/log",
+        checkpoints=[("note", 1)],
+        entries=[(i, hashlib.sha256(b"\0" + e).digest(), e) for i, e in enumerate(entries)],
+        tree_size=len(entries),
+    )
+    export = tmp_path / "export.jsonl"
+    export.write_text(buf.getvalue())
+    got = list(sources.read_records(export))
+    assert got == [json.loads(e) for e in entries]
+
+
+def test_collect_refuses_a_remote_service(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(["collect", "--live", "192.0.2.1:50051", "--output", str(tmp_path / "r")])
+    assert status == 2
+    assert "loopback" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fmt", ["binary", "ascii"])
+def test_lab_bits_round_trip(tmp_path: Path, fmt: str) -> None:
+    path = tmp_path / f"bits.{fmt}"
+    data = sources.lab_generator("bits").random_bytes(1000)
+    sources.write_bit_file(path, data, fmt)
+    bits = read_bits(path, fmt)
+    assert bits.size == 8000
+    assert np.array_equal(bits.sequence(0, 8000), np.unpackbits(np.frombuffer(data, np.uint8)))
+
+
+def test_all_and_report(records_file: Path, tmp_path: Path) -> None:
+    bits = tmp_path / "bits.bin"
+    sources.write_bit_file(bits, sources.lab_generator("nist").random_bytes(25_000), "binary")
+    out = tmp_path / "evidence"
+    status = main([
+        "all", "--records", str(records_file), "--bits", str(bits),
+        "--bits-per-sequence", "100000", "--out", str(out),
+    ])  # fmt: skip
+    assert status == 0
+    assert {p.name for p in out.iterdir()} == {"outcomes.json", "nist.json", "report.html"}
+    kinds = plots_in((out / "report.html").read_text()).kinds
+    assert kinds["p-value-histogram"] >= 2
+
+    failing = json.loads((out / "outcomes.json").read_text())
+    failing["suite"]["passed"] = False
+    (tmp_path / "failing.json").write_text(json.dumps(failing))
+    page = tmp_path / "r.html"
+    assert main(["report", "--nist", str(out / "nist.json"), "--html", str(page)]) == 0
+    status = main(["report", "--outcomes", str(tmp_path / "failing.json"),
+                   "--nist", str(out / "nist.json"), "--html", str(page)])  # fmt: skip
+    assert status == 1
+    assert "FAILED" in page.read_text()
+
+
+def test_power_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "power.json"
+    assert main(["power", "--replicates", "1", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert all(g["caught_at"] is not None for g in doc["generators"] if g["bad"])
+    assert "modulo_wheel" in capsys.readouterr().out
+
+
+def _dieharder() -> None:
+    if shutil.which("dieharder") is None:
+        pytest.fail(
+            "dieharder is not installed: apt-get install dieharder (add 'dieharder dieharder' "
+            "to scripts/install-system-deps.sh)"
+        )
+
+
+def test_dieharder_quick_tests_on_the_lab_generator(tmp_path: Path) -> None:
+    _dieharder()
+    out = tmp_path / "dh.json"
+    assert main(["dieharder", "--lab-seed", "dh", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert [r["name"] for r in doc["results"]] == ["diehard_birthdays", "sts_monobit"]
+    assert doc["passed"] is True
+
+
+def test_dieharder_fails_a_stream_of_zeros() -> None:
+    _dieharder()
+    zeros = itertools.repeat(bytes(dieharder.CHUNK))
+    results = dieharder.run(zeros, [100], psamples=10)
+    assert [r.assessment for r in results] == ["FAILED"]
+    assert dieharder.to_json(results, source="zeros")["passed"] is False
+
+
+def test_dieharder_refuses_a_short_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _dieharder()
+    short = tmp_path / "short.bin"
+    short.write_bytes(sources.lab_generator("short").random_bytes(100_000))
+    assert main(["dieharder", "--input", str(short), "--test", "0"]) == 2
+    assert "does not rewind" in capsys.readouterr().err
