@@ -244,7 +244,9 @@ def _typed(record: Any, key: str, kind: type) -> Any:
 
 def _parse_time(text: str) -> int:
     try:
-        if len(text) != 27 or not text.endswith("Z"):
+        if len(text) != 27 or not text.endswith("Z") or text[19] != ".":
+            raise ValueError(text)
+        if not (text[20:26].isascii() and text[20:26].isdigit()):
             raise ValueError(text)
         whole = dt.datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=dt.UTC)
         micros = int(text[20:26])

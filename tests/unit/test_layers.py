@@ -21,6 +21,8 @@ CASES = {
     "rng_service.log.merkle": FORBIDDEN_BELOW_SERVICE,
     "rng_service.log.receipt": (*FORBIDDEN_BELOW_SERVICE, "rng_service.storage"),
     "rng_service.log.appender": ("grpc", "prometheus_client", "rng_service._proto", "sqlite3"),
+    "rng_service.audit": (*FORBIDDEN_BELOW_SERVICE, "rng_service.storage", "rng_service.service"),
+    "certification.sp800_22": (*FORBIDDEN_BELOW_SERVICE, "rng_service"),
     "rng_service.storage.base": ("grpc", "prometheus_client", "rng_service.log"),
     "rng_service.storage.sqlite": ("grpc", "prometheus_client", "rng_service.log"),
 }

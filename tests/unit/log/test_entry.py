@@ -84,6 +84,12 @@ def test_encoding_is_byte_exact() -> None:
         lambda d: d.replace(b'"client":"default",', b""),
         lambda d: d.replace(b"{", b"{ ", 1),
         lambda d: d.replace(b'"time":"2026-01-01T00:00:00.123456Z"', b'"time":"yesterday"'),
+        lambda d: d.replace(
+            b'"time":"2026-01-01T00:00:00.123456Z"', b'"time":"2026-01-01T00:00:00V000007Z"'
+        ),
+        lambda d: d.replace(
+            b'"time":"2026-01-01T00:00:00.123456Z"', b'"time":"2026-01-01T00:00:00.+12345Z"'
+        ),
         lambda d: d[:-1],
         lambda d: b"\xff" + d,
         lambda d: b"[1]",
