@@ -69,10 +69,14 @@ def write_results(area: str, rows: list[Row], directory: Path | None = None) -> 
     return path
 
 
+def _num(x: float) -> str:
+    return f"{x:,.3f}" if abs(x) < 100 else f"{x:,.1f}"
+
+
 def print_rows(rows: list[Row]) -> None:
     for r in rows:
         print(
-            f"{r.name:<48} {r.value:>14,.1f} {r.unit:<12} "
-            f"baseline {r.baseline_name}: {r.baseline_value:>14,.1f}  ratio {r.ratio:6.2f}"
+            f"{r.name:<48} {_num(r.value):>14} {r.unit:<12} "
+            f"baseline {r.baseline_name}: {_num(r.baseline_value):>14}  ratio {r.ratio:6.2f}"
             + (f"  (target {r.target})" if r.target else "")
         )
