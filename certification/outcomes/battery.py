@@ -22,9 +22,10 @@ shown to a stated confidence; that text is not among ../shared/regulations, so t
 number is the project's. The confidence is 99 % by default): with many tests in one run,
 each P-value is Holm-adjusted so that the chance that a fair generator fails *any* test is at
 most alpha; and, from 10 applicable tests on, a second-level Kolmogorov-Smirnov test checks
-that the P-values together are uniform, at SP 800-22 section 4.2.2's threshold 0.0001
-(:data:`SECOND_LEVEL_ALPHA`: the tests share data, so their P-values are not independent). The
-run passes when no adjusted P-value is below alpha and the second-level one is not below 0.0001.
+that the P-values together are uniform, at SP 800-22 section 4.2.2's threshold 0.0001, or
+alpha if smaller (:data:`SECOND_LEVEL_ALPHA`: the tests share data, so their P-values are not
+independent). The run passes when no adjusted P-value is below alpha and the second-level
+one is not below its threshold.
 """
 
 from __future__ import annotations
@@ -226,7 +227,8 @@ def decide(
     level2_ok: bool | None = None
     if len(applicable) >= _SECOND_LEVEL_MIN:
         level2 = second_level([r.p_value for r in applicable if r.p_value is not None])
-        level2_ok = level2.p_value is not None and level2.p_value >= SECOND_LEVEL_ALPHA
+        threshold = min(SECOND_LEVEL_ALPHA, alpha)
+        level2_ok = level2.p_value is not None and level2.p_value >= threshold
     failed = [d.key for d in decisions if d.passed is False]
     if level2_ok is False:
         failed.append("second_level/p_value_uniformity")

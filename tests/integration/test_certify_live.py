@@ -1,0 +1,76 @@
+"""A full, small certification run against a live in-process service: collect outcomes through
+the ordinary RPCs with ``rng-certify collect --live``, run the outcome battery with
+``rng-certify outcomes``, write the HTML report and render it in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from certification import sources
+from certification.cli import main
+from tests.integration.conftest import make_config, start
+from tests.unit.certification.test_html_report import chromium_render, plots_in, png_size
+
+PLAN = {
+    "roulette_double_zero": 3000,
+    "roulette_double_zero_as_single_zero": 600,
+    "sic_bo": 600,
+    "fire_numbers": 400,
+    "jackpot_tier": 200,
+    "multiball_3": 300,
+    "card_shuffle": 300,
+}
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("certify-live")
+    running = start(make_config(tmp))
+    try:
+        records = tmp / "records.jsonl"
+        argv = ["collect", "--live", f"127.0.0.1:{running.port}", "--output", str(records),
+                "--run-id", "live-test", "--time-limit", "240"]  # fmt: skip
+        for kind, count in PLAN.items():
+            argv += ["--kind", f"{kind}={count}"]
+        assert main(argv) == 0
+    finally:
+        running.stop()
+    return records
+
+
+def test_live_records_are_the_logged_entries(collected: Path) -> None:
+    records = list(sources.read_records(collected))
+    assert len(records) == sum(PLAN.values())
+    kinds = {r["kind"] for r in records}
+    assert kinds == {"roulette_spin", "dice_roll", "fire_numbers", "jackpot_tier", "multiball",
+                     "card_shuffle"}  # fmt: skip
+    sample = sources.build_sample(records)
+    assert [g.wheel for g in sample.wheels] == ["double_zero", "double_zero_as_single_zero"]
+    assert len(sample.wheels[0].numbers) == PLAN["roulette_double_zero"]
+
+
+def test_live_outcome_battery_and_report(collected: Path, tmp_path: Path) -> None:
+    out, page = tmp_path / "outcomes.json", tmp_path / "report.html"
+    # The live generator's personalization holds the pid and the clock, so its outcomes differ
+    # from run to run; at this confidence a fair service fails with probability about 10^-5
+    # (Holm over the family, and the second level at the same alpha), while a broken one
+    # (a biased wheel, an unshuffled deck) still fails by many orders of magnitude.
+    status = main(["outcomes", "--input", str(collected), "--json", str(out),
+                   "--html", str(page), "--confidence", "0.999999"])  # fmt: skip
+    doc = json.loads(out.read_text())
+    assert status == 0, doc["suite"]
+    groups = {t["group"].split("/")[0] for t in doc["tests"] if t["p_value"] is not None}
+    assert groups == {"wheel", "dice", "fire_numbers", "jackpot", "multiball", "shuffle"}
+
+    dom, png = chromium_render(page, tmp_path)
+    rendered = plots_in(dom)
+    assert rendered.kinds.get("p-value-histogram") == 1
+    charted = sum(1 for t in doc["tests"] if t["cells"])
+    assert rendered.kinds.get("frequency-chart", 0) + rendered.kinds.get("residual-chart", 0) == (
+        charted
+    )
+    assert rendered.bars > 100
+    assert png_size(png) == (1200, 2000)
