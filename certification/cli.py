@@ -521,8 +521,8 @@ def _parser() -> argparse.ArgumentParser:
     pw.add_argument(
         "--replicates",
         type=_positive_int,
-        default=20,
-        help="independent samples per size (default 20)",
+        default=50,
+        help="independent samples per size (default 50)",
     )
     pw.add_argument("--confidence", type=_confidence, default=0.99)
     pw.add_argument("--json", type=Path, required=True, metavar="OUT")
