@@ -11,6 +11,7 @@ import pytest
 
 from certification import sources
 from certification.cli import main
+from rng_service.audit_cli import main as audit_main
 from tests.integration.conftest import make_config, start
 from tests.unit.certification.test_html_report import chromium_render, plots_in, png_size
 
@@ -26,7 +27,8 @@ PLAN = {
 
 
 @pytest.fixture(scope="module")
-def collected(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def live_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(records written by collect --live, the log exported by rng-audit export)."""
     tmp = tmp_path_factory.mktemp("certify-live")
     running = start(make_config(tmp))
     try:
@@ -36,9 +38,27 @@ def collected(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for kind, count in PLAN.items():
             argv += ["--kind", f"{kind}={count}"]
         assert main(argv) == 0
+        export = tmp / "export.jsonl"
+        target = f"127.0.0.1:{running.port}"
+        assert audit_main(["export", "--target", target, "--out", str(export)]) == 0
     finally:
         running.stop()
-    return records
+    return records, export
+
+
+@pytest.fixture(scope="module")
+def collected(live_files: tuple[Path, Path]) -> Path:
+    return live_files[0]
+
+
+def test_the_log_export_holds_the_same_outcomes(live_files: tuple[Path, Path]) -> None:
+    records, export = live_files
+    collected = list(sources.read_records(records))
+    logged = [
+        {"kind": e["kind"], "params": e["params"], "outcome": e["outcome"]}
+        for e in sources.read_records(export)
+    ]
+    assert logged == collected
 
 
 def test_live_records_are_the_logged_entries(collected: Path) -> None:
