@@ -361,12 +361,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
     except (KeyError, TypeError) as e:
         raise InputError(f"a JSON document is not an rng-certify report ({e!r})") from e
     _write_text(args.html, page)
-    passed = all(
-        bool(d["suite"]["passed"] if "suite" in d else d.get("passed"))  # type: ignore[index]
-        for d in docs.values()
-        if d is not None
-    )
+    passed = all(_document_passed(d) for d in docs.values() if d is not None)
     return EXIT_PASS if passed else EXIT_FAIL
+
+
+def _document_passed(document: dict[str, object]) -> bool:
+    """The verdict of an outcomes or nist document (``suite.passed``) or a power study's."""
+    suite = document.get("suite")
+    if isinstance(suite, dict):
+        return suite.get("passed") is True
+    return document.get("passed") is True
 
 
 def _cmd_all(args: argparse.Namespace) -> int:
