@@ -10,7 +10,7 @@ The bad generators (each a deliberate, classic mistake):
   the *whole* deck): N^N equally likely paths onto N! orders, which N! does not divide, so
   some orders are more likely (Knuth, TAOCP vol. 2, section 3.4.2, Algorithm P is the fix).
 * ``randu`` - the LCG x' = 65539 x mod 2^31 (IBM's RANDU), emitting the low byte of each state:
-  the low k bits of a power-of-two-modulus LCG have period at most 2^k (Knuth 3.2.1.2), so the
+  the low k bits of a power-of-two-modulus LCG have period at most 2^k (Knuth 3.2.1.1), so the
   byte stream repeats every 64 outputs.
 * ``stuck_bit`` - fair bytes with bit 3 of every byte stuck at 1 (a failed line of a hardware
   source).

@@ -12,10 +12,10 @@ wheel's compartment positions, dice faces minus one).
 * ``coupon_collector`` - coupon collector's test (3.3.2 E) on an alphabet of 8 (see below):
   P(segment length r) = 8! / 8^r * S(r-1, 7) for 8 <= r < t, tail 1 - 8! / 8^(t-1) S(t-1, 8).
 * ``runs_up`` / ``runs_down`` - run test (3.3.2 G) with the element after each run thrown away,
-  which makes run lengths independent with P(r) = 1/r! - 1/(r+1)! (Knuth's remark after
-  eq. (14)); lengths 6 and above lumped (1/720).
+  which makes run lengths independent with P(r) = 1/r! - 1/(r+1)! (Knuth's remark in
+  3.3.2 G); lengths 6 and above lumped (1/720).
 * ``runs_up_and_down`` - the total number of runs up and down (Levene and Wolfowitz 1944,
-  Knuth exercise 3.3.2-14): mean (2n - 1)/3, variance (16n - 29)/90, normal approximation.
+  Ann. Math. Statist. 15): mean (2n - 1)/3, variance (16n - 29)/90, normal approximation.
 * ``serial_correlation`` - serial correlation test (3.3.2 K): Knuth's circular lag-1
   coefficient C against mu_n = -1/(n-1), sigma_n^2 = n^2 / ((n-1)^2 (n-2)), normal.
 * ``uniformity_ks`` - Kolmogorov-Smirnov test (3.3.1 C) of the continuous values below.
