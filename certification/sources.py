@@ -312,6 +312,7 @@ def collect_live(
     ids are ``<run_id>-<kind>-<i>``, so a rerun with the same ``run_id`` replays the logged
     outcomes instead of drawing new ones. Only loopback targets are accepted.
     """
+    # Imported here: only live collection needs grpc, so reading files never loads it.
     from rng_service.service.client import ClientError, RngClient
 
     _check_loopback(target)
