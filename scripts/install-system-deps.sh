@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 # command-or-path  debian-package
 needs=(
   "promtool prometheus"
+  "dieharder dieharder"
+  "chromium chromium"
 )
 
 missing=()
