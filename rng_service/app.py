@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import grpc
 from grpc_health.v1._async import HealthServicer
 from prometheus_client import (
     CollectorRegistry,
@@ -27,7 +28,7 @@ from prometheus_client import (
 )
 
 from rng_service.clock import Clock, SystemClock
-from rng_service.config import Config, is_loopback
+from rng_service.config import Config, check_transport
 from rng_service.drbg import EntropySource, GeneratorConfig, OsEntropySource, ProductionGenerator
 from rng_service.errors import RngServiceError
 from rng_service.log.appender import Appender
@@ -35,6 +36,8 @@ from rng_service.log.keys import load_private_key, load_verifier_keys
 from rng_service.log.note import Ed25519NoteSigner, NoteVerifier
 from rng_service.log.tree import MerkleTree
 from rng_service.metrics import GeneratorCollector, Metrics
+from rng_service.security.policy import ClientPolicy, RateLimit, Role
+from rng_service.service.auth import Authorizer
 from rng_service.service.log_servicer import LogServicer, PublicKeyInfo
 from rng_service.service.profiles import ProfileRegistry
 from rng_service.service.server import HealthMonitor, build_server
@@ -71,6 +74,39 @@ def _signer_from(path: Path, name: str, passphrase_env: str, *, setting: str) ->
     except RngServiceError as e:
         raise StartupError(f"{setting}: {e}") from e
     return Ed25519NoteSigner(name, key)
+
+
+def _client_policies(config: Config) -> list[ClientPolicy]:
+    """The ``[[clients]]`` entries as policy: roles, scopes and each one's rate limit."""
+    default = config.rate_limit
+    out = []
+    for c in config.clients:
+        limit: RateLimit | None = None
+        if c.rate_per_second is not None and c.burst is not None:
+            limit = RateLimit(c.rate_per_second, c.burst)
+        elif default.enabled:
+            limit = RateLimit(default.rate_per_second, default.burst)
+        out.append(
+            ClientPolicy(
+                identity=c.identity,
+                roles=frozenset(Role(r) for r in c.roles),
+                tables=frozenset(c.tables),
+                kinds=frozenset(c.kinds),
+                profiles=frozenset(c.profiles),
+                rate_limit=limit,
+            )
+        )
+    return out
+
+
+def _read_pem(setting: str, path: str) -> bytes:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise StartupError(f"{setting}: cannot read {path}: {e.strerror}") from e
+    if b"-----BEGIN " not in data:
+        raise StartupError(f"{setting}: {path} is not a PEM file")
+    return data
 
 
 class Service:
@@ -171,8 +207,40 @@ class Service:
         except RngServiceError as e:
             raise StartupError(f"game profile: {e}") from e
 
+    def _build_authorizer(self) -> Authorizer:
+        """mTLS: callers are their certificate identities from ``[[clients]]``. Plaintext
+        (loopback only): every caller is ``server.default_client_id`` with every role."""
+        cfg = self.config
+        if cfg.tls.enabled:
+            return Authorizer.mtls(_client_policies(cfg), clock=self.clock, observer=self.metrics)
+        limit = (
+            RateLimit(cfg.rate_limit.rate_per_second, cfg.rate_limit.burst)
+            if cfg.rate_limit.enabled
+            else None
+        )
+        return Authorizer.development(
+            cfg.server.default_client_id, rate_limit=limit, clock=self.clock,
+            observer=self.metrics,
+        )  # fmt: skip
+
+    def _server_credentials(self) -> grpc.ServerCredentials | None:
+        """mTLS server credentials: the client certificate is required and verified against
+        ``tls.client_ca_file`` in the handshake (grpc.ssl_server_credentials)."""
+        tls = self.config.tls
+        if not tls.enabled:
+            return None
+        cert = _read_pem("tls.cert_file", tls.cert_file)
+        key = _read_pem("tls.key_file", tls.key_file)
+        ca = _read_pem("tls.client_ca_file", tls.client_ca_file)
+        return grpc.ssl_server_credentials(
+            [(key, cert)], root_certificates=ca, require_client_auth=True
+        )
+
     async def start(self) -> Endpoints:
         cfg = self.config
+        check_transport(cfg)  # before anything binds: plaintext only on loopback
+        credentials = self._server_credentials()
+        authorizer = self._build_authorizer()
         signer = self._load_signer()
         cosigners = self._load_cosigners()
         retired = self._load_retired_keys([signer, *cosigners])
@@ -232,6 +300,7 @@ class Service:
                 profiles=profiles,
                 log_reader=storage,
                 rpc_observer=self.metrics,
+                authorizer=authorizer,
             ),
             log=LogServicer(
                 keys=keys,
@@ -240,21 +309,35 @@ class Service:
                 checkpoint_note=self.appender.checkpoint_note,
                 publish=self.appender.publish_checkpoint,
                 rpc_observer=self.metrics,
+                authorizer=authorizer,
             ),
             health=health,
         )
         address = f"{cfg.server.host}:{cfg.server.port}"
         if ":" in cfg.server.host:
             address = f"[{cfg.server.host.strip('[]')}]:{cfg.server.port}"
-        if not is_loopback(cfg.server.host):
+        if credentials is None:
             _log.warning(
                 {
-                    "event": "plaintext_non_loopback",
+                    "event": "plaintext_development_mode",
                     "address": address,
-                    "message": "PLAINTEXT gRPC on a non-loopback address: development only",
+                    "client_id": cfg.server.default_client_id,
+                    "configured_clients_ignored": len(cfg.clients),
+                    "message": "PLAINTEXT gRPC on loopback, DEVELOPMENT ONLY: no client is "
+                    "authenticated and every caller is server.default_client_id with every "
+                    "role (game_server, auditor, lab, operator). Set [tls] for mTLS.",
                 }
             )
-        port = self._server.add_insecure_port(address)
+            port = self._server.add_insecure_port(address)
+        else:
+            _log.info(
+                {
+                    "event": "mtls",
+                    "address": address,
+                    "clients": {c.identity: list(c.roles) for c in cfg.clients},
+                }
+            )
+            port = self._server.add_secure_port(address, credentials)
         if port == 0:
             raise StartupError(f"server.port: cannot listen on {address}")
         await self._server.start()

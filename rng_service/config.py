@@ -20,13 +20,17 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "ClientSettings",
     "Config",
     "ConfigError",
     "GeneratorSettings",
     "LogSettings",
     "MetricsSettings",
+    "RateLimitSettings",
     "ServerSettings",
     "StorageSettings",
+    "TlsSettings",
+    "check_transport",
     "load_config",
 ]
 
@@ -283,17 +287,211 @@ class GeneratorSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TlsSettings:
+    """mTLS on the gRPC port (docs/security.md). All three files, or none: without them the
+    port is plaintext, which is allowed on a loopback address only (:func:`check_transport`)."""
+
+    #: Server certificate chain, PEM (relative paths: to the current directory at start-up).
+    cert_file: str = ""
+    #: The server certificate's private key, PEM, unencrypted (mount it read-only, mode 0600).
+    key_file: str = ""
+    #: CA certificate(s), PEM, that issue client certificates; a client without one is refused.
+    client_ca_file: str = ""
+
+    def __post_init__(self) -> None:
+        given = {
+            "tls.cert_file": self.cert_file,
+            "tls.key_file": self.key_file,
+            "tls.client_ca_file": self.client_ca_file,
+        }
+        if any(given.values()):
+            for setting, value in given.items():
+                _require(
+                    bool(value.strip()),
+                    setting,
+                    "a PEM file path (tls.cert_file, tls.key_file and tls.client_ca_file "
+                    "go together)",
+                    value,
+                )
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.cert_file)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RateLimitSettings:
+    """The default per-client token bucket: ``burst`` calls at once, refilled at
+    ``rate_per_second``. A ``[[clients]]`` entry may set its own; with ``enabled`` false only
+    those apply (in plaintext development mode: none unless enabled)."""
+
+    enabled: bool = False
+    rate_per_second: float = 100.0
+    burst: int = 200
+
+    def __post_init__(self) -> None:
+        _rate("rate_limit.rate_per_second", self.rate_per_second)
+        _burst("rate_limit.burst", self.burst)
+
+
+def _rate(setting: str, value: float) -> None:
+    _require(
+        0 < value <= 1_000_000, setting, "a number of calls per second above 0, up to 1e6", value
+    )
+
+
+def _burst(setting: str, value: int) -> None:
+    _require(1 <= value <= 1_000_000, setting, "an integer from 1 to 1000000", value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientSettings:
+    """One ``[[clients]]`` entry: a certificate identity (subject CN or a subjectAltName) and
+    what it may do (docs/security.md has the roles and their methods)."""
+
+    identity: str
+    #: Any of "game_server", "auditor", "lab", "operator".
+    roles: tuple[str, ...]
+    #: game_server only: table ids it draws for ("*" = any). Required for a game server.
+    tables: tuple[str, ...] = ()
+    #: game_server only: outcome kinds (log entry kinds, e.g. "roulette_spin"; "*" = any).
+    kinds: tuple[str, ...] = ("*",)
+    #: game_server only: game profiles by name ("*" = any).
+    profiles: tuple[str, ...] = ("*",)
+    #: This client's own token bucket (both or neither; default: [rate_limit] when enabled).
+    rate_per_second: float | None = None
+    burst: int | None = None
+
+
+_CLIENT_KEYS = ("identity", "roles", "tables", "kinds", "profiles", "rate_per_second", "burst")
+
+
+def _string_list(setting: str, value: Any, *, allowed: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{setting}: {value!r} is not allowed (allowed: {allowed})")
+    return tuple(dict.fromkeys(value))
+
+
+def _client(index: int, raw: Any) -> ClientSettings:
+    # Imported here: the policy module owns the role names and outcome kinds.
+    from rng_service.security.policy import ANY, GAME_KINDS, Role
+
+    where = f"clients[{index}]"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: must be a table (write [[clients]] entries)")
+    unknown = sorted(set(raw) - set(_CLIENT_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{where}.{unknown[0]}: unknown setting (allowed in [[clients]]: "
+            f"{', '.join(_CLIENT_KEYS)})"
+        )
+    identity = raw.get("identity")
+    _require(
+        isinstance(identity, str)
+        and 0 < len(identity) <= 255
+        and identity.isprintable()
+        and identity == identity.strip()
+        and identity != ANY,
+        f"{where}.identity",
+        "the client certificate's subject CN or a subjectAltName, 1 to 255 printable characters",
+        identity,
+    )
+    assert isinstance(identity, str)
+    where = f"{where} ({identity})"
+    role_names = [r.value for r in Role]
+    roles = _string_list(
+        f"{where}.roles", raw.get("roles"), allowed=f"a non-empty list of {', '.join(role_names)}"
+    )
+    _require(bool(roles), f"{where}.roles", f"a non-empty list of {', '.join(role_names)}", [])
+    for role in roles:
+        _require(role in role_names, f"{where}.roles", ", ".join(role_names), role)
+    game = Role.GAME_SERVER.value in roles
+    scopes: dict[str, tuple[str, ...]] = {}
+    for key, allowed in (
+        ("tables", 'table ids, or ["*"] for any'),
+        ("kinds", f'["*"] or outcome kinds among {", ".join(GAME_KINDS)}'),
+        ("profiles", 'game profile names, or ["*"] for any'),
+    ):
+        if key not in raw:
+            continue
+        if not game:
+            raise ConfigError(f"{where}.{key}: only for role game_server")
+        scopes[key] = _string_list(f"{where}.{key}", raw[key], allowed=allowed)
+        _require(bool(scopes[key]), f"{where}.{key}", allowed, [])
+    if game:
+        _require("tables" in scopes, f"{where}.tables", 'table ids, or ["*"] for any', None)
+    for kind in scopes.get("kinds", ()):
+        _require(
+            kind == ANY or kind in GAME_KINDS,
+            f"{where}.kinds",
+            f'"*" or {", ".join(GAME_KINDS)}',
+            kind,
+        )
+    rate = raw.get("rate_per_second")
+    burst = raw.get("burst")
+    if (rate is None) != (burst is None):
+        missing = "burst" if burst is None else "rate_per_second"
+        raise ConfigError(f"{where}.{missing}: required with the other (rate_per_second, burst)")
+    if rate is not None:
+        rate = _coerce(f"{where}.rate_per_second", float, rate, from_env=False)
+        burst = _coerce(f"{where}.burst", int, burst, from_env=False)
+        _rate(f"{where}.rate_per_second", rate)
+        _burst(f"{where}.burst", burst)
+    return ClientSettings(
+        identity=identity,
+        roles=roles,
+        rate_per_second=rate,
+        burst=burst,
+        **scopes,
+    )
+
+
+def _build_clients(raw: Any) -> tuple[ClientSettings, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError("clients: must be an array of tables (write [[clients]] entries)")
+    clients = [_client(i, item) for i, item in enumerate(raw)]
+    seen: dict[str, int] = {}
+    for i, client in enumerate(clients):
+        if client.identity in seen:
+            raise ConfigError(
+                f"clients[{i}].identity: {client.identity!r} is already configured by "
+                f"clients[{seen[client.identity]}] (allowed: each identity once)"
+            )
+        seen[client.identity] = i
+    return tuple(clients)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Config:
     server: ServerSettings = field(default_factory=ServerSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     log: LogSettings = field(default_factory=LogSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
     generator: GeneratorSettings = field(default_factory=GeneratorSettings)
+    tls: TlsSettings = field(default_factory=TlsSettings)
+    rate_limit: RateLimitSettings = field(default_factory=RateLimitSettings)
+    #: ``[[clients]]``: identities and roles (used when mTLS is on; docs/security.md).
+    clients: tuple[ClientSettings, ...] = ()
 
+
+#: Top-level keys that are arrays of tables rather than ``[section]`` tables.
+_ARRAYS = ("clients",)
 
 _SECTIONS: dict[str, type[Any]] = {
-    f.name: typing.get_type_hints(Config)[f.name] for f in dataclasses.fields(Config)
+    f.name: typing.get_type_hints(Config)[f.name]
+    for f in dataclasses.fields(Config)
+    if f.name not in _ARRAYS
 }
+
+
+def check_transport(config: Config) -> None:
+    """Refuses plaintext gRPC on a non-loopback address (called at start-up, before binding)."""
+    if not config.tls.enabled and not is_loopback(config.server.host):
+        raise ConfigError(
+            f"server.host: {config.server.host!r} is not a loopback address, and plaintext gRPC "
+            "is allowed on loopback only (allowed: 127.0.0.1, ::1 or localhost; or set "
+            "tls.cert_file, tls.key_file and tls.client_ca_file for mTLS)"
+        )
 
 
 def _coerce(setting: str, hint: Any, value: Any, *, from_env: bool) -> Any:
@@ -365,6 +563,7 @@ def load_config(
     """
     environ = os.environ if environ is None else environ
     data: dict[str, dict[str, Any]] = {}
+    arrays: dict[str, Any] = {}
     if path is not None:
         try:
             with open(path, "rb") as fh:
@@ -374,9 +573,13 @@ def load_config(
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"config file {path}: not valid TOML: {e}") from None
         for section, values in raw.items():
+            if section in _ARRAYS:
+                arrays[section] = values
+                continue
             if section not in _SECTIONS:
                 raise ConfigError(
-                    f"{section}: unknown section (allowed: {', '.join(sorted(_SECTIONS))})"
+                    f"{section}: unknown section "
+                    f"(allowed: {', '.join(sorted((*_SECTIONS, *_ARRAYS)))})"
                 )
             if not isinstance(values, dict):
                 raise ConfigError(f"{section}: must be a table [{section}]")
@@ -397,12 +600,21 @@ def load_config(
         name: _build_section(name, data.get(name, {}), env_keys.get(name, set()))
         for name in _SECTIONS
     }
-    config = Config(**sections)
+    config = Config(**sections, clients=_build_clients(arrays.get("clients", [])))
     base = base_dir if base_dir is not None else Path.cwd()
+    tls = config.tls
+    if tls.enabled:
+        tls = dataclasses.replace(
+            tls,
+            cert_file=str(_resolve(base, Path(tls.cert_file))),
+            key_file=str(_resolve(base, Path(tls.key_file))),
+            client_ca_file=str(_resolve(base, Path(tls.client_ca_file))),
+        )
     return dataclasses.replace(
         config,
         log=dataclasses.replace(config.log, key_file=_resolve(base, config.log.key_file)),
         storage=dataclasses.replace(config.storage, path=_resolve(base, config.storage.path)),
+        tls=tls,
     )
 
 

@@ -4,7 +4,8 @@ The registry is injected (tests use a fresh one). The log layer reports through 
 :class:`rng_service.log.appender.AppendObserver` protocol, which :class:`Metrics` implements;
 the generator is read at scrape time through its ``status()``. No label ever carries a secret or
 an unbounded value (request ids, table ids): labels are outcome kinds, RPC method names, gRPC
-status codes and fixed states.
+status codes and fixed states; refused calls add a reason, the caller's roles and, for configured
+clients only (a bounded set from the config), the client identity.
 """
 
 from __future__ import annotations
@@ -86,6 +87,15 @@ class Metrics:
             "Unix time of the latest published checkpoint (0 before the first).",
             registry=registry,
         )
+        self.auth_denials = Counter(
+            "rng_auth_denials",
+            "Calls refused before running (nothing drawn or logged), by method, reason "
+            "(unconfigured_identity, ambiguous_identity, no_identity, role, table, kind, "
+            "profile, rate_limit), the caller's roles and configured client "
+            "('unconfigured' for an identity not in the config).",
+            ["method", "reason", "role", "client"],
+            registry=registry,
+        )
         self.checkpoints_published = Counter(
             "rng_log_checkpoints_published",
             "Checkpoints stored as published checkpoints.",
@@ -111,6 +121,10 @@ class Metrics:
 
     def append_failed(self) -> None:
         self.append_failures.inc()
+
+    # DenialObserver (rng_service.service.auth)
+    def denied(self, *, method: str, reason: str, role: str, client: str) -> None:
+        self.auth_denials.labels(method=method, reason=reason, role=role, client=client).inc()
 
     # RpcObserver
     def rpc_finished(self, method: str, code: grpc.StatusCode, seconds: float) -> None:

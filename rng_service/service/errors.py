@@ -1,13 +1,17 @@
 """The one table from domain errors to gRPC status codes, and the wrapper every RPC uses.
 
-``rpc`` wraps a servicer coroutine: it translates :class:`rng_service.errors.RngServiceError`
-subclasses to their status code (the first matching class in :data:`STATUS_TABLE`, most specific
-first), turns anything unexpected into INTERNAL without leaking details, and records the call's
-latency by method and status code.
+``rpc`` wraps a servicer coroutine: when the servicer has an ``authorizer``
+(:class:`rng_service.service.auth.Authorizer`) it authenticates and authorizes the caller first
+(Python server interceptors cannot see the peer's TLS identity; the handler's context can), so a
+refused call runs nothing; it translates :class:`rng_service.errors.RngServiceError` subclasses
+to their status code (the first matching class in :data:`STATUS_TABLE`, most specific first),
+turns anything unexpected into INTERNAL without leaking details, and records the call's latency
+by method and status code.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -18,6 +22,7 @@ import grpc
 from grpc import aio
 
 from rng_service import errors
+from rng_service.service.auth import Authorizer
 
 __all__ = ["STATUS_TABLE", "RpcObserver", "rpc", "status_for"]
 
@@ -54,16 +59,22 @@ Handler = Callable[[Any, Req, aio.ServicerContext[Req, Resp]], Awaitable[Resp]]
 
 
 def rpc(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
-    """Decorates a servicer method: error translation and per-call metrics."""
+    """Decorates a servicer method: authorization, error translation and per-call metrics."""
 
     def wrap(fn: Handler[Req, Resp]) -> Handler[Req, Resp]:
         @functools.wraps(fn)
         async def handler(self: Any, request: Req, context: aio.ServicerContext[Req, Resp]) -> Resp:
             observer: RpcObserver | None = getattr(self, "rpc_observer", None)
+            authorizer: Authorizer | None = getattr(self, "authorizer", None)
             started = time.perf_counter()
             code = grpc.StatusCode.OK
             try:
-                return await fn(self, request, context)
+                with (
+                    authorizer.authorized(method, request, context)
+                    if authorizer is not None
+                    else contextlib.nullcontext()
+                ):
+                    return await fn(self, request, context)
             except errors.RngServiceError as e:
                 code = status_for(e)
                 await context.abort(code, str(e))

@@ -25,6 +25,7 @@ from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc
 from rng_service.errors import InvalidArgument, NotFound, OutOfRange, Unavailable
 from rng_service.log.merkle import HASH_SIZE
 from rng_service.log.note import Checkpoint, parse_note
+from rng_service.service.auth import Authorizer
 from rng_service.service.errors import RpcObserver, rpc
 from rng_service.storage.base import CheckpointRecord, EntryRecord, LogStorage
 
@@ -89,15 +90,18 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         checkpoint_note: Callable[[int], str],
         publish: Callable[[], CheckpointRecord],
         rpc_observer: RpcObserver | None = None,
+        authorizer: Authorizer | None = None,
     ) -> None:
         """``checkpoint_note(size)`` signs the checkpoint of the tree at ``size``;
-        ``publish()`` stores the current one as published and returns it."""
+        ``publish()`` stores the current one as published and returns it. With an
+        ``authorizer`` every call is authorized first (``rpc``): log reads are auditors' only."""
         self._keys = tuple(keys)
         self._storage = storage
         self._tree = tree
         self._checkpoint_note = checkpoint_note
         self._publish = publish
         self.rpc_observer = rpc_observer
+        self.authorizer = authorizer
 
     @rpc("GetPublicKeys")
     async def GetPublicKeys(

@@ -37,6 +37,7 @@ from rng_service.outcomes import (
     roulette,
 )
 from rng_service.sampling import RandomSource
+from rng_service.service.auth import Authorizer, caller_id
 from rng_service.service.convert import (
     FIRE_NUMBERS_KIND,
     RequestIds,
@@ -207,9 +208,13 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
         profiles: ProfileRegistry,
         log_reader: EntryReader,
         rpc_observer: RpcObserver | None = None,
+        authorizer: Authorizer | None = None,
     ) -> None:
+        """``client_id`` scopes idempotency when no ``authorizer`` identifies callers; with one,
+        every call is authorized first (``rpc``) and scoped to the caller's identity."""
         self._appender = appender
         self._client_id = client_id
+        self.authorizer = authorizer
         self._profiles = profiles
         self._log_reader = log_reader
         self.rpc_observer = rpc_observer
@@ -226,7 +231,7 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
     ) -> AppendResult:
         future = self._appender.submit(
             DrawRequest(
-                client_id=self._client_id,
+                client_id=caller_id(self._client_id),
                 request_id=ids.request_id if request_id is None else request_id,
                 table_id=ids.table_id,
                 round_id=ids.round_id,
@@ -328,7 +333,9 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
             )
         index = request.fire_numbers_index
         records = await asyncio.to_thread(self._read_entry, index)
-        count = fire_number_count(records, client_id=self._client_id, ids=ids, profile=profile)
+        count = fire_number_count(
+            records, client_id=caller_id(self._client_id), ids=ids, profile=profile
+        )
         params = mega_fire_blaze.BonusParams(profile=profile, fire_number_count=count)
         result = await self._issue(
             ids,

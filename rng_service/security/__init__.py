@@ -1,0 +1,11 @@
+"""Transport security and authorization policy, without gRPC.
+
+``policy``: roles, the method table, per-client scopes and token-bucket rate limits (pure).
+``certs``: X.509 certificates for mTLS (RFC 5280): the development CA of ``rng-service dev-ca``.
+The gRPC side (reading the peer's certificate identity, server credentials) lives in
+:mod:`rng_service.service.auth` and :mod:`rng_service.app`. docs/security.md.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

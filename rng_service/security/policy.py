@@ -1,0 +1,265 @@
+"""Who may call what: roles, the method table, per-client scopes and per-client rate limits.
+
+Pure policy, no gRPC: :mod:`rng_service.service.auth` turns a peer's certificate identity into a
+:class:`Principal` and asks :class:`Policy` whether it may call a method; this module answers
+with a domain error (:class:`~rng_service.errors.Unauthenticated`,
+:class:`~rng_service.errors.PermissionDenied` or :class:`~rng_service.errors.Overloaded`), which
+the one status table maps to UNAUTHENTICATED, PERMISSION_DENIED and RESOURCE_EXHAUSTED.
+
+Every RPC of ``rng.v1.OutcomeService`` and ``rng.v1.LogService`` is in :data:`METHODS`; a method
+missing from it is refused for everybody (fail closed). Rate limits are token buckets
+(``rate_per_second`` tokens added continuously up to ``burst``; a call takes one) on the
+injected :class:`~rng_service.clock.Clock`. docs/security.md has the table in prose.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from rng_service.clock import Clock
+from rng_service.errors import Overloaded, PermissionDenied, Unauthenticated
+
+__all__ = [
+    "ANY",
+    "GAME_KINDS",
+    "METHODS",
+    "ClientPolicy",
+    "Denied",
+    "MethodRule",
+    "Policy",
+    "Principal",
+    "RateLimit",
+    "Role",
+    "TokenBucket",
+]
+
+#: In a client's ``tables``, ``kinds`` or ``profiles``: any value.
+ANY = "*"
+
+
+class Role(enum.Enum):
+    GAME_SERVER = "game_server"  # draws single outcomes for its own tables
+    AUDITOR = "auditor"  # reads the log: entries, proofs, checkpoints (exports use these)
+    LAB = "lab"  # batch and stream draws for certification testing
+    OPERATOR = "operator"  # publishes checkpoints (and future reload/rotation RPCs)
+
+
+ALL_ROLES = frozenset(Role)
+
+
+@dataclass(frozen=True, slots=True)
+class MethodRule:
+    """The roles that may call a method, and the outcome kind it logs (game-server draws)."""
+
+    roles: frozenset[Role]
+    kind: str = ""
+
+
+_GAME = frozenset({Role.GAME_SERVER})
+_READ = frozenset({Role.AUDITOR})
+
+#: Every RPC by its short name. Public keys and profile descriptions are public, so every
+#: configured client may read them; log contents and proofs are for auditors only, so a game
+#: server never sees another client's entries.
+METHODS: Mapping[str, MethodRule] = {
+    # rng.v1.OutcomeService
+    "SpinRoulette": MethodRule(_GAME, "roulette_spin"),
+    "DrawMultiBall": MethodRule(_GAME, "multiball"),
+    "SelectFireNumbers": MethodRule(_GAME, "fire_numbers"),
+    "PlayMegaFireBlazeBonus": MethodRule(_GAME, "mega_fire_blaze_bonus"),
+    "DrawJackpotTier": MethodRule(_GAME, "jackpot_tier"),
+    "RollDice": MethodRule(_GAME, "dice_roll"),
+    "ShuffleCards": MethodRule(_GAME, "card_shuffle"),
+    "DrawUniformIntegers": MethodRule(_GAME, "uniform_int"),
+    "DrawWeighted": MethodRule(_GAME, "weighted_choice"),
+    "ListProfiles": MethodRule(ALL_ROLES),
+    "DrawBatch": MethodRule(frozenset({Role.LAB})),
+    "StreamBatch": MethodRule(frozenset({Role.LAB})),
+    # rng.v1.LogService
+    "GetPublicKeys": MethodRule(ALL_ROLES),
+    "GetLatestCheckpoint": MethodRule(frozenset({Role.AUDITOR, Role.OPERATOR})),
+    "PublishCheckpoint": MethodRule(frozenset({Role.OPERATOR})),
+    "GetCheckpoints": MethodRule(_READ),
+    "GetInclusionProof": MethodRule(_READ),
+    "GetConsistencyProof": MethodRule(_READ),
+    "GetEntries": MethodRule(_READ),
+    "FindEntries": MethodRule(_READ),
+}
+
+#: Outcome kinds a game server's ``kinds`` may name.
+GAME_KINDS = tuple(rule.kind for rule in METHODS.values() if rule.kind)
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    rate_per_second: float
+    burst: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClientPolicy:
+    """One configured client: its identity (certificate CN or subjectAltName), roles, and for a
+    game server the tables, outcome kinds and profiles it may draw for (:data:`ANY` = all)."""
+
+    identity: str
+    roles: frozenset[Role]
+    tables: frozenset[str] = frozenset({ANY})
+    kinds: frozenset[str] = frozenset({ANY})
+    profiles: frozenset[str] = frozenset({ANY})
+    rate_limit: RateLimit | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """An authenticated caller: the configured client it matched."""
+
+    client: ClientPolicy
+
+    @property
+    def identity(self) -> str:
+        return self.client.identity
+
+    @property
+    def role_label(self) -> str:
+        """The caller's roles as one bounded label value, e.g. ``auditor+operator``."""
+        return "+".join(sorted(r.value for r in self.client.roles))
+
+
+@dataclass(frozen=True, slots=True)
+class Denied:
+    """Why a call was refused: a fixed ``reason`` (a metric label) and the domain error."""
+
+    reason: str
+    error: Unauthenticated | PermissionDenied | Overloaded
+
+
+class TokenBucket:
+    """``burst`` tokens, refilled at ``rate_per_second``; :meth:`take` spends one or fails."""
+
+    def __init__(self, limit: RateLimit, clock: Clock) -> None:
+        self._limit = limit
+        self._clock = clock
+        self._tokens = float(limit.burst)
+        self._last = clock.monotonic()
+        self._lock = threading.Lock()
+
+    def take(self) -> float:
+        """0.0 when a token was taken, else the seconds until the next one."""
+        with self._lock:
+            now = self._clock.monotonic()
+            elapsed = max(0.0, now - self._last)
+            self._last = now
+            self._tokens = min(
+                float(self._limit.burst), self._tokens + elapsed * self._limit.rate_per_second
+            )
+            if self._tokens >= 1.0:
+                self._tokens -= 1.0
+                return 0.0
+            return (1.0 - self._tokens) / self._limit.rate_per_second
+
+
+@dataclass
+class Policy:
+    """The configured clients and their buckets. :meth:`identify` and :meth:`check` raise
+    nothing: they return :class:`Denied` so the caller can count and log before raising."""
+
+    clients: Iterable[ClientPolicy]
+    clock: Clock
+    _by_identity: dict[str, ClientPolicy] = field(init=False)
+    _buckets: dict[str, TokenBucket] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._by_identity = {}
+        for client in self.clients:
+            if client.identity in self._by_identity:
+                raise ValueError(f"client identity {client.identity!r} is configured twice")
+            self._by_identity[client.identity] = client
+        self._buckets = {
+            c.identity: TokenBucket(c.rate_limit, self.clock)
+            for c in self._by_identity.values()
+            if c.rate_limit is not None
+        }
+
+    def identify(self, names: Iterable[str]) -> Principal | Denied:
+        """The configured client among a certificate's names (CN and subjectAltNames)."""
+        found = {self._by_identity[n].identity for n in names if n in self._by_identity}
+        if len(found) == 1:
+            return Principal(self._by_identity[found.pop()])
+        if found:
+            return Denied(
+                "ambiguous_identity",
+                Unauthenticated(
+                    "the client certificate names more than one configured client: "
+                    + ", ".join(sorted(found))
+                ),
+            )
+        return Denied(
+            "unconfigured_identity",
+            Unauthenticated("the client certificate's identity is not a configured client"),
+        )
+
+    def check(
+        self, principal: Principal, method: str, *, table_id: str | None, profile: str | None
+    ) -> Denied | None:
+        """None when ``principal`` may call ``method`` now; else why not. The rate limit is
+        spent only by calls the role allows, so refused calls cannot starve allowed ones."""
+        client = principal.client
+        rule = METHODS.get(method)
+        if rule is None or not (rule.roles & client.roles):
+            allowed = ", ".join(sorted(r.value for r in rule.roles)) if rule else "nobody"
+            return Denied(
+                "role",
+                PermissionDenied(
+                    f"{method} is not allowed for client {client.identity!r} "
+                    f"(roles: {principal.role_label}; {method} needs: {allowed})"
+                ),
+            )
+        if rule.kind and Role.GAME_SERVER in client.roles:
+            scope = self._scope(client, rule.kind, table_id, profile)
+            if scope is not None:
+                return scope
+        bucket = self._buckets.get(client.identity)
+        if bucket is not None:
+            wait = bucket.take()
+            if wait > 0.0:
+                limit = client.rate_limit
+                assert limit is not None
+                return Denied(
+                    "rate_limit",
+                    Overloaded(
+                        f"rate limit of client {client.identity!r} exceeded "
+                        f"({limit.rate_per_second:g} calls/s, burst {limit.burst}); "
+                        f"retry in {wait:.3f} s"
+                    ),
+                )
+        return None
+
+    @staticmethod
+    def _scope(
+        client: ClientPolicy, kind: str, table_id: str | None, profile: str | None
+    ) -> Denied | None:
+        if ANY not in client.kinds and kind not in client.kinds:
+            return Denied(
+                "kind",
+                PermissionDenied(
+                    f"outcome kind {kind!r} is not allowed for client {client.identity!r}"
+                ),
+            )
+        if ANY not in client.tables and (table_id or "") not in client.tables:
+            return Denied(
+                "table",
+                PermissionDenied(
+                    f"table_id {table_id or ''!r} is not allowed for client {client.identity!r}"
+                ),
+            )
+        if profile is not None and ANY not in client.profiles and profile not in client.profiles:
+            return Denied(
+                "profile",
+                PermissionDenied(
+                    f"profile {profile!r} is not allowed for client {client.identity!r}"
+                ),
+            )
+        return None
