@@ -7,11 +7,12 @@ conformance suite runs against memory, SQLite and PostgreSQL):
 
 - ``append`` is one ``READ COMMITTED`` transaction with ``synchronous_commit = on`` (a returned
   append has been flushed to the WAL on disk, and to a synchronous standby when the server has
-  ``synchronous_standby_names``). It first locks the single row of ``log_head``
-  (``SELECT ... FOR UPDATE``), which holds the tree size, and only then compares the batch with
-  that size: two writers, in one process or in several, are serialised on that row, and the
-  later one sees the size the earlier one committed and gets :class:`SequenceConflict`. Entry
-  index, ``(client_id, request_id)`` and node coordinates are also enforced by constraints:
+  ``synchronous_standby_names``). It first locks the single row of ``log_head``, which holds
+  the tree size (``UPDATE ... RETURNING`` advances it and returns the old size in one statement,
+  holding the row lock until COMMIT), and only then compares the batch with that size: two
+  writers, in one process or in several, are serialised on that row, and the later one sees the
+  size the earlier one committed and gets :class:`SequenceConflict`. Entry index,
+  ``(client_id, request_id)`` and node coordinates are also enforced by constraints:
   ``entries_request`` -> :class:`DuplicateRequest`, ``nodes_pkey`` or ``entries_pkey`` ->
   :class:`SequenceConflict`. Any other database or connection failure rolls the transaction back
   and raises :class:`~rng_service.errors.StorageUnavailable`.
@@ -23,6 +24,8 @@ conformance suite runs against memory, SQLite and PostgreSQL):
   committed (reads, or a write before its ``COMMIT``) is retried once on a new connection, so a
   server restart while the service is idle costs no failed call. A connection lost during
   ``COMMIT`` is never retried: the message says the outcome is unknown.
+- A write is pipelined (psycopg pipeline mode): BEGIN goes with its first statement, and the
+  inserts go with COMMIT, so an append costs about three round trips whatever the batch size.
 - Writes wait at most ``lock_timeout_ms`` for a lock held by another session, then fail with
   StorageUnavailable rather than hang.
 - The schema lives in the first schema of the session's ``search_path`` (``public`` unless the
@@ -31,10 +34,11 @@ conformance suite runs against memory, SQLite and PostgreSQL):
   a newer version, or tables that are not an rng-service log, are refused
   (:class:`SchemaVersionMismatch`), never changed.
 
-Plain SQL throughout, except three PostgreSQL-specific pieces: ``pg_advisory_xact_lock`` (so
-that two processes opening an empty database do not both create the schema; there is no table
-to lock yet), ``set_config`` for the session settings (``SET`` takes no bind parameters), and
-``unnest`` of array parameters (node coordinates and request ids looked up in one query).
+Plain SQL throughout (``RETURNING`` and ``ON CONFLICT`` as in the SQLite driver), except three
+PostgreSQL-specific pieces: ``pg_advisory_xact_lock`` (so that two processes opening an empty
+database do not both create the schema; there is no table to lock yet), ``set_config`` for the
+session settings (``SET`` takes no bind parameters), and ``unnest`` of array parameters (node
+coordinates and request ids looked up in one query).
 
 Entry bytes, node hashes (RFC 6962 section 2.1 complete subtrees) and checkpoint notes (C2SP
 tlog-checkpoint) are opaque here; ``rng_service.log`` interprets them.
@@ -326,7 +330,9 @@ class PostgresStorage:
             committing = False
             try:
                 if write:
-                    with conn.transaction():
+                    # Pipelined: BEGIN, the statements up to the first result read, and later
+                    # the inserts and COMMIT travel together instead of one round trip each.
+                    with conn.pipeline(), conn.transaction():
                         result = work(conn)
                         committing = True
                 else:
@@ -452,7 +458,12 @@ class PostgresStorage:
         checkpoint: CheckpointRecord | None = None,
     ) -> None:
         def work(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
-            row = conn.execute("SELECT tree_size FROM log_head FOR UPDATE").fetchone()
+            # Locks the head row until COMMIT (a concurrent writer waits here, then sees the
+            # size this one committed) and reads the size the batch must continue.
+            row = conn.execute(
+                "UPDATE log_head SET tree_size = tree_size + %s RETURNING tree_size - %s",
+                (len(entries), len(entries)),
+            ).fetchone()
             if row is None:
                 raise StorageUnavailable(f"PostgreSQL log ({self._where}): log_head is empty")
             size: int = row[0]
@@ -479,7 +490,6 @@ class PostgresStorage:
                             for e in entries
                         ],
                     )
-                    cur.execute("UPDATE log_head SET tree_size = %s", (size + len(entries),))
                 if nodes:
                     cur.executemany(_INSERT_NODE, [(n.level, n.index, n.hash) for n in nodes])
                 if checkpoint is not None:
