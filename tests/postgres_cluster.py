@@ -56,7 +56,7 @@ def _version_key(path: Path) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", path.parent.parent.name))
 
 
-def find_bindir() -> Path:
+def find_bindir(*, debian_root: Path = Path("/usr/lib/postgresql")) -> Path:
     """The directory holding ``initdb`` and ``pg_ctl``: ``pg_config --bindir``, else the newest
     ``/usr/lib/postgresql/*/bin``, else PATH."""
     candidates: list[Path] = []
@@ -65,7 +65,7 @@ def find_bindir() -> Path:
         out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, check=False)
         if out.returncode == 0 and out.stdout.strip():
             candidates.append(Path(out.stdout.strip()))
-    debian = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=_version_key)
+    debian = sorted(debian_root.glob("*/bin/initdb"), key=_version_key)
     candidates.extend(p.parent for p in reversed(debian))
     on_path = shutil.which("initdb")
     if on_path:

@@ -35,6 +35,7 @@ from rng_service.log.tree import MerkleTree
 from rng_service.sampling import RandomSource
 from rng_service.storage import CheckpointRecord, SchemaVersionMismatch, SequenceConflict, postgres
 from rng_service.storage.postgres import SCHEMA_VERSION, Migration, PostgresStorage
+from tests import postgres_cluster
 from tests.postgres_cluster import PASSWORD, PASSWORD_ROLE, Cluster
 from tests.unit.storage.drivers import leaf_nodes, make_entry
 
@@ -74,6 +75,25 @@ def _lock_waiters(dsn: str) -> list[int]:
             "AND wait_event_type = 'Lock' AND datname = current_database()"
         ).fetchall()
     return [int(str(r[0])) for r in rows]
+
+
+# -- the throwaway cluster -------------------------------------------------------------------
+
+
+def test_missing_postgresql_names_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("shutil.which", lambda _: None)
+    with pytest.raises(postgres_cluster.PostgresNotInstalled, match="Debian package `postgresql`"):
+        postgres_cluster.find_bindir(debian_root=tmp_path)
+    # An incomplete installation (client tools only) is not enough either.
+    (tmp_path / "15" / "bin").mkdir(parents=True)
+    (tmp_path / "15" / "bin" / "initdb").touch()
+    with pytest.raises(postgres_cluster.PostgresNotInstalled):
+        postgres_cluster.find_bindir(debian_root=tmp_path)
+    for tool in ("pg_ctl", "postgres"):
+        (tmp_path / "15" / "bin" / tool).touch()
+    assert postgres_cluster.find_bindir(debian_root=tmp_path) == tmp_path / "15" / "bin"
 
 
 # -- session settings and schema -------------------------------------------------------------
