@@ -5,7 +5,8 @@ Subcommands:
   dev-run          like serve, but first creates a development signing key if there is none
   keygen           write an Ed25519 key pair for signing checkpoints
   pubkey           print the verifier key of a private key file
-  call spin|keys|health   a small client, for users without grpcurl
+  dev-ca           write a development CA, server and client certificates for mTLS
+  call spin|keys|health   a small client, for users without grpcurl (--ca/--cert/--key: mTLS)
   verify-receipt   check a receipt offline with the log's verifier key
 Errors are messages with a non-zero exit status, never tracebacks.
 """
@@ -19,9 +20,13 @@ import os
 import secrets
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rng_service.config import ConfigError, load_config
 from rng_service.errors import RngServiceError
+
+if TYPE_CHECKING:
+    from rng_service.service.client import ClientTls
 
 __all__ = ["main"]
 
@@ -102,6 +107,61 @@ def _cmd_pubkey(args: argparse.Namespace) -> int:
     return 0
 
 
+DEV_CA_BANNER = """\
+************************************************************************
+*  DEVELOPMENT CA in {out}
+*  For local use only: its private key (ca.key) sits beside the
+*  certificates it signed. Production certificates come from the
+*  operator's CA (docs/security.md).
+************************************************************************"""
+
+
+def _cmd_dev_ca(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from rng_service.clock import SystemClock
+    from rng_service.security.certs import write_dev_ca
+
+    now = dt.datetime.fromtimestamp(SystemClock().now_ns() / 1e9, tz=dt.UTC)
+    out = Path(args.out)
+    try:
+        files = write_dev_ca(out, args.client or [], now=now, days=args.days, overwrite=args.force)
+    except (ValueError, FileExistsError) as e:
+        raise SystemExit(f"error: {e} (use --force to replace existing files)") from None
+    except OSError as e:
+        raise SystemExit(f"error: cannot write to {out}: {e.strerror}") from None
+    print(DEV_CA_BANNER.format(out=out), file=sys.stderr)
+    print("# add to the service's config file:")
+    print(
+        f'[tls]\ncert_file = "{files.server_cert}"\nkey_file = "{files.server_key}"\n'
+        f'client_ca_file = "{files.ca_cert}"'
+    )
+    for identity in files.clients:
+        print(f'\n[[clients]]\nidentity = "{identity}"')
+        print('roles = ["game_server"]  # or "auditor", "lab", "operator"\ntables = ["*"]')
+    for identity, (cert, key) in files.clients.items():
+        print(f"# {identity}: --ca {files.ca_cert} --cert {cert} --key {key}", file=sys.stderr)
+    return 0
+
+
+def _client_tls(args: argparse.Namespace) -> ClientTls | None:
+    """The ``--ca/--cert/--key`` files as :class:`ClientTls`, or None for plaintext."""
+    from rng_service.service.client import ClientTls
+
+    given = {"--ca": args.ca, "--cert": args.cert, "--key": args.tls_key}
+    if not any(given.values()):
+        return None
+    missing = [name for name, value in given.items() if not value]
+    if missing:
+        raise SystemExit(
+            f"error: {', '.join(missing)} needed too (--ca, --cert and --key go together)"
+        )
+    try:
+        return ClientTls.from_files(Path(args.ca), Path(args.cert), Path(args.tls_key))
+    except OSError as e:
+        raise SystemExit(f"error: cannot read {e.filename}: {e.strerror}") from None
+
+
 def _verifiers(keys: list[str]) -> list[object]:
     from rng_service.log.note import NoteVerifier
 
@@ -112,8 +172,9 @@ def _cmd_call(args: argparse.Namespace) -> int:
     from rng_service.log.receipt import receipt_to_json, verify_receipt
     from rng_service.service.client import ClientError, RngClient
 
+    tls = _client_tls(args)
     try:
-        with RngClient(args.target, timeout=args.timeout) as client:
+        with RngClient(args.target, timeout=args.timeout, tls=tls) as client:
             if args.what == "keys":
                 print(json.dumps(client.public_keys(), indent=2))
                 return 0
@@ -212,9 +273,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--passphrase-env")
     p.set_defaults(fn=_cmd_pubkey)
 
+    p = sub.add_parser("dev-ca", help="write a development CA and mTLS certificates")
+    p.add_argument("--out", required=True, help="directory for the PEM files (keys mode 0600)")
+    p.add_argument(
+        "--client", action="append", help="a client identity to certify (repeatable), e.g. game-1"
+    )
+    p.add_argument("--days", type=int, default=365, help="validity in days (default 365)")
+    p.add_argument("--force", action="store_true", help="replace existing files")
+    p.set_defaults(fn=_cmd_dev_ca)
+
     p = sub.add_parser("call", help="call a running service")
     p.add_argument("--target", default="127.0.0.1:50051")
     p.add_argument("--timeout", type=float, default=10.0)
+    p.add_argument("--ca", help="mTLS: CA certificate (PEM) that issued the service's certificate")
+    p.add_argument("--cert", help="mTLS: this client's certificate (PEM)")
+    p.add_argument("--key", dest="tls_key", help="mTLS: this client's private key (PEM)")
     calls = p.add_subparsers(dest="what", required=True)
     s = calls.add_parser("spin", help="one roulette spin")
     s.add_argument(

@@ -1,12 +1,16 @@
 """A small synchronous client for the CLI and for Python users without generated code.
 
 It returns plain dictionaries and :class:`rng_service.log.receipt.Receipt` objects, so its
-callers never touch protobuf types.
+callers never touch protobuf types. With :class:`ClientTls` it speaks mTLS (the service's
+certificate checked against the operator's CA, this client's certificate presented; gRPC
+authentication guide, https://grpc.io/docs/guides/auth/); without, plaintext (loopback
+development). A refused handshake surfaces as UNAVAILABLE.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -23,7 +27,7 @@ from rng_service._proto.rng.v1 import (
 )
 from rng_service.log.receipt import Receipt
 
-__all__ = ["ClientError", "OutcomeResult", "RngClient", "SpinResult"]
+__all__ = ["ClientError", "ClientTls", "OutcomeResult", "RngClient", "SpinResult"]
 
 _WHEELS = {
     "single_zero": outcomes_pb2.WHEEL_TYPE_SINGLE_ZERO,
@@ -31,6 +35,28 @@ _WHEELS = {
     "double_zero_as_single_zero": outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO_AS_SINGLE_ZERO,
 }
 WHEEL_NAMES = tuple(_WHEELS)
+
+
+@dataclass(frozen=True, repr=False)
+class ClientTls:
+    """mTLS material, PEM: the CA that issued the service's certificate, and this client's
+    certificate and private key. ``repr`` never shows the key."""
+
+    ca: bytes
+    cert: bytes
+    key: bytes
+
+    @classmethod
+    def from_files(cls, ca: Path, cert: Path, key: Path) -> ClientTls:
+        return cls(ca=ca.read_bytes(), cert=cert.read_bytes(), key=key.read_bytes())
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        return grpc.ssl_channel_credentials(
+            root_certificates=self.ca, private_key=self.key, certificate_chain=self.cert
+        )
+
+    def __repr__(self) -> str:
+        return "ClientTls(ca=..., cert=..., key=<hidden>)"
 
 
 class ClientError(Exception):
@@ -113,8 +139,12 @@ def _context(ids: dict[str, str]) -> common_pb2.RequestContext:
 
 
 class RngClient:
-    def __init__(self, target: str, *, timeout: float = 10.0) -> None:
-        self._channel = grpc.insecure_channel(target)
+    def __init__(self, target: str, *, timeout: float = 10.0, tls: ClientTls | None = None) -> None:
+        self._channel = (
+            grpc.insecure_channel(target)
+            if tls is None
+            else grpc.secure_channel(target, tls.credentials())
+        )
         self._outcomes = outcomes_pb2_grpc.OutcomeServiceStub(self._channel)
         self._log = log_pb2_grpc.LogServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
