@@ -358,7 +358,11 @@ class Service:
                 "event": "started",
                 "grpc": f"{cfg.server.host}:{port}",
                 "metrics": metrics_port,
-                "storage": {"driver": cfg.storage.driver, "path": str(cfg.storage.path)},
+                "storage": (
+                    {"driver": "sqlite", "path": str(cfg.storage.path)}
+                    if cfg.storage.driver == "sqlite"
+                    else {"driver": cfg.storage.driver}
+                ),
                 "log": {
                     "origin": cfg.log.origin,
                     "size": tree.size,

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 # command-or-path  debian-package
 needs=(
   "promtool prometheus"
+  "/usr/lib/postgresql/*/bin/initdb postgresql"
   "dieharder dieharder"
   "chromium chromium"
 )

@@ -1,5 +1,5 @@
 """Log storage: the :class:`LogStorage` Protocol, its records and errors (``base``), and one
-module per driver (``memory``, ``sqlite``) that only the composition root imports.
+module per driver (``memory``, ``sqlite``, ``postgres``) that only the composition root imports.
 
 Storage keeps opaque entry bytes, RFC 6962 complete-subtree nodes and checkpoint notes, and
 imports nothing from ``rng_service.log``.

@@ -174,7 +174,7 @@ def test_compose_config_points_storage_at_sqlite_on_the_volume(compose: dict[str
     svc = compose["services"]["rng-service"]
     source, _ = _mounts(svc)["/etc/rng-service/config.toml"]
     config = load_config(COMPOSE.parent / source, environ={})
-    assert config.storage.driver == "sqlite"  # until the PostgreSQL driver lands
+    assert config.storage.driver == "sqlite"  # the compose default; PostgreSQL is opt-in
     assert config.storage.path.parent == Path("/var/lib/rng-service")
     assert config.log.key_file.parent == Path("/etc/rng-service/keys")
     assert config.metrics.enabled

@@ -24,6 +24,7 @@ CASES = {
     "rng_service.audit": (*FORBIDDEN_BELOW_SERVICE, "rng_service.storage", "rng_service.service"),
     "certification.sp800_22": (*FORBIDDEN_BELOW_SERVICE, "rng_service"),
     "rng_service.storage.base": ("grpc", "prometheus_client", "rng_service.log"),
+    "rng_service.storage.postgres": ("grpc", "prometheus_client", "rng_service.log"),
     "rng_service.storage.sqlite": ("grpc", "prometheus_client", "rng_service.log"),
 }
 
