@@ -26,6 +26,7 @@ from rng_service.errors import InvalidArgument, NotFound, OutOfRange, Unavailabl
 from rng_service.log.merkle import HASH_SIZE
 from rng_service.log.note import Checkpoint, parse_note
 from rng_service.service.auth import Authorizer
+from rng_service.service.client import ClientTls
 from rng_service.service.errors import RpcObserver, rpc
 from rng_service.storage.base import CheckpointRecord, EntryRecord, LogStorage
 
@@ -316,12 +317,17 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
 
 
 class LogClient:
-    """A synchronous LogService client over a plaintext channel (loopback or a trusted network:
-    nothing it returns needs trusting, the caller verifies it). gRPC errors become
+    """A synchronous LogService client: mTLS with ``tls`` (an auditor's certificate; log reads
+    are auditors' only), else plaintext (a development service on loopback). Nothing it returns
+    needs trusting, the caller verifies it. gRPC errors become
     :class:`~rng_service.errors.Unavailable` with the status code and details."""
 
-    def __init__(self, target: str, *, timeout: float = 30.0) -> None:
-        self._channel = grpc.insecure_channel(target)
+    def __init__(self, target: str, *, timeout: float = 30.0, tls: ClientTls | None = None) -> None:
+        self._channel = (
+            grpc.insecure_channel(target)
+            if tls is None
+            else grpc.secure_channel(target, tls.credentials())
+        )
         self._stub = log_pb2_grpc.LogServiceStub(self._channel)
         self._target = target
         self._timeout = timeout

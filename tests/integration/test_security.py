@@ -540,3 +540,19 @@ def test_a_missing_server_certificate_file_is_a_startup_error(tmp_path: Path) ->
     toml = CLIENTS_TOML.replace("certs/server.pem", "certs/absent.pem")
     with pytest.raises(StartupError, match=r"^tls\.cert_file: cannot read .*absent\.pem"):
         _start_fails(secure_config(tmp_path, toml))
+
+
+def test_log_client_reads_with_an_auditor_certificate_only(secure: Secure) -> None:
+    from rng_service.errors import Unavailable
+    from rng_service.service.log_servicer import LogClient
+
+    _seed(secure)
+    target = f"127.0.0.1:{secure.running.port}"
+    with LogClient(target, tls=secure.tls("auditor-1")) as client:
+        assert len(client.entries(0, 1)) == 1
+        assert client.latest_checkpoint()
+    with (
+        LogClient(target, tls=secure.tls("game-1")) as client,
+        pytest.raises(Unavailable, match="GetEntries: PERMISSION_DENIED"),
+    ):
+        client.entries(0, 1)
