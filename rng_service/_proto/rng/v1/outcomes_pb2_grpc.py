@@ -185,7 +185,7 @@ class OutcomeServiceServicer:
 
     def DrawBatch(self, request, context):
         """For labs: up to 100,000 outcomes of one kind in one call, logged as ONE entry whose hash
-        and receipt cover every outcome. No role check yet (see docs/outcomes-api.md).
+        and receipt cover every outcome. For clients with the lab role (docs/security.md).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -194,7 +194,7 @@ class OutcomeServiceServicer:
     def StreamBatch(self, request, context):
         """For labs: a large collection (up to 10,000,000 outcomes) sent in chunks, one log entry and
         receipt per chunk. Chunk i is logged under request id "<request_id>/<i>", so retrying the
-        whole call replays the chunks already logged and draws only the missing ones.
+        whole call replays the chunks already logged and draws only the missing ones. Lab role.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
