@@ -26,7 +26,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from rng_service.clock import Clock
 from rng_service.errors import Unauthenticated
@@ -126,16 +126,17 @@ class Authorizer:
         """The caller, if it may call ``method`` with ``request`` now; otherwise the domain error
         (after counting and logging the refusal)."""
         if self._fixed is not None:
-            principal: Principal | Denied = self._fixed
+            principal = self._fixed
         else:
             names = _names(context)
-            if not names:
-                principal = Denied("no_identity", Unauthenticated("no client certificate"))
-            else:
-                principal = self._policy.identify(names)
-            if isinstance(principal, Denied):
-                self._refuse(method, principal, None, names[:1])
-        assert isinstance(principal, Principal)
+            found = (
+                self._policy.identify(names)
+                if names
+                else Denied("no_identity", Unauthenticated("no client certificate"))
+            )
+            if isinstance(found, Denied):
+                self._refuse(method, found, None, names[:1])
+            principal = found
         table_id, profile = _scope(request)
         denied = self._policy.check(principal, method, table_id=table_id, profile=profile)
         if denied is not None:
@@ -154,7 +155,7 @@ class Authorizer:
 
     def _refuse(
         self, method: str, denied: Denied, principal: Principal | None, names: list[str]
-    ) -> None:
+    ) -> NoReturn:
         role = principal.role_label if principal is not None else "none"
         client = principal.identity if principal is not None else "unconfigured"
         if self._observer is not None:
