@@ -347,3 +347,18 @@ def test_reprs_never_show_private_keys() -> None:
     assert repr(issued) == "IssuedCert(subject='CN=g')"
     tls = ClientTls(ca=b"ca", cert=b"cert", key=issued.key_pem())
     assert "PRIVATE" not in repr(tls)
+
+
+def test_the_security_package_imports_no_grpc_or_metrics() -> None:
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys, rng_service.security.policy, rng_service.security.certs; "
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = json.loads(out.stdout)
+    forbidden = ("grpc", "prometheus_client", "rng_service._proto", "rng_service.service")
+    assert not [m for m in loaded for f in forbidden if m == f or m.startswith(f + ".")]
