@@ -9,6 +9,11 @@ Commands:
 
 Exit status: 0 when everything verifies, 1 when something does not (the message says what and
 at which index), 2 for usage errors, unreadable or malformed files and unreachable services.
+
+A service with mTLS (docs/security.md) needs an auditor's certificate for ``--target``:
+``rng-audit --ca CA --cert CERT --key KEY export --target HOST:PORT ...`` (the three go before
+the command, as with ``rng-service call``; ``verify-receipt --key`` stays the verifier key).
+Without them ``--target`` is plaintext, which a service accepts on loopback only.
 The verification itself is :mod:`rng_service.audit` (pure: RFC 6962 / RFC 9162 section 2.1
 hashing and proofs, C2SP signed-note and tlog-checkpoint signatures); this module only does the
 I/O: files, the SQLite store, and a running service through ``rng.v1.LogService``.
@@ -23,7 +28,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from rng_service.audit import (
     ReceiptFieldError,
@@ -39,6 +44,9 @@ from rng_service.errors import IntegrityError, RngServiceError
 from rng_service.log.keys import load_verifier_keys
 from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, parse_note
 from rng_service.log.receipt import verify_receipt
+
+if TYPE_CHECKING:
+    from rng_service.service.client import ClientTls
 
 __all__ = ["main"]
 
@@ -84,6 +92,24 @@ def _export_lines(path: str) -> Iterator[Iterator[str]]:
         yield lines()
 
 
+def _client_tls(args: argparse.Namespace, target: str | None) -> ClientTls | None:
+    """The ``--ca/--cert/--key`` files as mTLS material for ``--target``, or None (plaintext)."""
+    from rng_service.service.client import ClientTls
+
+    given = {"--ca": args.ca, "--cert": args.cert, "--key": args.tls_key}
+    if not any(given.values()):
+        return None
+    if target is None:
+        raise _UsageError("--ca, --cert and --key are for --target (a running service)")
+    missing = [name for name, value in given.items() if not value]
+    if missing:
+        raise _UsageError(f"{', '.join(missing)} needed too (--ca, --cert and --key go together)")
+    try:
+        return ClientTls.from_files(Path(args.ca), Path(args.cert), Path(args.tls_key))
+    except OSError as e:
+        raise _UsageError(f"cannot read {e.filename}: {e.strerror}") from e
+
+
 def _origin_of(note: bytes | str) -> tuple[str, int]:
     text = note.encode("utf-8") if isinstance(note, str) else note
     checkpoint = Checkpoint.parse(parse_note(text).text)
@@ -109,6 +135,7 @@ def _write_atomically(out: Path, write: Callable[[IO[str]], object]) -> None:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     out = Path(args.out)
+    tls = _client_tls(args, args.target)
     if args.db is not None:
         from rng_service.storage.sqlite import SqliteStorage
 
@@ -139,7 +166,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     else:
         from rng_service.service.log_servicer import LogClient
 
-        with LogClient(args.target) as client:
+        with LogClient(args.target, tls=tls) as client:
             notes = client.published_checkpoints()
             latest = client.latest_checkpoint()
             origin, size = _origin_of(latest)
@@ -169,6 +196,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
+    _client_tls(args, None)  # refuses --ca/--cert/--key: verify reads files only
     verifiers = _verifiers(args.key)
     kept = [(f"checkpoint file {p}", _read_text(p, "checkpoint")) for p in args.checkpoint]
     with _export_lines(args.export) as lines:
@@ -185,6 +213,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify_receipt(args: argparse.Namespace) -> int:
+    tls = _client_tls(args, args.target)
     verifiers = _verifiers(args.key)
     try:
         receipt = read_receipt(_read_text(args.receipt, "receipt"))
@@ -207,7 +236,7 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
     elif args.target is not None:
         from rng_service.service.log_servicer import LogClient
 
-        with LogClient(args.target) as client:
+        with LogClient(args.target, tls=tls) as client:
             head = open_head(
                 client.latest_checkpoint(),
                 verifiers,
@@ -240,6 +269,13 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rng-audit", description="Export the outcome log and verify it offline."
+    )
+    parser.add_argument(
+        "--ca", help="mTLS for --target: CA certificate (PEM) that issued the service's certificate"
+    )
+    parser.add_argument("--cert", help="mTLS for --target: an auditor's client certificate (PEM)")
+    parser.add_argument(
+        "--key", dest="tls_key", help="mTLS for --target: that certificate's private key (PEM)"
     )
     sub = parser.add_subparsers(dest="command", required=True)
 

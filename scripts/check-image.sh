@@ -6,12 +6,16 @@
 #   1. the image's user is not root (numeric uid resolved through the image's /etc/passwd);
 #   2. a HEALTHCHECK is configured, and the entry point is rng-service;
 #   3. `rng-service --help` and the HEALTHCHECK's own `rng-service call ... health` parser exit 0;
-#   4. smoke test: in a private mount namespace, with the root filesystem read-only, a tmpfs on
-#      /tmp, a writable state directory on /var/lib/rng-service and a read-only key directory
-#      (what deploy/docker-compose.yml gives it), `rng-service serve` starts on loopback ports,
-#      answers the gRPC health check and a spin, serves /metrics, and stops cleanly on SIGTERM.
+#   4. smoke test: in private mount and network namespaces, with the root filesystem read-only, a
+#      tmpfs on /tmp, a writable state directory on /var/lib/rng-service and a read-only
+#      /etc/rng-service (config.toml, keys/, and tls/ with development certificates that the
+#      image's own `rng-service dev-ca` writes into a temporary directory), the image's CMD starts
+#      on 0.0.0.0 with mTLS; the HEALTHCHECK's exact command answers over mTLS; a plaintext client
+#      is refused; a spin over mTLS works for a configured game server and is UNAUTHENTICATED for
+#      the healthcheck identity; `rng-audit export --target` over mTLS as an auditor verifies;
+#      /metrics is served; SIGTERM stops it cleanly.
 #
-# Needs root (podman image mount, chroot, unshare). Environment: IMAGE (default
+# Needs root (podman image mount, chroot, unshare, nsenter). Environment: IMAGE (default
 # localhost/rng-service:dev).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -76,60 +80,128 @@ ok "rng-service --help exits 0 as uid $uid under chroot"
 in_image "$mnt" rng-service call --help >/dev/null || fail "rng-service call --help exited non-zero"
 ok "the HEALTHCHECK's command line parses (rng-service call --help)"
 
-# --- 4. serve with a read-only root ------------------------------------------------------------
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-grpc_port=$(free_port)
-metrics_port=$(free_port)
-mkdir -p "$work/state" "$work/keys"
-chown "$uid:$gid" "$work/state" "$work/keys"
+# --- 4. serve with a read-only root, over mTLS -------------------------------------------------
+# In private mount and network namespaces (unshare -m -n): the image's own ports (50051 and 9464
+# on 0.0.0.0, as in a container) without clashing with the host, and the HEALTHCHECK's command
+# run exactly as configured. Every client runs in those namespaces through nsenter.
+command -v nsenter >/dev/null 2>&1 || fail "nsenter is not installed (util-linux)"
+command -v ip >/dev/null 2>&1 || fail "ip is not installed (iproute2: loopback in the namespace)"
+etc=$work/etc   # becomes /etc/rng-service: config.toml, keys/, tls/ (development certificates)
+mkdir -p "$work/state" "$etc/keys" "$etc/tls"
+chown "$uid:$gid" "$work/state" "$etc/keys" "$etc/tls"
+# Clients as in deploy/config/rng-service.toml: a game server and an auditor; the identity
+# "healthcheck" has no entry (the health service is not role-checked).
+cat >"$etc/config.toml" <<'TOML'
+[log]
+origin = "check-image.local/log"
+key_name = "check-image"
+key_file = "/etc/rng-service/keys/log-signing-key.pem"
 
-# Runs inside `unshare -m`: the mounts vanish with the namespace. The image mount itself is
-# read-only, which is what a read_only container root gives.
-cat >"$work/ns.sh" <<'EOF'
+[tls]
+cert_file = "/etc/rng-service/tls/server.pem"
+key_file = "/etc/rng-service/tls/server.key"
+client_ca_file = "/etc/rng-service/tls/ca.pem"
+
+[[clients]]
+identity = "check-game"
+roles = ["game_server"]
+tables = ["CHECK"]
+
+[[clients]]
+identity = "check-auditor"
+roles = ["auditor"]
+TOML
+
+# Runs inside `unshare -m -n`: the mounts and the network vanish with the namespaces. The image
+# mount itself is read-only, which is what a read_only container root gives.
+cat >"$work/ns.sh" <<'NS'
 set -euo pipefail
 mount --make-rprivate /
+ip link set lo up
 mount -t tmpfs -o mode=1777,size=64m tmpfs "$MNT/tmp"
 mount -t proc proc "$MNT/proc"
 mount --bind "$WORK/state" "$MNT/var/lib/rng-service"
-mount --bind "$WORK/keys" "$MNT/etc/rng-service"
-chroot --userspec="$UIDGID" "$MNT" /usr/bin/env -i "${IMAGE_ENV[@]}" HOME=/var/lib/rng-service \
-  rng-service keygen --out /etc/rng-service/log-signing-key.pem --name check-image >"$WORK/pubkey.txt"
+mount --bind "$WORK/etc" "$MNT/etc/rng-service"
+as_image() {
+  chroot --userspec="$UIDGID" "$MNT" /usr/bin/env -i "${IMAGE_ENV[@]}" HOME=/var/lib/rng-service "$@"
+}
+as_image rng-service keygen --out /etc/rng-service/keys/log-signing-key.pem --name check-image \
+  >"$WORK/pubkey.txt"
+# Development certificates from the image's own dev-ca, into the temporary directory.
+as_image rng-service dev-ca --out /etc/rng-service/tls \
+  --client healthcheck --client check-game --client check-auditor >"$WORK/dev-ca.txt" 2>&1
 mount -o remount,bind,ro "$MNT/etc/rng-service"
 if touch "$MNT/opt/rng-service/.rw-test" 2>/dev/null; then echo "root filesystem is writable" >&2; exit 1; fi
+if touch "$MNT/etc/rng-service/tls/.rw-test" 2>/dev/null; then echo "/etc/rng-service is writable" >&2; exit 1; fi
+echo ready >"$WORK/ns-ready"
+# The image's CMD and environment as they are: serve --config /etc/rng-service/config.toml on
+# 0.0.0.0 with the RNG_SERVICE__TLS__* paths.
 exec chroot --userspec="$UIDGID" "$MNT" /usr/bin/env -i "${IMAGE_ENV[@]}" HOME=/var/lib/rng-service \
-  RNG_SERVICE__SERVER__HOST=127.0.0.1 RNG_SERVICE__SERVER__PORT="$GRPC_PORT" \
-  RNG_SERVICE__METRICS__HOST=127.0.0.1 RNG_SERVICE__METRICS__PORT="$METRICS_PORT" \
-  RNG_SERVICE__LOG__KEY_FILE=/etc/rng-service/log-signing-key.pem \
-  RNG_SERVICE__LOG__KEY_NAME=check-image RNG_SERVICE__LOG__ORIGIN=check-image.local/log \
-  rng-service serve
-EOF
-export MNT="$mnt" WORK="$work" UIDGID="$uid:$gid" GRPC_PORT="$grpc_port" METRICS_PORT="$metrics_port"
-# Arrays cannot be exported: pass the image's environment through a sourced file.
-{ printf 'IMAGE_ENV=('; printf '%q ' "${image_env[@]}"; printf ')\n'; cat "$work/ns.sh"; } >"$work/ns-full.sh"
-unshare -m bash "$work/ns-full.sh" >"$work/serve.log" 2>&1 &
+  rng-service "${IMAGE_CMD[@]}"
+NS
+export MNT="$mnt" WORK="$work" UIDGID="$uid:$gid"
+mapfile -t image_cmd < <(inspect '{{range .Config.Cmd}}{{println .}}{{end}}' | sed '/^$/d')
+# Arrays cannot be exported: pass the image's environment and command through a sourced file.
+{
+  printf 'IMAGE_ENV=('; printf '%q ' "${image_env[@]}"; printf ')\n'
+  printf 'IMAGE_CMD=('; printf '%q ' "${image_cmd[@]}"; printf ')\n'
+  cat "$work/ns.sh"
+} >"$work/ns-full.sh"
+unshare -m -n bash "$work/ns-full.sh" >"$work/serve.log" 2>&1 &
 server_pid=$!
 
-# The client runs in the host's mount namespace against the image's (read-only) filesystem.
+in_ns() {  # in_ns CMD...: run CMD in the service's namespaces, under chroot as the image's user
+  nsenter -t "$server_pid" -m -n chroot --userspec="$uid:$gid" "$mnt" /usr/bin/env -i \
+    "${image_env[@]}" HOME=/var/lib/rng-service "$@"
+}
+tls_as() {  # tls_as IDENTITY: the --ca/--cert/--key arguments of a development certificate
+  tls_args=(--ca /etc/rng-service/tls/ca.pem --cert "/etc/rng-service/tls/$1.pem"
+            --key "/etc/rng-service/tls/$1.key")
+}
+mapfile -t hc_argv < <(inspect '{{range .Config.Healthcheck.Test}}{{println .}}{{end}}' | sed '/^$/d')
+[ "${hc_argv[0]}" = CMD ] || fail "HEALTHCHECK is not in exec form: ${hc_argv[*]}"
+hc_argv=("${hc_argv[@]:1}")
+
 healthy=
 for _ in $(seq 1 60); do
   if ! kill -0 "$server_pid" 2>/dev/null; then cat "$work/serve.log" >&2; fail "rng-service serve exited"; fi
-  if in_image "$mnt" rng-service call --target "127.0.0.1:$grpc_port" --timeout 2 health \
-       >"$work/health.txt" 2>&1; then healthy=1; break; fi
+  # The HEALTHCHECK's own command line, unchanged: mTLS with the healthcheck certificate.
+  if [ -e "$work/ns-ready" ] && in_ns "${hc_argv[@]}" >"$work/health.txt" 2>&1; then
+    healthy=1; break
+  fi
   sleep 0.5
 done
-[ -n "$healthy" ] || { cat "$work/serve.log" "$work/health.txt" >&2; fail "no healthy answer within 30 s"; }
-ok "serve with a read-only root: health check answers ($(tr '\n' ' ' <"$work/health.txt"))"
-in_image "$mnt" rng-service call --target "127.0.0.1:$grpc_port" spin --wheel double_zero \
+[ -n "$healthy" ] || { cat "$work/serve.log" "$work/health.txt" >&2; fail "the HEALTHCHECK got no healthy answer within 30 s"; }
+ok "the image's CMD serves mTLS on 0.0.0.0 with a read-only root; the HEALTHCHECK answers $(tr '\n' ' ' <"$work/health.txt")"
+if grep -q plaintext "$work/serve.log"; then cat "$work/serve.log" >&2; fail "the service logged plaintext mode"; fi
+if in_ns rng-service call --target 127.0.0.1:50051 --timeout 3 health >"$work/plain.txt" 2>&1; then
+  fail "a plaintext health check was answered"
+fi
+ok "a plaintext client is refused ($(tail -1 "$work/plain.txt" | cut -c1-80))"
+tls_as check-game
+in_ns rng-service call --target 127.0.0.1:50051 "${tls_args[@]}" spin --wheel double_zero \
   --table CHECK --round R1 --request-id check-image-1 >"$work/spin.txt" 2>&1 \
-  || { cat "$work/spin.txt" "$work/serve.log" >&2; fail "a spin failed"; }
-ok "spin: $(head -1 "$work/spin.txt")"
-python3 - "$metrics_port" <<'EOF' || fail "/metrics does not show the spin"
+  || { cat "$work/spin.txt" "$work/serve.log" >&2; fail "a spin over mTLS failed"; }
+ok "spin over mTLS as check-game: $(head -1 "$work/spin.txt")"
+tls_as healthcheck
+if in_ns rng-service call --target 127.0.0.1:50051 "${tls_args[@]}" spin --wheel double_zero \
+     --table CHECK --round R2 >"$work/hc-spin.txt" 2>&1; then
+  fail "the healthcheck identity could spin"
+fi
+grep -q UNAUTHENTICATED "$work/hc-spin.txt" \
+  || { cat "$work/hc-spin.txt" >&2; fail "a spin as healthcheck did not end UNAUTHENTICATED"; }
+ok "the healthcheck identity may not spin (UNAUTHENTICATED)"
+tls_as check-auditor
+in_ns rng-audit "${tls_args[@]}" export --target 127.0.0.1:50051 --out /tmp/log.export \
+  >"$work/export.txt" 2>&1 || { cat "$work/export.txt" >&2; fail "rng-audit export --target over mTLS failed"; }
+in_ns rng-audit verify /tmp/log.export --key /etc/rng-service/keys/log-signing-key.pem.vkey \
+  >"$work/verify.txt" 2>&1 || { cat "$work/export.txt" "$work/verify.txt" >&2; fail "rng-audit verify failed"; }
+ok "rng-audit export --target over mTLS as check-auditor verifies: $(head -1 "$work/verify.txt")"
+nsenter -t "$server_pid" -n python3 - 9464 <<'PY' || fail "/metrics does not show the spin"
 import sys, urllib.request
 body = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()
 assert "rng_outcomes_total{" in body and "rng_generator_up 1.0" in body, body[:2000]
-EOF
+PY
 ok "/metrics serves rng_outcomes_total and rng_generator_up 1"
 [ -s "$work/state/outcome-log.sqlite3" ] || fail "no SQLite log in the state volume"
 ok "the log is in the state volume ($(ls "$work/state" | tr '\n' ' '))"

@@ -537,3 +537,171 @@ def test_several_keys_and_checkpoints(
     code, out = run(["verify", str(exported.export), "--key", str(other) + ".vkey"], capsys)
     assert code == 1
     assert "no signature from a known key" in out
+
+
+# -- --target over mTLS ------------------------------------------------------------------------
+
+TLS_CLIENTS = """
+[tls]
+cert_file = "certs/server.pem"
+key_file = "certs/server.key"
+client_ca_file = "certs/ca.pem"
+
+[[clients]]
+identity = "game-1"
+roles = ["game_server"]
+tables = ["*"]
+
+[[clients]]
+identity = "auditor-1"
+roles = ["auditor"]
+"""
+
+
+@dataclass
+class SecureLog:
+    target: str
+    certs: Path
+    vkey: Path
+    receipt: Path
+    tmp: Path
+
+    def tls(self, identity: str) -> list[str]:
+        """rng-audit's --ca/--cert/--key arguments for a development certificate."""
+        c = self.certs
+        return ["--ca", str(c / "ca.pem"), "--cert", str(c / f"{identity}.pem"),
+                "--key", str(c / f"{identity}.key")]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def secure_log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureLog]:
+    """A service with mTLS (development CA) and a few spins drawn by its game server."""
+    import datetime as dt
+
+    from rng_service.config import load_config
+    from rng_service.security.certs import write_dev_ca
+    from rng_service.service.client import ClientTls, RngClient
+
+    tmp = tmp_path_factory.mktemp("audit-tls")
+    write_dev_ca(tmp / "certs", ["game-1", "auditor-1", "stranger"], now=dt.datetime.now(dt.UTC))
+    (tmp / "config.toml").write_text(TLS_CLIENTS)
+    base = make_config(tmp)  # the harness's storage and key
+    environ = {
+        "RNG_SERVICE__SERVER__PORT": "0",
+        "RNG_SERVICE__METRICS__ENABLED": "false",
+        "RNG_SERVICE__STORAGE__PATH": str(base.storage.path),
+        "RNG_SERVICE__LOG__KEY_FILE": str(base.log.key_file),
+        "RNG_SERVICE__LOG__KEY_NAME": base.log.key_name,
+        "RNG_SERVICE__LOG__ORIGIN": base.log.origin,
+    }
+    config = load_config(tmp / "config.toml", environ=environ, base_dir=tmp)
+    assert config.tls.enabled
+    running = start(config)
+    target = f"127.0.0.1:{running.port}"
+    try:
+        certs = tmp / "certs"
+        game = ClientTls.from_files(certs / "ca.pem", certs / "game-1.pem", certs / "game-1.key")
+        with RngClient(target, tls=game) as client:
+            spins = [
+                client.spin(wheel="double_zero", table_id="T1", round_id=f"R{i}",
+                            request_id=f"tls-{i}")
+                for i in range(6)
+            ]  # fmt: skip
+        receipt = tmp / "receipt.json"
+        receipt.write_text(receipt_to_json(spins[2].receipt))
+        yield SecureLog(
+            target=target,
+            certs=certs,
+            vkey=Path(str(config.log.key_file) + ".vkey"),
+            receipt=receipt,
+            tmp=tmp,
+        )
+    finally:
+        running.stop()
+
+
+def test_export_and_verify_receipt_over_mtls_as_an_auditor(
+    secure_log: SecureLog, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_file = secure_log.tmp / "tls.export"
+    auditor = secure_log.tls("auditor-1")
+    code, out = run(
+        [*auditor, "export", "--target", secure_log.target, "--out", str(out_file)], capsys
+    )
+    assert code == 0, out
+    assert "exported 6 entries" in out
+    code, out = run(["verify", str(out_file), "--key", str(secure_log.vkey)], capsys)
+    assert code == 0, out
+    assert "OK: 6 entries" in out
+    # verify-receipt: the top-level --key is the certificate's key, the command's --key the
+    # log's verifier key.
+    code, out = run(
+        [*auditor, "verify-receipt", str(secure_log.receipt), "--key", str(secure_log.vkey),
+         "--target", secure_log.target],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, out
+    assert "consistent with the live log" in out
+    assert "entry 2 (roulette_spin, table T1, round R2)" in out
+
+
+def test_export_over_mtls_needs_an_auditor_certificate(
+    secure_log: SecureLog, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_file = secure_log.tmp / "refused.export"
+    # a game server may not read the log
+    code, out = run(
+        [*secure_log.tls("game-1"), "export", "--target", secure_log.target,
+         "--out", str(out_file)],
+        capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert "PERMISSION_DENIED" in out
+    # a certificate from the CA whose identity is not configured
+    code, out = run(
+        [*secure_log.tls("stranger"), "export", "--target", secure_log.target,
+         "--out", str(out_file)],
+        capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert "UNAUTHENTICATED" in out
+    # no certificate: the TLS port does not answer plaintext
+    code, out = run(["export", "--target", secure_log.target, "--out", str(out_file)], capsys)
+    assert code == 2
+    assert "UNAVAILABLE" in out
+    assert not out_file.exists()
+
+
+def test_tls_options_usage_errors(
+    secure_log: SecureLog, capsys: pytest.CaptureFixture[str]
+) -> None:
+    certs = secure_log.certs
+    out_file = str(secure_log.tmp / "usage.export")
+    code, out = run(
+        ["--ca", str(certs / "ca.pem"), "export", "--target", secure_log.target, "--out", out_file],
+        capsys,
+    )
+    assert code == 2
+    assert "--cert, --key needed too" in out
+    code, out = run(
+        [*secure_log.tls("auditor-1"), "export", "--db", str(secure_log.tmp / "log.sqlite3"),
+         "--out", out_file],
+        capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert "are for --target" in out
+    code, out = run(
+        [*secure_log.tls("auditor-1"), "verify-receipt", str(secure_log.receipt),
+         "--key", str(secure_log.vkey), "--against", out_file],
+        capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert "are for --target" in out
+    code, out = run(
+        ["--ca", str(certs / "ca.pem"), "--cert", str(certs / "auditor-1.pem"),
+         "--key", str(certs / "missing.key"), "export", "--target", secure_log.target,
+         "--out", out_file],
+        capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert "missing.key" in out

@@ -1,14 +1,20 @@
 """The deployment files under deploy/: compose file, Prometheus config, alerts, Grafana dashboard.
 
 Static checks that need no container runtime (none runs on the development machines): the files
-parse, the compose file runs the service hardened (non-root, read-only root, read-only config and
-keys, loopback-only ports) next to PostgreSQL and Prometheus, and every metric name that the
-alerts and the dashboard use is one the service exports (or one of the few listed below that the
-lead is adding). promtool's own checks are in test_metrics_promtool.py.
+parse, the compose file runs the service hardened (non-root, read-only root, read-only config,
+keys and TLS material, loopback-only ports) next to PostgreSQL and Prometheus, and every metric name
+that the alerts and the dashboard use is one the service exports (or one of the few listed below
+that the lead is adding). promtool's own checks are in test_metrics_promtool.py.
+
+The TLS set-up is checked across the Dockerfile, the compose file and the compose config (every
+path one of them names is one the others provide), and then for real: a service with the
+compose config's [tls] and [[clients]] (development certificates) answers the Dockerfile's own
+HEALTHCHECK command, and the healthcheck identity can do nothing else.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import shutil
@@ -21,7 +27,8 @@ from typing import Any
 import pytest
 
 from rng_service.app import Service
-from rng_service.config import load_config
+from rng_service.cli import main as rng_service_main
+from rng_service.config import Config, check_transport, load_config
 from rng_service.metrics import GeneratorCollector
 from tests.integration.conftest import make_config, start
 
@@ -39,6 +46,9 @@ PROMETHEUS = DEPLOY / "prometheus" / "prometheus.yml"
 ALERTS = DEPLOY / "prometheus" / "alerts.yml"
 DASHBOARD = DEPLOY / "grafana" / "rng-service-dashboard.json"
 OPERATIONS = ROOT / "docs" / "operations.md"
+DOCKERFILE = ROOT / "Dockerfile"
+DEPLOY_CONFIG = DEPLOY / "config" / "rng-service.toml"
+TLS_DIR = "/etc/rng-service/tls"
 
 #: Metrics the alerts and the dashboard may use before the service exports them (each also listed
 #: at the top of alerts.yml). Empty: everything used is exported.
@@ -202,6 +212,194 @@ def test_prometheus_scrapes_the_service_and_loads_the_alerts() -> None:
     targets = [t for sc in jobs["rng-service"]["static_configs"] for t in sc["targets"]]
     compose_config = tomllib.loads((DEPLOY / "config" / "rng-service.toml").read_text("utf-8"))
     assert targets == [f"rng-service:{compose_config['metrics']['port']}"]
+
+
+# --- TLS: Dockerfile, compose file and compose config agree ---------------------------------
+
+
+def _dockerfile_instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of the Dockerfile, continuation lines joined, comments dropped."""
+    instructions: list[tuple[str, str]] = []
+    current = ""
+    for line in DOCKERFILE.read_text(encoding="utf-8").splitlines():
+        if not current and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        if line.rstrip().endswith("\\"):
+            current += line.rstrip()[:-1] + " "
+            continue
+        current += line
+        word, _, rest = current.strip().partition(" ")
+        instructions.append((word.upper(), rest.strip()))
+        current = ""
+    return instructions
+
+
+def dockerfile_env() -> dict[str, str]:
+    env: dict[str, str] = {}
+    for word, rest in _dockerfile_instructions():
+        if word == "ENV":
+            for item in rest.split():
+                key, _, value = item.partition("=")
+                env[key] = value
+    return env
+
+
+def dockerfile_exec_form(instruction: str) -> list[str]:
+    """The exec-form argv of the last CMD or of the HEALTHCHECK's CMD."""
+    found: list[str] = []
+    for word, rest in _dockerfile_instructions():
+        if word == instruction == "CMD":
+            found = json.loads(rest)
+        elif word == instruction == "HEALTHCHECK":
+            found = json.loads(rest[rest.index("CMD ") + 4 :])
+    assert found, f"no {instruction} in exec form in the Dockerfile"
+    return found
+
+
+def _option(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_dockerfile_healthcheck_uses_mtls_and_the_image_expects_tls() -> None:
+    env = dockerfile_env()
+    assert env["RNG_SERVICE__SERVER__HOST"] == "0.0.0.0"
+    assert env["RNG_SERVICE__TLS__CERT_FILE"] == f"{TLS_DIR}/server.pem"
+    assert env["RNG_SERVICE__TLS__KEY_FILE"] == f"{TLS_DIR}/server.key"
+    assert env["RNG_SERVICE__TLS__CLIENT_CA_FILE"] == f"{TLS_DIR}/ca.pem"
+    # The image's own environment starts with mTLS on 0.0.0.0 (no plaintext refusal).
+    image_config = load_config(None, environ=env)
+    assert image_config.tls.enabled
+    check_transport(image_config)
+    health = dockerfile_exec_form("HEALTHCHECK")
+    assert health[:2] == ["rng-service", "call"]
+    assert health[-1] == "health"
+    assert _option(health, "--target") == f"127.0.0.1:{image_config.server.port}"
+    assert _option(health, "--ca") == f"{TLS_DIR}/ca.pem"
+    assert _option(health, "--cert") == f"{TLS_DIR}/healthcheck.pem"
+    assert _option(health, "--key") == f"{TLS_DIR}/healthcheck.key"
+    assert dockerfile_exec_form("CMD") == ["serve", "--config", "/etc/rng-service/config.toml"]
+
+
+@pytest.fixture(scope="module")
+def deploy_config() -> Config:
+    return load_config(DEPLOY_CONFIG, environ={})
+
+
+def test_compose_config_has_tls_and_least_privilege_clients(deploy_config: Config) -> None:
+    config = deploy_config
+    assert config.server.host == "0.0.0.0"
+    assert config.tls.enabled
+    check_transport(config)  # 0.0.0.0 is allowed because the port is mTLS
+    env = dockerfile_env()
+    # The image's RNG_SERVICE__TLS__* variables override the file: they must say the same.
+    assert config.tls.cert_file == env["RNG_SERVICE__TLS__CERT_FILE"]
+    assert config.tls.key_file == env["RNG_SERVICE__TLS__KEY_FILE"]
+    assert config.tls.client_ca_file == env["RNG_SERVICE__TLS__CLIENT_CA_FILE"]
+    clients = {c.identity: c for c in config.clients}
+    assert clients["game-1"].roles == ("game_server",)
+    assert clients["game-1"].tables
+    assert "*" not in clients["game-1"].tables
+    assert clients["auditor-1"].roles == ("auditor",)
+    # The health service is not role-checked: the healthcheck identity needs no entry, and
+    # without one it may call nothing else.
+    assert "healthcheck" not in clients
+
+
+def test_compose_mounts_exactly_the_tls_files_read_only(
+    compose: dict[str, Any], deploy_config: Config
+) -> None:
+    mounts = _mounts(compose["services"]["rng-service"])
+    tls_mounts = {t: m for t, m in mounts.items() if t.startswith(TLS_DIR)}
+    health = dockerfile_exec_form("HEALTHCHECK")
+    wanted = {
+        deploy_config.tls.cert_file,
+        deploy_config.tls.key_file,
+        deploy_config.tls.client_ca_file,
+        _option(health, "--ca"),
+        _option(health, "--cert"),
+        _option(health, "--key"),
+    }
+    # File by file: never the whole ./tls directory (the development CA's key and the other
+    # clients' keys are there too).
+    assert set(tls_mounts) == wanted
+    for target, (source, mode) in tls_mounts.items():
+        assert mode == "ro", target
+        assert source == "./tls/" + target.removeprefix(TLS_DIR + "/"), target
+    assert not any(source.endswith("ca.key") for source, _ in mounts.values())
+    gitignore = (DEPLOY / ".gitignore").read_text(encoding="utf-8").split()
+    assert "/tls/" in gitignore, "deploy/tls/ holds private keys: keep it out of git"
+    # The documented command makes every mounted file (dev-ca's names: <name>.pem, <name>.key).
+    text = COMPOSE.read_text(encoding="utf-8") + DEPLOY_CONFIG.read_text(encoding="utf-8")
+    assert "rng-service dev-ca --out tls" in text
+    made = {"ca.pem", "server.pem", "server.key"}
+    for m in re.finditer(r"--client (\S+)", text):
+        made |= {f"{m.group(1)}.pem", f"{m.group(1)}.key"}
+    assert {source.removeprefix("./tls/") for source, _ in tls_mounts.values()} <= made
+
+
+def test_the_healthcheck_works_over_mtls_with_the_compose_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The compose config's [tls] and [[clients]], with development certificates in place of
+    /etc/rng-service/tls: the Dockerfile's HEALTHCHECK command answers SERVING, the healthcheck
+    identity may not draw, the game server draws for its tables only, plaintext is refused."""
+    from rng_service.security.certs import write_dev_ca
+    from rng_service.service.client import ClientError, ClientTls, RngClient
+
+    certs = tmp_path / "tls"
+    write_dev_ca(certs, ["game-1", "auditor-1", "healthcheck"], now=dt.datetime.now(dt.UTC))
+    base = make_config(tmp_path)
+    environ = {
+        "RNG_SERVICE__SERVER__HOST": "127.0.0.1",
+        "RNG_SERVICE__SERVER__PORT": "0",
+        "RNG_SERVICE__METRICS__ENABLED": "false",
+        "RNG_SERVICE__STORAGE__PATH": str(base.storage.path),
+        "RNG_SERVICE__LOG__KEY_FILE": str(base.log.key_file),
+        "RNG_SERVICE__LOG__KEY_NAME": base.log.key_name,
+    }
+    local = {TLS_DIR + "/" + p.name: str(p) for p in certs.iterdir()}
+    tls = load_config(DEPLOY_CONFIG, environ={}).tls
+    config = load_config(
+        DEPLOY_CONFIG,
+        environ={
+            **environ,
+            "RNG_SERVICE__TLS__CERT_FILE": local[tls.cert_file],
+            "RNG_SERVICE__TLS__KEY_FILE": local[tls.key_file],
+            "RNG_SERVICE__TLS__CLIENT_CA_FILE": local[tls.client_ca_file],
+        },
+    )
+    running = start(config)
+    try:
+        target = f"127.0.0.1:{running.port}"
+        health = dockerfile_exec_form("HEALTHCHECK")[2:]  # after "rng-service call"
+        health[health.index("--target") + 1] = target
+        for option in ("--ca", "--cert", "--key"):
+            health[health.index(option) + 1] = local[_option(health, option)]
+        capsys.readouterr()
+        assert rng_service_main(["call", *health]) == 0
+        assert capsys.readouterr().out.strip() == "SERVING"
+
+        def client(identity: str) -> RngClient:
+            tls = ClientTls.from_files(
+                certs / "ca.pem", certs / f"{identity}.pem", certs / f"{identity}.key"
+            )
+            return RngClient(target, tls=tls, timeout=10)
+
+        spin = {"wheel": "double_zero", "round_id": "R1"}
+        with client("healthcheck") as c:
+            with pytest.raises(ClientError) as denied:
+                c.spin(table_id="T1", request_id="hc-1", **spin)
+            assert denied.value.code == "UNAUTHENTICATED"
+        with client("game-1") as c:
+            assert c.spin(table_id="T1", request_id="g-1", **spin).receipt.index == 0
+            with pytest.raises(ClientError) as denied:
+                c.spin(table_id="T9", request_id="g-2", **spin)
+            assert denied.value.code == "PERMISSION_DENIED"
+        with RngClient(target, timeout=5) as plain, pytest.raises(ClientError) as refused:
+            plain.health()
+        assert refused.value.code == "UNAVAILABLE"
+    finally:
+        running.stop()
 
 
 # --- alerts -----------------------------------------------------------------------------------
