@@ -136,9 +136,14 @@ def _cmd_dev_ca(args: argparse.Namespace) -> int:
         f'[tls]\ncert_file = "{files.server_cert}"\nkey_file = "{files.server_key}"\n'
         f'client_ca_file = "{files.ca_cert}"'
     )
+    print(
+        "# One entry per client. Give each the least it needs: replace the role and narrow the\n"
+        "# tables. A certificate used only for health checks needs NO entry (health is open to\n"
+        "# any valid certificate; everything else then answers UNAUTHENTICATED)."
+    )
     for identity in files.clients:
         print(f'\n[[clients]]\nidentity = "{identity}"')
-        print('roles = ["game_server"]  # or "auditor", "lab", "operator"\ntables = ["*"]')
+        print('roles = ["game_server"]  # or "auditor", "lab", "operator"\ntables = ["T1"]')
     for identity, (cert, key) in files.clients.items():
         print(f"# {identity}: --ca {files.ca_cert} --cert {cert} --key {key}", file=sys.stderr)
     return 0
