@@ -2,19 +2,23 @@
 
 Subcommands::
 
-    rng-certify nist --input FILE --format {binary,ascii} [--bits-per-sequence N]
-                     --json OUT [--jobs J]
+    rng-certify nist (--input FILE --format {binary,ascii} | --live HOST:PORT [--sequences M])
+                     [--bits-per-sequence N] --json OUT [--jobs J] [--ca F --cert F --key F]
     rng-certify outcomes --input RECORDS [--profile TOML] [--confidence C] --json OUT [--html OUT]
     rng-certify power [--replicates R] [--confidence C] --json OUT [--html OUT]
     rng-certify collect (--live HOST:PORT | --lab-seed SEED) [--kind NAME=COUNT]
                         [--time-limit S] --output RECORDS [--bits-output FILE]
     rng-certify report [--outcomes JSON] [--nist JSON] [--power JSON] --html OUT
     rng-certify all [--records RECORDS] [--bits FILE --format F] --out DIR
-    rng-certify dieharder (--lab-seed SEED | --input FILE) [--test N] [--json OUT]
+    rng-certify dieharder (--lab-seed SEED | --input FILE | --live HOST:PORT) [--test N]
+                          [--json OUT] [--ca F --cert F --key F]
 
 ``nist`` cuts the file into as many whole sequences of N bits (default 10^6) as it holds, runs
 the NIST SP 800-22 battery on each (optionally in J worker processes, spawn start method),
-makes the section 4.2 decisions, writes the JSON report and prints a summary table. The other
+makes the section 4.2 decisions, writes the JSON report and prints a summary table; with
+``--live`` it takes M sequences of raw generator output from a running service's
+``LabService.StreamRawOutput`` instead of a file (docs/certification.md, "The raw output
+stream"). The other
 commands are described in docs/certification.md (outcome-level tests, power study, evidence
 pack, dieharder). Exit status (all commands): 0 when the suite passes, 1 when it fails, 2 for
 usage or input errors (a message, never a traceback). A progress bar is drawn only when
@@ -32,13 +36,16 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 import numpy.typing as npt
 
 from certification.report import render_json, render_summary
 from certification.sp800_22 import Bits, TestResult, assess, run_tests
+
+if TYPE_CHECKING:
+    from certification.sources import LiveTls
 
 __all__ = ["InputError", "PackedBits", "main", "read_bits"]
 
@@ -155,10 +162,60 @@ def _run_battery(
         return [future.result() for future in futures]
 
 
+def _live_tls(args: argparse.Namespace) -> LiveTls | None:
+    """The --ca/--cert/--key files as a ``sources.LiveTls`` (all three or none)."""
+    from certification import sources
+
+    given = [args.ca, args.cert, args.key]
+    if not any(given):
+        return None
+    if not all(given):
+        raise InputError("--ca, --cert and --key go together (mTLS to the service)")
+    return sources.LiveTls(ca=args.ca, cert=args.cert, key=args.key)
+
+
+def _live_bits(args: argparse.Namespace, n: int) -> tuple[PackedBits, dict[str, object]]:
+    """--sequences x n bits of raw output from the live service, and the report's input."""
+    from certification import sources
+
+    count = args.sequences
+    num_bytes = -(-count * n // 8)
+    sessions: list[dict[str, object]] = []
+    bits = sources.collect_live_bits(
+        args.live, num_bytes, tls=_live_tls(args),
+        session_bytes=args.session_bytes, time_limit=args.time_limit,
+        run_id=args.run_id, sessions=sessions,
+    )  # fmt: skip
+    info: dict[str, object] = {
+        "live": args.live,
+        "format": "binary",
+        "bits_per_sequence": n,
+        "sequences": count,
+        "bits_discarded": int(bits.size - count * n),
+        "raw_output_sessions": sessions,
+    }
+    return bits, info
+
+
 def _cmd_nist(args: argparse.Namespace) -> int:
     n = args.bits_per_sequence
-    bits = read_bits(args.input, args.format)
-    count = bits.size // n
+    if args.live is not None:
+        if args.format not in (None, "binary"):
+            raise InputError("--live streams raw bytes: --format is binary or left out")
+        bits, input_info = _live_bits(args, n)
+        count = args.sequences
+    else:
+        if args.format is None:
+            raise InputError("--format is required with --input (binary or ascii)")
+        bits = read_bits(args.input, args.format)
+        count = bits.size // n
+        input_info = {
+            "path": str(args.input),
+            "format": args.format,
+            "bits_per_sequence": n,
+            "sequences": count,
+            "bits_discarded": int(bits.size - count * n),
+        }
     if count == 0:
         raise InputError(
             f"{args.input} holds {bits.size} bits, fewer than one sequence of {n} bits "
@@ -170,17 +227,7 @@ def _cmd_nist(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     assessment = assess(results)
-    document = render_json(
-        results,
-        assessment,
-        input_info={
-            "path": str(args.input),
-            "format": args.format,
-            "bits_per_sequence": n,
-            "sequences": count,
-            "bits_discarded": int(bits.size - count * n),
-        },
-    )
+    document = render_json(results, assessment, input_info=input_info)
     try:
         args.json.write_text(json.dumps(document, indent=1) + "\n")
     except OSError as e:
@@ -426,6 +473,14 @@ def _cmd_dieharder(args: argparse.Namespace) -> int:
 
         stream = dieharder.generator_stream(sources.lab_generator(args.lab_seed))
         label = f"DeterministicGenerator (lab mode) seed {args.lab_seed!r}"
+    elif args.live is not None:
+        from certification import sources
+
+        stream = sources.live_raw_bytes(
+            args.live, tls=_live_tls(args),
+            session_bytes=args.session_bytes, time_limit=args.time_limit, run_id=args.run_id,
+        )  # fmt: skip
+        label = f"raw output stream of {args.live} (LabService.StreamRawOutput)"
     else:
         stream = dieharder.file_stream(args.input)
         label = str(args.input)
@@ -454,6 +509,30 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _add_live_options(parser: argparse.ArgumentParser, *, time_limit: float) -> None:
+    """Options of a --live raw-output source (mTLS files as for ``rng-service call``)."""
+    live = parser.add_argument_group("live raw output (--live)")
+    live.add_argument("--ca", type=Path, metavar="PEM", help="CA of the service's certificate")
+    live.add_argument("--cert", type=Path, metavar="PEM", help="the lab's client certificate")
+    live.add_argument("--key", type=Path, metavar="PEM", help="the lab's client key")
+    live.add_argument(
+        "--time-limit",
+        type=float,
+        default=time_limit,
+        metavar="SECONDS",
+        help=f"stop streaming after this long (default {time_limit:g})",
+    )
+    live.add_argument(
+        "--session-bytes",
+        type=_positive_int,
+        default=256 * 1024 * 1024,
+        metavar="N",
+        help="bytes per logged raw output session (default 268435456; the service allows "
+        "up to certification.raw_stream_max_bytes)",
+    )
+    live.add_argument("--run-id", help="request id prefix of the sessions (default: the time)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rng-certify", description="Statistical certification of random bit streams."
@@ -465,13 +544,26 @@ def _parser() -> argparse.ArgumentParser:
         description="Run the 15 NIST SP 800-22 tests on each sequence of the input and make "
         "the section 4.2 decisions over all sequences.",
     )
-    nist.add_argument("--input", type=Path, required=True, help="bit file to test")
+    nist_source = nist.add_mutually_exclusive_group(required=True)
+    nist_source.add_argument("--input", type=Path, help="bit file to test")
+    nist_source.add_argument(
+        "--live",
+        metavar="HOST:PORT",
+        help="stream raw generator output from a running service (lab role; the service "
+        "configured for certification)",
+    )
     nist.add_argument(
         "--format",
         choices=("binary", "ascii"),
-        required=True,
-        help="binary: packed bytes, most significant bit first; ascii: '0'/'1' characters, "
-        "whitespace ignored",
+        help="with --input (required): binary: packed bytes, most significant bit first; "
+        "ascii: '0'/'1' characters, whitespace ignored",
+    )
+    nist.add_argument(
+        "--sequences",
+        type=_positive_int,
+        default=100,
+        metavar="M",
+        help="with --live: sequences to stream and test (default 100)",
     )
     nist.add_argument(
         "--bits-per-sequence",
@@ -482,6 +574,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     nist.add_argument("--json", type=Path, required=True, metavar="OUT", help="JSON report path")
     nist.add_argument("--jobs", type=_positive_int, default=1, help="worker processes (default 1)")
+    _add_live_options(nist, time_limit=600.0)
     nist.set_defaults(handler=_cmd_nist)
 
     outcomes = commands.add_parser(
@@ -627,6 +720,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="raw bytes; must hold enough for every test (no rewinding)",
     )
+    source.add_argument(
+        "--live",
+        metavar="HOST:PORT",
+        help="raw generator output streamed from a running service (lab role)",
+    )
+    _add_live_options(dh, time_limit=3600.0)
     dh.add_argument(
         "--test",
         type=int,

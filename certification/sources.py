@@ -21,6 +21,11 @@ everything else in the package is pure statistics over what this module hands it
   ``rng_service.service.client.RngClient``, loopback addresses only, bounded by a count and a
   time limit; each outcome is taken from its receipt's canonical entry, so the record is what
   the log holds.
+* **The live raw stream** (:func:`live_raw_bytes`, :func:`collect_live_bits`): raw generator
+  bytes from ``LabService.StreamRawOutput`` (lab role, a service configured for certification),
+  in sessions of at most ``session_bytes``, each logged by the service as one
+  ``raw_output_session`` entry; over mTLS (``--ca/--cert/--key``) to any address, in plaintext
+  to loopback only; bounded in bytes and time.
 
 :func:`build_sample` turns records into an :class:`~certification.outcomes.OutcomeSample` with
 the exact expected distributions (``roulette.distribution``, ``dice.total_distribution``,
@@ -71,15 +76,19 @@ __all__ = [
     "DEFAULT_LAB_PLAN",
     "DEFAULT_LIVE_PLAN",
     "KIND_PARAMS",
+    "LIVE_SESSION_BYTES",
     "LIVE_TIME_LIMIT",
     "ByteSource",
+    "LiveTls",
     "RandBelow",
     "Record",
     "SourceError",
     "build_sample",
     "collect_live",
+    "collect_live_bits",
     "generate_records",
     "lab_generator",
+    "live_raw_bytes",
     "random_source",
     "read_bit_file",
     "read_records",
@@ -117,6 +126,9 @@ DEFAULT_LAB_PLAN: dict[str, int] = {
 }
 #: Seconds a live collection may take at most unless told otherwise.
 LIVE_TIME_LIMIT = 300.0
+#: Bytes asked for in one raw-output session (the service allows up to
+#: certification.raw_stream_max_bytes, by default 1 GiB).
+LIVE_SESSION_BYTES = 256 * 1024 * 1024
 _LOOPBACK_NAMES = ("localhost",)
 
 
@@ -338,6 +350,120 @@ def collect_live(
     except ClientError as e:
         raise SourceError(f"service at {target}: {e}") from e
     return records
+
+
+@dataclass(frozen=True)
+class LiveTls:
+    """mTLS files for a live source, as ``rng-service call --ca/--cert/--key``: the CA of the
+    service's certificate, and the lab's client certificate and key (PEM)."""
+
+    ca: Path
+    cert: Path
+    key: Path
+
+
+def _raw_client(target: str, tls: LiveTls | None) -> Any:
+    from rng_service.service.client import ClientTls, RngClient
+
+    if tls is None:
+        try:
+            _check_loopback(target)
+        except SourceError as e:
+            raise SourceError(f"{e} (or stream over mTLS with --ca/--cert/--key)") from None
+        return RngClient(target)
+    try:
+        creds = ClientTls.from_files(tls.ca, tls.cert, tls.key)
+    except OSError as e:
+        raise SourceError(f"cannot read a TLS file: {e.filename}: {e.strerror or e}") from e
+    return RngClient(target, tls=creds)
+
+
+def live_raw_bytes(
+    target: str,
+    *,
+    tls: LiveTls | None = None,
+    total: int | None = None,
+    session_bytes: int = LIVE_SESSION_BYTES,
+    time_limit: float = LIVE_TIME_LIMIT,
+    run_id: str | None = None,
+    sessions: list[dict[str, Any]] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[bytes]:
+    """Raw generator output from ``LabService.StreamRawOutput``, chunk by chunk.
+
+    ``total`` bytes in all (None: until ``time_limit``, for dieharder, which reads what it
+    needs and stops), in sessions of at most ``session_bytes`` with request ids
+    ``<run_id>-raw-<n>``; each session's logged entry (index, generator instance and epoch)
+    is appended to ``sessions``. Stops when ``time_limit`` seconds have passed (the chunks so
+    far are what was yielded). Service errors raise :class:`SourceError`.
+    """
+    from rng_service.service.client import ClientError, RawSession
+
+    if session_bytes < 1 or (total is not None and total < 1):
+        raise SourceError("the raw byte counts must be positive")
+    run = run_id or f"cert{int(time.time() * 1000)}"
+    deadline = clock() + time_limit
+    sent = 0
+    number = 0
+    client = _raw_client(target, tls)
+    try:
+        while total is None or sent < total:
+            remaining = deadline - clock()
+            if remaining <= 0:
+                return
+            want = session_bytes if total is None else min(session_bytes, total - sent)
+            rid = f"{run}-raw-{number}"
+
+            def note(session: RawSession, rid: str = rid) -> None:
+                if sessions is not None:
+                    sessions.append({
+                        "request_id": rid,
+                        "log_index": session.receipt.index,
+                        "generator_instance": session.generator_instance,
+                        "generator_epoch": session.generator_epoch,
+                        "num_bytes": session.num_bytes,
+                    })  # fmt: skip
+
+            stream = client.raw_stream(
+                want, request_id=rid, table_id="CERT", timeout=remaining, on_session=note
+            )
+            for chunk in stream:
+                sent += len(chunk)
+                yield chunk
+            number += 1
+    except ClientError as e:
+        if e.code == "DEADLINE_EXCEEDED" and clock() >= deadline - 1.0:
+            return  # the time limit ran out in the middle of a session
+        raise SourceError(f"raw output stream from {target}: {e}") from e
+    finally:
+        client.close()
+
+
+def collect_live_bits(
+    target: str,
+    num_bytes: int,
+    *,
+    tls: LiveTls | None = None,
+    session_bytes: int = LIVE_SESSION_BYTES,
+    time_limit: float = LIVE_TIME_LIMIT,
+    run_id: str | None = None,
+    sessions: list[dict[str, Any]] | None = None,
+) -> PackedBits:
+    """Exactly ``num_bytes`` raw bytes from the live service as part 1's packed bits (MSB
+    first); fewer before the time limit is an error."""
+    buffer = bytearray()
+    for chunk in live_raw_bytes(
+        target, tls=tls, total=num_bytes, session_bytes=session_bytes,
+        time_limit=time_limit, run_id=run_id, sessions=sessions,
+    ):  # fmt: skip
+        buffer += chunk
+    if len(buffer) < num_bytes:
+        raise SourceError(
+            f"raw output stream from {target}: only {len(buffer)} of {num_bytes} bytes "
+            f"arrived within the time limit of {time_limit:g} s"
+        )
+    packed = np.frombuffer(bytes(buffer), dtype=np.uint8)
+    return PackedBits(packed=packed, size=8 * int(packed.size))
 
 
 def _first_profile(profiles: Sequence[Mapping[str, Any]]) -> str:

@@ -38,6 +38,7 @@ from rng_service.log.tree import MerkleTree
 from rng_service.metrics import GeneratorCollector, Metrics
 from rng_service.security.policy import ClientPolicy, RateLimit, Role
 from rng_service.service.auth import Authorizer
+from rng_service.service.lab_servicer import LabServicer
 from rng_service.service.log_servicer import LogServicer, PublicKeyInfo
 from rng_service.service.profiles import ProfileRegistry
 from rng_service.service.server import HealthMonitor, build_server
@@ -132,6 +133,8 @@ class Service:
         self.registry = registry
         self.metrics = Metrics(self.registry)
         self.generator: ProductionGenerator | None = None
+        #: The raw-output stream's own generator (certification.raw_stream_enabled only).
+        self.raw_generator: ProductionGenerator | None = None
         self.appender: Appender | None = None
         self._server: Any = None
         self._health_monitor: HealthMonitor | None = None
@@ -259,6 +262,18 @@ class Service:
             ),
         )
         generator = self.generator
+        if cfg.certification.raw_stream_enabled:
+            # A separate instance (own instance id, own DRBG state) of the same kind, on the
+            # same entropy source type with the same health tests: raw output for labs never
+            # comes from, nor consumes, the generator that serves outcomes.
+            self.raw_generator = ProductionGenerator(
+                entropy=entropy,
+                clock=self.clock,
+                config=GeneratorConfig(
+                    reseed_interval_requests=cfg.generator.reseed_interval_requests,
+                    reseed_interval_seconds=cfg.generator.reseed_interval_seconds,
+                ),
+            )
         self.registry.register(GeneratorCollector(generator.status))
         self.metrics.log_size.set(tree.size)
         latest = storage.latest_checkpoint()
@@ -308,6 +323,15 @@ class Service:
                 tree=tree,
                 checkpoint_note=self.appender.checkpoint_note,
                 publish=self.appender.publish_checkpoint,
+                rpc_observer=self.metrics,
+                authorizer=authorizer,
+            ),
+            lab=LabServicer(
+                appender=self.appender,
+                client_id=cfg.server.default_client_id,
+                generator=self.raw_generator,
+                max_bytes=cfg.certification.raw_stream_max_bytes,
+                max_seconds=cfg.certification.raw_stream_max_seconds,
                 rpc_observer=self.metrics,
                 authorizer=authorizer,
             ),
@@ -377,6 +401,12 @@ class Service:
                     "reseed_interval_seconds": cfg.generator.reseed_interval_seconds,
                     "self_test": generator.status().self_test,
                 },
+                "raw_output_stream": (
+                    None
+                    if self.raw_generator is None
+                    else {"instance": self.raw_generator.instance_id,
+                          "max_bytes": cfg.certification.raw_stream_max_bytes}
+                ),
             }
         )  # fmt: skip
         return self.endpoints

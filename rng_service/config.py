@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "CertificationSettings",
     "ClientSettings",
     "Config",
     "ConfigError",
@@ -286,6 +287,38 @@ class GeneratorSettings:
         )
 
 
+#: Hard upper bound of ``certification.raw_stream_max_bytes``: 1 GiB per call.
+RAW_STREAM_BYTES_LIMIT = 1 << 30
+
+
+@dataclass(frozen=True, kw_only=True)
+class CertificationSettings:
+    """Lab certification access (docs/certification.md, "The raw output stream"). Off by
+    default: a production deployment serves outcomes only."""
+
+    #: Serve ``rng.v1.LabService/StreamRawOutput`` (raw DRBG output, lab role only) from a
+    #: separate generator instance. When false the RPC answers FAILED_PRECONDITION.
+    raw_stream_enabled: bool = False
+    #: Most bytes one StreamRawOutput call may ask for (1 to 1 GiB).
+    raw_stream_max_bytes: int = RAW_STREAM_BYTES_LIMIT
+    #: Longest one StreamRawOutput call may stream, in seconds (a slow reader is cut off).
+    raw_stream_max_seconds: float = 600.0
+
+    def __post_init__(self) -> None:
+        _require(
+            1 <= self.raw_stream_max_bytes <= RAW_STREAM_BYTES_LIMIT,
+            "certification.raw_stream_max_bytes",
+            f"1 to {RAW_STREAM_BYTES_LIMIT} (1 GiB)",
+            self.raw_stream_max_bytes,
+        )
+        _require(
+            1 <= self.raw_stream_max_seconds <= 86400,
+            "certification.raw_stream_max_seconds",
+            "1 to 86400",
+            self.raw_stream_max_seconds,
+        )
+
+
 @dataclass(frozen=True, kw_only=True)
 class TlsSettings:
     """mTLS on the gRPC port (docs/security.md). All three files, or none: without them the
@@ -470,6 +503,7 @@ class Config:
     generator: GeneratorSettings = field(default_factory=GeneratorSettings)
     tls: TlsSettings = field(default_factory=TlsSettings)
     rate_limit: RateLimitSettings = field(default_factory=RateLimitSettings)
+    certification: CertificationSettings = field(default_factory=CertificationSettings)
     #: ``[[clients]]``: identities and roles (used when mTLS is on; docs/security.md).
     clients: tuple[ClientSettings, ...] = ()
 

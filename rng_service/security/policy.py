@@ -6,10 +6,10 @@ with a domain error (:class:`~rng_service.errors.Unauthenticated`,
 :class:`~rng_service.errors.PermissionDenied` or :class:`~rng_service.errors.Overloaded`), which
 the one status table maps to UNAUTHENTICATED, PERMISSION_DENIED and RESOURCE_EXHAUSTED.
 
-Every RPC of ``rng.v1.OutcomeService`` and ``rng.v1.LogService`` is in :data:`METHODS`; a method
-missing from it is refused for everybody (fail closed). Rate limits are token buckets
-(``rate_per_second`` tokens added continuously up to ``burst``; a call takes one) on the
-injected :class:`~rng_service.clock.Clock`. docs/security.md has the table in prose.
+Every RPC of ``rng.v1.OutcomeService``, ``rng.v1.LogService`` and ``rng.v1.LabService`` is in
+:data:`METHODS`; a method missing from it is refused for everybody (fail closed). Rate limits
+are token buckets (``rate_per_second`` tokens added continuously up to ``burst``; a call takes
+one) on the injected :class:`~rng_service.clock.Clock`. docs/security.md has the table in prose.
 """
 
 from __future__ import annotations
@@ -87,6 +87,8 @@ METHODS: Mapping[str, MethodRule] = {
     "GetConsistencyProof": MethodRule(_READ),
     "GetEntries": MethodRule(_READ),
     "FindEntries": MethodRule(_READ),
+    # rng.v1.LabService (raw generator output; also needs certification.raw_stream_enabled)
+    "StreamRawOutput": MethodRule(frozenset({Role.LAB})),
 }
 
 #: Outcome kinds a game server's ``kinds`` may name.

@@ -9,6 +9,8 @@ development). A refused handshake surfaces as UNAVAILABLE.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from rng_service._proto.rng.v1 import (
     common_pb2,
+    lab_pb2,
+    lab_pb2_grpc,
     log_pb2,
     log_pb2_grpc,
     outcomes_pb2,
@@ -27,7 +31,14 @@ from rng_service._proto.rng.v1 import (
 )
 from rng_service.log.receipt import Receipt
 
-__all__ = ["ClientError", "ClientTls", "OutcomeResult", "RngClient", "SpinResult"]
+__all__ = [
+    "ClientError",
+    "ClientTls",
+    "OutcomeResult",
+    "RawSession",
+    "RngClient",
+    "SpinResult",
+]
 
 _WHEELS = {
     "single_zero": outcomes_pb2.WHEEL_TYPE_SINGLE_ZERO,
@@ -93,6 +104,17 @@ class OutcomeResult:
     receipt: Receipt
 
 
+@dataclass(frozen=True)
+class RawSession:
+    """The first message of a raw output stream: the logged session and its receipt."""
+
+    generator_instance: str
+    generator_epoch: int
+    num_bytes: int
+    chunk_size: int
+    receipt: Receipt
+
+
 def _plain(message: Message) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for field in message.DESCRIPTOR.fields:
@@ -147,6 +169,7 @@ class RngClient:
         )
         self._outcomes = outcomes_pb2_grpc.OutcomeServiceStub(self._channel)
         self._log = log_pb2_grpc.LogServiceStub(self._channel)
+        self._lab = lab_pb2_grpc.LabServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self._timeout = timeout
 
@@ -278,6 +301,60 @@ class RngClient:
             }
             for k in reply.keys
         ]
+
+    def raw_stream(
+        self,
+        num_bytes: int,
+        *,
+        request_id: str | None = None,
+        table_id: str = "LAB",
+        round_id: str | None = None,
+        chunk_size: int = 0,
+        timeout: float = 600.0,
+        on_session: Callable[[RawSession], None] | None = None,
+    ) -> Iterator[bytes]:
+        """Raw generator output (``LabService.StreamRawOutput``, lab role, certification
+        configured): yields the data chunks, exactly ``num_bytes`` bytes in all. The session's
+        log entry and receipt go to ``on_session(RawSession)`` before the first chunk. A new
+        request id per call (default ``raw-<time in ns>``): a reused one gets ALREADY_EXISTS.
+        Errors, also in the middle of the stream, raise :class:`ClientError`."""
+        rid = request_id or f"raw-{time.time_ns()}"
+        request = lab_pb2.StreamRawOutputRequest(
+            context=common_pb2.RequestContext(
+                table_id=table_id, round_id=round_id or rid, request_id=rid
+            ),
+            num_bytes=num_bytes,
+            chunk_size=chunk_size,
+        )
+        received = 0
+        call = self._lab.StreamRawOutput(request, timeout=timeout)
+        try:
+            for message in call:
+                if message.HasField("session"):
+                    session = RawSession(
+                        generator_instance=message.session.generator_instance,
+                        generator_epoch=message.session.generator_epoch,
+                        num_bytes=message.session.num_bytes,
+                        chunk_size=message.session.chunk_size,
+                        receipt=_receipt(message.receipt),
+                    )
+                    if on_session is not None:
+                        on_session(session)
+                    continue
+                if message.offset != received:
+                    raise ClientError(
+                        "DATA_LOSS", f"raw chunk at offset {message.offset}, expected {received}"
+                    )
+                received += len(message.data)
+                yield message.data
+        except grpc.RpcError as e:
+            raise ClientError(e.code().name, e.details() or "") from None
+        finally:
+            call.cancel()  # a consumer that stops early ends the session (no-op when done)
+        if received != num_bytes:
+            raise ClientError(
+                "DATA_LOSS", f"the raw stream ended after {received} of {num_bytes} bytes"
+            )
 
     def health(self, service: str = "") -> str:
         reply = self._call(self._health.Check, health_pb2.HealthCheckRequest(service=service))

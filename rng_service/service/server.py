@@ -17,7 +17,15 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
-from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc, outcomes_pb2, outcomes_pb2_grpc
+from rng_service._proto.rng.v1 import (
+    lab_pb2,
+    lab_pb2_grpc,
+    log_pb2,
+    log_pb2_grpc,
+    outcomes_pb2,
+    outcomes_pb2_grpc,
+)
+from rng_service.service.lab_servicer import LabServicer
 from rng_service.service.log_servicer import LogServicer
 from rng_service.service.servicers import OutcomeServicer
 
@@ -27,13 +35,13 @@ _log = logging.getLogger(__name__)
 
 SERVICE_NAMES = tuple(
     s.full_name
-    for module in (outcomes_pb2, log_pb2)
+    for module in (outcomes_pb2, log_pb2, lab_pb2)
     for s in module.DESCRIPTOR.services_by_name.values()
 )
 
 
 def build_server(
-    *, outcome: OutcomeServicer, log: LogServicer, health: HealthServicer
+    *, outcome: OutcomeServicer, log: LogServicer, lab: LabServicer, health: HealthServicer
 ) -> aio.Server:
     server = aio.server(
         options=[
@@ -43,6 +51,7 @@ def build_server(
     )
     outcomes_pb2_grpc.add_OutcomeServiceServicer_to_server(outcome, server)
     log_pb2_grpc.add_LogServiceServicer_to_server(log, server)
+    lab_pb2_grpc.add_LabServiceServicer_to_server(lab, server)
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     reflection.enable_server_reflection(
         (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,

@@ -1,11 +1,11 @@
 """mTLS, roles and rate limits through a real TLS channel to an in-process server on loopback.
 
 One server with certificates from a development CA (``write_dev_ca``) and a FakeClock (rate
-limit buckets never refill unless a test advances it). Every RPC of OutcomeService and
-LogService is called by each of the four roles: allowed pairs answer OK, refused ones
-PERMISSION_DENIED, and a refused call draws and logs nothing (tree size unchanged) and is
-counted. Handshake failures (no certificate, wrong CA, expired) end as UNAVAILABLE before any
-handler runs.
+limit buckets never refill unless a test advances it). Every RPC of OutcomeService,
+LogService and LabService (raw stream enabled) is called by each of the four roles: allowed
+pairs answer OK, refused ones PERMISSION_DENIED, and a refused call draws and logs nothing
+(tree size unchanged) and is counted. Handshake failures (no certificate, wrong CA, expired)
+end as UNAVAILABLE before any handler runs.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ import pytest
 
 from rng_service._proto.rng.v1 import (
     common_pb2,
+    lab_pb2,
+    lab_pb2_grpc,
     log_pb2,
     log_pb2_grpc,
     outcomes_pb2,
@@ -51,6 +53,9 @@ CLIENTS_TOML = """
 cert_file = "certs/server.pem"
 key_file = "certs/server.key"
 client_ca_file = "certs/ca.pem"
+
+[certification]
+raw_stream_enabled = true
 
 [[clients]]
 identity = "game-1"
@@ -177,6 +182,12 @@ def _log(method: str, make: Callable[[], Any]) -> Call:
     return call
 
 
+def _raw(s: Secure, identity: str, rid: str) -> Any:
+    stub = lab_pb2_grpc.LabServiceStub(s.channel(identity))
+    request = lab_pb2.StreamRawOutputRequest(context=ctx(rid), num_bytes=2048)
+    return list(stub.StreamRawOutput(request, timeout=20))
+
+
 def _bonus(s: Secure, identity: str, rid: str) -> Any:
     """The bonus needs the caller's own Fire Number draw of the same round; only a game
     server can make one, so other roles name entry 0 (refused before it is read)."""
@@ -247,13 +258,18 @@ CALLS: dict[str, Call] = {
     ),
     "GetEntries": _log("GetEntries", lambda: log_pb2.GetEntriesRequest(start=0, end=1)),
     "FindEntries": _log("FindEntries", lambda: log_pb2.FindEntriesRequest(table_id="T1")),
+    "StreamRawOutput": _raw,
 }
 
 
 def _proto_methods() -> set[str]:
     return {
         m.name
-        for module, name in ((outcomes_pb2, "OutcomeService"), (log_pb2, "LogService"))
+        for module, name in (
+            (outcomes_pb2, "OutcomeService"),
+            (log_pb2, "LogService"),
+            (lab_pb2, "LabService"),
+        )
         for m in module.DESCRIPTOR.services_by_name[name].methods
     }
 
