@@ -9,6 +9,7 @@ inclusion proofs. Also reported: the service's peak RSS under this load.
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -32,7 +33,8 @@ def _start(cmd: list[str], env: dict[str, str], marker: str) -> tuple[subprocess
         if not line:
             break
         if line.startswith(marker):
-            return proc, int(line.rsplit(":", 1)[-1].split()[-1].split(",")[0])
+            # "PORT 1234" or "rng-service listening on 127.0.0.1:1234, metrics on :9464"
+            return proc, int(re.findall(r"(?:PORT |:)(\d+)", line)[0])
     proc.kill()
     raise RuntimeError(f"{cmd} did not start")
 

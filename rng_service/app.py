@@ -290,6 +290,7 @@ class Service:
             publish_interval_seconds=cfg.log.publish_interval_seconds,
             max_group_size=cfg.log.max_group_size,
             max_queue=cfg.log.max_queue,
+            group_wait_seconds=cfg.log.group_wait_seconds,
             observer=self.metrics,
         )
         self.appender.start()
