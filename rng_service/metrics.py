@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-__all__ = ["GeneratorCollector", "Metrics"]
+__all__ = ["GAMES", "GeneratorCollector", "Metrics", "game_of"]
 
 _LATENCY_BUCKETS = (
     0.0005,
@@ -38,6 +38,28 @@ _LATENCY_BUCKETS = (
 _GROUP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
+#: The game (regulation chapter family) each outcome kind serves, for the ``game`` label.
+GAMES: dict[str, str] = {
+    "roulette_spin": "roulette",
+    "multiball": "blazing_7s",
+    "fire_numbers": "mega_fire_blaze",
+    "mega_fire_blaze_bonus": "mega_fire_blaze",
+    "jackpot_tier": "jackpot",
+    "dice_roll": "dice",
+    "card_shuffle": "cards",
+    "uniform_int": "generic",
+    "weighted_choice": "generic",
+    "raw_output_session": "lab",
+}
+
+
+def game_of(kind: str) -> str:
+    """The ``game`` label of an outcome kind; batch kinds are the lab's; others "other"."""
+    if kind.endswith("_batch"):
+        return "lab"
+    return GAMES.get(kind, "other")
+
+
 class Metrics:
     """The service's own collectors."""
 
@@ -45,8 +67,9 @@ class Metrics:
         self.registry = registry
         self.outcomes = Counter(
             "rng_outcomes",
-            "Outcomes issued (durably logged and returned), by outcome kind.",
-            ["kind"],
+            "Outcomes issued (durably logged and returned), by outcome kind, game and client "
+            "(configured client identities only: a bounded set).",
+            ["kind", "game", "client"],
             registry=registry,
         )
         self.replays = Counter(
@@ -104,14 +127,15 @@ class Metrics:
 
     # AppendObserver
     def committed(
-        self, *, entries: int, replays_by_kind: dict[str, int], kinds: dict[str, int],
+        self, *, entries: int, replays_by_kind: dict[str, int],
+        kinds: dict[tuple[str, str], int],
         seconds: float, tree_size: int, published: bool,
     ) -> None:  # fmt: skip
         self.append_duration.observe(seconds)
         if entries:
             self.group_size.observe(entries)
-        for kind, n in kinds.items():
-            self.outcomes.labels(kind=kind).inc(n)
+        for (kind, client), n in kinds.items():
+            self.outcomes.labels(kind=kind, game=game_of(kind), client=client).inc(n)
         for kind, n in replays_by_kind.items():
             self.replays.labels(kind=kind).inc(n)
         self.log_size.set(tree_size)

@@ -79,7 +79,7 @@ class AppendObserver(Protocol):
         *,
         entries: int,
         replays_by_kind: dict[str, int],
-        kinds: dict[str, int],
+        kinds: dict[tuple[str, str], int],
         seconds: float,
         tree_size: int,
         published: bool,
@@ -443,9 +443,10 @@ class Appender:
                 )
         self._resolve_replays(replays)
         if self._observer is not None:
-            kinds: dict[str, int] = {}
+            kinds: dict[tuple[str, str], int] = {}
             for _, entry, _ in new:
-                kinds[entry.kind] = kinds.get(entry.kind, 0) + 1
+                key = (entry.kind, entry.client)
+                kinds[key] = kinds.get(key, 0) + 1
             replay_kinds: dict[str, int] = {}
             for p, _ in [*followers, *((p, 0) for p, _ in replays)]:
                 replay_kinds[p.request.kind] = replay_kinds.get(p.request.kind, 0) + 1

@@ -59,7 +59,7 @@ def test_promtool_accepts_the_services_metrics(tmp_path: Path, promtool: str) ->
     finally:
         running.stop()
     text = body.decode("utf-8")
-    assert 'rng_outcomes_total{kind="roulette_spin"} 3.0' in text
+    assert 'rng_outcomes_total{client="default",game="roulette",kind="roulette_spin"} 3.0' in text
     assert 'rng_outcome_replays_total{kind="roulette_spin"} 1.0' in text
     assert "rng_generator_up 1.0" in text
     output = run_promtool(promtool, "check", "metrics", stdin=body)

@@ -378,7 +378,7 @@ def test_health_serving_and_metrics_exposed(running: Running) -> None:
         .read()
         .decode()
     )
-    assert 'rng_outcomes_total{kind="roulette_spin"} 1.0' in text
+    assert 'rng_outcomes_total{client="default",game="roulette",kind="roulette_spin"} 1.0' in text
     assert 'rng_rpc_duration_seconds_count{code="OK",method="SpinRoulette"} 1.0' in text
     assert "rng_log_commit_group_size_bucket" in text
     assert "rng_generator_up 1.0" in text
