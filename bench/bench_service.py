@@ -9,8 +9,8 @@ inclusion proofs. Also reported: the service's peak RSS under this load.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import signal
 import subprocess
 import sys
