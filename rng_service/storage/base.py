@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from rng_service.errors import (
     AlreadyExists,
@@ -49,6 +49,8 @@ __all__ = [
     "check_entry_range",
     "check_limit",
     "check_meta_key",
+    "checkpoint_from_row",
+    "entry_from_row",
 ]
 
 RESERVED_META_KEYS = frozenset({"schema_version"})
@@ -168,6 +170,31 @@ class LogStorage(Protocol):
 
 
 # -- Checks shared by the drivers, so that every driver rejects the same inputs the same way --
+
+
+def entry_from_row(row: Sequence[Any]) -> EntryRecord:
+    """An :class:`EntryRecord` from the SQL drivers' entry columns, in the schema's order:
+    idx, data, leaf_hash, client_id, request_id, request_digest, kind, table_id, round_id,
+    session_id, timestamp_ns, commit_size."""
+    return EntryRecord(
+        index=row[0],
+        data=bytes(row[1]),
+        leaf_hash=bytes(row[2]),
+        client_id=row[3],
+        request_id=row[4],
+        request_digest=bytes(row[5]),
+        kind=row[6],
+        table_id=row[7],
+        round_id=row[8],
+        session_id=row[9],
+        timestamp_ns=row[10],
+        commit_size=row[11],
+    )
+
+
+def checkpoint_from_row(row: Sequence[Any]) -> CheckpointRecord:
+    """A :class:`CheckpointRecord` from (size, timestamp_ns, note) columns."""
+    return CheckpointRecord(size=row[0], timestamp_ns=row[1], note=bytes(row[2]))
 
 
 def check_append_batch(size: int, entries: Sequence[EntryRecord]) -> None:

@@ -68,6 +68,8 @@ from rng_service.storage.base import (
     check_entry_range,
     check_limit,
     check_meta_key,
+    checkpoint_from_row,
+    entry_from_row,
 )
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "PostgresStorage", "describe_conninfo"]
@@ -163,27 +165,6 @@ _INSERT_NODE = "INSERT INTO nodes (level, idx, hash) VALUES (%s, %s, %s)"
 _INSERT_CHECKPOINT = "INSERT INTO checkpoints (size, timestamp_ns, note) VALUES (%s, %s, %s)"
 _MAX_IDLE_CONNECTIONS = 16  # connections kept open for reuse; more are opened on demand
 _LOCATION_KEYS = ("host", "hostaddr", "port", "dbname", "user")
-
-
-def _entry(row: tuple[Any, ...]) -> EntryRecord:
-    return EntryRecord(
-        index=row[0],
-        data=bytes(row[1]),
-        leaf_hash=bytes(row[2]),
-        client_id=row[3],
-        request_id=row[4],
-        request_digest=bytes(row[5]),
-        kind=row[6],
-        table_id=row[7],
-        round_id=row[8],
-        session_id=row[9],
-        timestamp_ns=row[10],
-        commit_size=row[11],
-    )
-
-
-def _checkpoint(row: tuple[Any, ...]) -> CheckpointRecord:
-    return CheckpointRecord(size=row[0], timestamp_ns=row[1], note=bytes(row[2]))
 
 
 def describe_conninfo(conninfo: str) -> str:
@@ -571,7 +552,7 @@ class PostgresStorage:
             _SELECT_ENTRIES + "WHERE idx >= %s AND idx < %s ORDER BY idx",
             (start, end),
         )
-        return [_entry(r) for r in rows]
+        return [entry_from_row(r) for r in rows]
 
     def entries_by_requests(
         self, client_id: str, request_ids: Sequence[str]
@@ -583,7 +564,7 @@ class PostgresStorage:
             _SELECT_ENTRIES + "WHERE client_id = %s AND request_id = ANY(%s::text[])",
             (client_id, list(dict.fromkeys(request_ids))),
         )
-        return {r[4]: _entry(r) for r in rows}
+        return {r[4]: entry_from_row(r) for r in rows}
 
     def entry_by_request(self, client_id: str, request_id: str) -> EntryRecord | None:
         rows = self._read(
@@ -591,7 +572,7 @@ class PostgresStorage:
             _SELECT_ENTRIES + "WHERE client_id = %s AND request_id = %s",
             (client_id, request_id),
         )
-        return _entry(rows[0]) if rows else None
+        return entry_from_row(rows[0]) if rows else None
 
     def entry_by_leaf_hash(self, leaf_hash: bytes) -> EntryRecord | None:
         rows = self._read(
@@ -599,7 +580,7 @@ class PostgresStorage:
             _SELECT_ENTRIES + "WHERE leaf_hash = %s ORDER BY idx LIMIT 1",
             (leaf_hash,),
         )
-        return _entry(rows[0]) if rows else None
+        return entry_from_row(rows[0]) if rows else None
 
     def find_entries(
         self,
@@ -629,7 +610,7 @@ class PostgresStorage:
             select=sql.SQL(_SELECT_ENTRIES),
             where=_where(conditions),
         )
-        return [_entry(r) for r in self._read("searching entries", query, params)]
+        return [entry_from_row(r) for r in self._read("searching entries", query, params)]
 
     def nodes(self, coords: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
         wanted = list(dict.fromkeys(coords))
@@ -650,7 +631,7 @@ class PostgresStorage:
             "SELECT size, timestamp_ns, note FROM checkpoints "
             "ORDER BY size DESC, timestamp_ns DESC, id DESC LIMIT 1",
         )
-        return _checkpoint(rows[0]) if rows else None
+        return checkpoint_from_row(rows[0]) if rows else None
 
     def checkpoints(
         self,
@@ -675,7 +656,7 @@ class PostgresStorage:
             "SELECT size, timestamp_ns, note FROM checkpoints {where} "
             "ORDER BY size, timestamp_ns, id"
         ).format(where=_where(conditions))
-        return [_checkpoint(r) for r in self._read("reading checkpoints", query, params)]
+        return [checkpoint_from_row(r) for r in self._read("reading checkpoints", query, params)]
 
     def get_meta(self, key: str) -> bytes | None:
         rows = self._read("reading meta", "SELECT value FROM meta WHERE key = %s", (key,))

@@ -34,6 +34,8 @@ from rng_service.storage.base import (
     check_entry_range,
     check_limit,
     check_meta_key,
+    checkpoint_from_row,
+    entry_from_row,
 )
 
 __all__ = ["SCHEMA_VERSION", "SqliteStorage"]
@@ -97,27 +99,6 @@ _INSERT_CHECKPOINT = "INSERT INTO checkpoints (size, timestamp_ns, note) VALUES 
 _CHECKPOINT_ORDER = "ORDER BY size, timestamp_ns, id"
 _NODE_BATCH = 400  # coordinates per query: 800 parameters stay under every SQLite limit
 _MAX_IDLE_READERS = 16  # reader connections kept open for reuse; more are opened on demand
-
-
-def _entry(row: tuple[Any, ...]) -> EntryRecord:
-    return EntryRecord(
-        index=row[0],
-        data=bytes(row[1]),
-        leaf_hash=bytes(row[2]),
-        client_id=row[3],
-        request_id=row[4],
-        request_digest=bytes(row[5]),
-        kind=row[6],
-        table_id=row[7],
-        round_id=row[8],
-        session_id=row[9],
-        timestamp_ns=row[10],
-        commit_size=row[11],
-    )
-
-
-def _checkpoint(row: tuple[Any, ...]) -> CheckpointRecord:
-    return CheckpointRecord(size=row[0], timestamp_ns=row[1], note=bytes(row[2]))
 
 
 class SqliteStorage:
@@ -371,7 +352,7 @@ class SqliteStorage:
             _SELECT_ENTRIES + "WHERE idx >= ? AND idx < ? ORDER BY idx",
             (start, end),
         )
-        return [_entry(r) for r in rows]
+        return [entry_from_row(r) for r in rows]
 
     def entries_by_requests(
         self, client_id: str, request_ids: Sequence[str]
@@ -386,7 +367,7 @@ class SqliteStorage:
                 (client_id, *chunk),
             )
             for row in rows:
-                record = _entry(row)
+                record = entry_from_row(row)
                 found[record.request_id] = record
         return found
 
@@ -395,14 +376,14 @@ class SqliteStorage:
             _SELECT_ENTRIES + "WHERE client_id = ? AND request_id = ?",
             (client_id, request_id),
         )
-        return _entry(rows[0]) if rows else None
+        return entry_from_row(rows[0]) if rows else None
 
     def entry_by_leaf_hash(self, leaf_hash: bytes) -> EntryRecord | None:
         rows = self._read(
             _SELECT_ENTRIES + "WHERE leaf_hash = ? ORDER BY idx LIMIT 1",
             (leaf_hash,),
         )
-        return _entry(rows[0]) if rows else None
+        return entry_from_row(rows[0]) if rows else None
 
     def find_entries(
         self,
@@ -437,7 +418,7 @@ class SqliteStorage:
             _SELECT_ENTRIES + f"{clause} ORDER BY idx LIMIT ?",
             params,
         )
-        return [_entry(r) for r in rows]
+        return [entry_from_row(r) for r in rows]
 
     def nodes(self, coords: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
         wanted = list(dict.fromkeys(coords))
@@ -459,7 +440,7 @@ class SqliteStorage:
             "SELECT size, timestamp_ns, note FROM checkpoints "
             "ORDER BY size DESC, timestamp_ns DESC, id DESC LIMIT 1"
         )
-        return _checkpoint(rows[0]) if rows else None
+        return checkpoint_from_row(rows[0]) if rows else None
 
     def checkpoints(
         self,
@@ -485,7 +466,7 @@ class SqliteStorage:
             f"SELECT size, timestamp_ns, note FROM checkpoints {clause} {_CHECKPOINT_ORDER}",  # noqa: S608
             params,
         )
-        return [_checkpoint(r) for r in rows]
+        return [checkpoint_from_row(r) for r in rows]
 
     def get_meta(self, key: str) -> bytes | None:
         rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
