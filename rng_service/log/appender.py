@@ -35,7 +35,6 @@ from typing import Protocol
 from rng_service.clock import Clock
 from rng_service.errors import (
     AlreadyExists,
-    GeneratorUnavailable,
     IntegrityError,
     Overloaded,
     RngServiceError,
@@ -363,7 +362,7 @@ class Appender:
                     epoch=self._generator.epoch,
                     lab_mode=self._generator.lab_mode,
                 )
-            except GeneratorUnavailable as e:
+            except RngServiceError as e:  # fails this request only, never its group
                 p.future.set_exception(e)
                 continue
             entry = LogEntry(

@@ -36,6 +36,12 @@ from rng_service.outcomes import (
     multiball,
     roulette,
 )
+from rng_service.outcomes.batch import (
+    BATCH_WHEELS,
+    draw_dice_batch,
+    draw_spin_batch,
+    draw_uniform_batch,
+)
 from rng_service.sampling import RandomSource
 from rng_service.service.auth import Authorizer, caller_id
 from rng_service.service.convert import (
@@ -68,9 +74,6 @@ __all__ = [
     "MAX_STREAM",
     "EntryReader",
     "OutcomeServicer",
-    "draw_dice_batch",
-    "draw_spin_batch",
-    "draw_uniform_batch",
 ]
 
 #: Most outcomes in one DrawBatch call (one log entry).
@@ -82,7 +85,6 @@ DEFAULT_CHUNK_SIZE = 10_000
 #: Most chunks (log entries) in one StreamBatch call.
 MAX_CHUNKS = 1_000
 #: Wheels a batch spins: no void-and-respin, so one randbelow(size) per spin.
-BATCH_WHEELS = (roulette.WheelType.SINGLE_ZERO, roulette.WheelType.DOUBLE_ZERO)
 
 
 class EntryReader(Protocol):
@@ -106,33 +108,6 @@ def _recorder(draw: Callable[[RandomSource, Any], Any], params: Any) -> _Draw:
 
 
 # --- batch draws ----------------------------------------------------------------------------
-
-
-def draw_spin_batch(
-    src: RandomSource, wheel: roulette.WheelType, count: int
-) -> dict[str, JsonValue]:
-    """``count`` spins of a single or double zero wheel: the same values and bytes as ``count``
-    ``roulette.draw`` calls on one source. Record: ``{"numbers": [label, ...]}``."""
-    order = roulette.WHEEL_ORDER[wheel]
-    positions = src.randbelow_batch(len(order), count).tolist()
-    return {"numbers": [order[p] for p in positions]}
-
-
-def draw_dice_batch(src: RandomSource, params: dice.DiceParams, rolls: int) -> dict[str, JsonValue]:
-    """``rolls`` rolls: the same as ``rolls`` ``dice.draw`` calls on one source. Record:
-    ``{"faces": [...]}``, roll after roll."""
-    faces = src.randbelow_batch(params.sides, rolls * params.count) + 1
-    return {"faces": faces.tolist()}
-
-
-def draw_uniform_batch(
-    src: RandomSource, params: generic.UniformParams, count: int
-) -> dict[str, JsonValue]:
-    """``count`` integers uniform on ``[low, high]`` with replacement: the same as ``count``
-    ``src.randint(low, high)`` calls. Record: ``{"values": [...]}``."""
-    span = params.high - params.low + 1
-    values = src.randbelow_batch(span, count).tolist()
-    return {"values": [params.low + v for v in values]}
 
 
 @dataclass(frozen=True, slots=True)

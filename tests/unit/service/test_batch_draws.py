@@ -10,8 +10,8 @@ import pytest
 
 from rng_service.drbg import DeterministicGenerator
 from rng_service.outcomes import dice, generic, roulette
+from rng_service.outcomes.batch import draw_dice_batch, draw_spin_batch, draw_uniform_batch
 from rng_service.sampling import RandomSource
-from rng_service.service.servicers import draw_dice_batch, draw_spin_batch, draw_uniform_batch
 
 
 def source(label: bytes) -> RandomSource:
