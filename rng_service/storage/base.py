@@ -51,6 +51,7 @@ __all__ = [
     "check_meta_key",
     "checkpoint_from_row",
     "entry_from_row",
+    "entry_to_row",
 ]
 
 RESERVED_META_KEYS = frozenset({"schema_version"})
@@ -190,6 +191,14 @@ def entry_from_row(row: Sequence[Any]) -> EntryRecord:
         timestamp_ns=row[10],
         commit_size=row[11],
     )
+
+
+def entry_to_row(e: EntryRecord) -> tuple[Any, ...]:
+    """The SQL drivers' entry columns of ``e``, in the order :func:`entry_from_row` reads."""
+    return (
+        e.index, e.data, e.leaf_hash, e.client_id, e.request_id, e.request_digest, e.kind,
+        e.table_id, e.round_id, e.session_id, e.timestamp_ns, e.commit_size,
+    )  # fmt: skip
 
 
 def checkpoint_from_row(row: Sequence[Any]) -> CheckpointRecord:

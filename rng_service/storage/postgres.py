@@ -70,6 +70,7 @@ from rng_service.storage.base import (
     check_meta_key,
     checkpoint_from_row,
     entry_from_row,
+    entry_to_row,
 )
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "PostgresStorage", "describe_conninfo"]
@@ -453,23 +454,7 @@ class PostgresStorage:
                 if entries:
                     cur.executemany(
                         _INSERT_ENTRY,
-                        [
-                            (
-                                e.index,
-                                e.data,
-                                e.leaf_hash,
-                                e.client_id,
-                                e.request_id,
-                                e.request_digest,
-                                e.kind,
-                                e.table_id,
-                                e.round_id,
-                                e.session_id,
-                                e.timestamp_ns,
-                                e.commit_size,
-                            )
-                            for e in entries
-                        ],
+                        [entry_to_row(e) for e in entries],
                     )
                 if nodes:
                     cur.executemany(_INSERT_NODE, [(n.level, n.index, n.hash) for n in nodes])

@@ -36,6 +36,7 @@ from rng_service.storage.base import (
     check_meta_key,
     checkpoint_from_row,
     entry_from_row,
+    entry_to_row,
 )
 
 __all__ = ["SCHEMA_VERSION", "SqliteStorage"]
@@ -252,23 +253,7 @@ class SqliteStorage:
                     check_append_batch(size, entries)
                     conn.executemany(
                         _INSERT_ENTRY,
-                        [
-                            (
-                                e.index,
-                                e.data,
-                                e.leaf_hash,
-                                e.client_id,
-                                e.request_id,
-                                e.request_digest,
-                                e.kind,
-                                e.table_id,
-                                e.round_id,
-                                e.session_id,
-                                e.timestamp_ns,
-                                e.commit_size,
-                            )
-                            for e in entries
-                        ],
+                        [entry_to_row(e) for e in entries],
                     )
                     conn.executemany(_INSERT_NODE, [(n.level, n.index, n.hash) for n in nodes])
                     if checkpoint is not None:
