@@ -326,6 +326,7 @@ class Service:
                 publish=self.appender.publish_checkpoint,
                 rpc_observer=self.metrics,
                 authorizer=authorizer,
+                sync=self.appender.sync,
             ),
             lab=LabServicer(
                 appender=self.appender,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rng_service.errors import StorageUnavailable
-from rng_service.storage.base import CheckpointRecord, EntryRecord, NodeRecord
+from rng_service.storage.base import AppendBatch, CheckpointRecord, EntryRecord, NodeRecord
 from rng_service.storage.memory import MemoryStorage
 
 
@@ -50,3 +50,9 @@ class FlakyStorage(MemoryStorage):
         if self.failing:
             raise StorageUnavailable("injected: storage cannot commit")
         super().append(entries, nodes, checkpoint)
+
+    def sequence(self, build: Callable[[int], AppendBatch | None]) -> None:
+        if self.failing:
+            build(self.tree_size())  # the batch is made, then the commit fails
+            raise StorageUnavailable("injected: storage cannot commit")
+        super().sequence(build)

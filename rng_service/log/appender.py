@@ -45,9 +45,9 @@ from rng_service.log.entry import GeneratorRef, JsonValue, LogEntry, format_time
 from rng_service.log.merkle import leaf_hash
 from rng_service.log.note import Checkpoint, NoteSigner, parse_note, sign_note
 from rng_service.log.receipt import Receipt
-from rng_service.log.tree import MerkleTree
+from rng_service.log.tree import MerkleTree, PendingAppend
 from rng_service.sampling import RandomSource
-from rng_service.storage.base import CheckpointRecord, EntryRecord, LogStorage
+from rng_service.storage.base import AppendBatch, CheckpointRecord, EntryRecord, LogStorage
 
 __all__ = [
     "AppendObserver",
@@ -129,6 +129,19 @@ class _Pending:
     future: concurrent.futures.Future[AppendResult]
 
 
+@dataclass(slots=True)
+class _Plan:
+    """One group decided against the stored log (see ``Appender._plan``)."""
+
+    new: list[tuple[_Pending, LogEntry]] = field(default_factory=list)
+    records: list[EntryRecord] = field(default_factory=list)
+    followers: list[tuple[_Pending, int]] = field(default_factory=list)  # same id earlier
+    replays: list[tuple[_Pending, EntryRecord]] = field(default_factory=list)
+    failed: list[tuple[_Pending, RngServiceError]] = field(default_factory=list)
+    pending: PendingAppend | None = None
+    batch: AppendBatch | None = None
+
+
 _STOP = object()
 
 
@@ -199,6 +212,12 @@ class Appender:
     def tree_size(self) -> int:
         return self._tree.size
 
+    def sync(self) -> int:
+        """Catches the tree up with the store, which other service replicas may share (their
+        appends are in the store, not in this process's tree); returns the tree size."""
+        self._tree.advance(self._storage.tree_size())
+        return self._tree.size
+
     # --- submission ----------------------------------------------------------------------
 
     def submit(self, request: DrawRequest) -> concurrent.futures.Future[AppendResult]:
@@ -261,7 +280,7 @@ class Appender:
         Returns the latest published checkpoint instead if it is already as recent (the writer
         may publish concurrently); checks first that the tree extends it.
         """
-        size = self._tree.size
+        size = self.sync()
         latest = self._check_extends_published()
         if latest is not None and latest.size >= size:
             return latest
@@ -315,43 +334,126 @@ class Appender:
 
     def _process(self, group: Sequence[_Pending]) -> None:
         started = time.perf_counter()
-        next_index = self._tree.size
-        new: list[tuple[_Pending, LogEntry, bytes]] = []
+        plans: list[_Plan] = []
+
+        def build(size: int) -> AppendBatch | None:
+            # Runs under the store's writers' lock, perhaps more than once (a retried
+            # transaction): every call plans the group afresh from what is stored now.
+            plan = self._plan(group, size)
+            plans.append(plan)
+            return plan.batch
+
+        try:
+            self._storage.sequence(build)
+        except RngServiceError as e:
+            if self._observer is not None:
+                self._observer.append_failed()
+            err = e if isinstance(e, Unavailable) else StorageUnavailable(str(e))
+            _log.error("group commit of %d requests failed: %s", len(group), e)
+            plan = plans[-1] if plans else None
+            if plan is not None:
+                # Conflicts, failed draws and replays of stored entries stand on their own.
+                for p, error in plan.failed:
+                    p.future.set_exception(error)
+                self._resolve_replays(plan.replays)
+            for p in group:
+                if not p.future.done():
+                    p.future.set_exception(err)
+            return
+        plan = plans[-1]
+        for p, error in plan.failed:
+            p.future.set_exception(error)
+        published = False
+        if plan.pending is not None:
+            size = plan.pending.size
+            self._tree.commit(plan.pending)
+            checkpoint = plan.batch.checkpoint if plan.batch is not None else None
+            if checkpoint is not None:
+                self._last_publish = self._clock.monotonic()
+                self._note_cache = (size, checkpoint.note.decode("utf-8"))
+                published = True
+            note_text = self.checkpoint_note(size)
+            proofs = self._tree.inclusion_proofs([rec.index for rec in plan.records], size)
+            results: list[AppendResult] = []
+            for (p, entry), rec, proof in zip(plan.new, plan.records, proofs, strict=True):
+                receipt = Receipt(
+                    index=rec.index,
+                    entry=rec.data,
+                    leaf_hash=rec.leaf_hash,
+                    inclusion_proof=tuple(proof),
+                    tree_size=size,
+                    checkpoint=note_text,
+                    replayed=False,
+                )
+                result = AppendResult(entry=entry, receipt=receipt)
+                results.append(result)
+                p.future.set_result(result)
+            for p, slot in plan.followers:
+                first = results[slot]
+                p.future.set_result(
+                    AppendResult(entry=first.entry, receipt=_replayed(first.receipt))
+                )
+        self._resolve_replays(plan.replays)
+        if self._observer is not None:
+            kinds: dict[tuple[str, str], int] = {}
+            for _, entry in plan.new:
+                key = (entry.kind, entry.client)
+                kinds[key] = kinds.get(key, 0) + 1
+            replay_kinds: dict[str, int] = {}
+            for p in [*(p for p, _ in plan.followers), *(p for p, _ in plan.replays)]:
+                replay_kinds[p.request.kind] = replay_kinds.get(p.request.kind, 0) + 1
+            self._observer.committed(
+                entries=len(plan.new),
+                replays_by_kind=replay_kinds,
+                kinds=kinds,
+                seconds=time.perf_counter() - started,
+                tree_size=self._tree.size,
+                published=published,
+            )
+
+    def _plan(self, group: Sequence[_Pending], size: int) -> _Plan:
+        """Decides the group against the log as stored at ``size`` entries, drawing the new
+        outcomes: nothing is resolved here, because the transaction may still fail."""
+        tree_size = self._tree.size
+        if size < tree_size:
+            raise IntegrityError(
+                f"the log store holds {size} entries but this service has seen {tree_size}: "
+                "stored entries were lost; refusing to append"
+            )
+        # Another writer (a replica sharing the store, or a commit whose outcome was unknown)
+        # may have appended since this one last did: continue its tree.
+        self._tree.advance(size)
+        plan = _Plan()
+        encoded: list[bytes] = []
+        next_index = size
         seen: dict[tuple[str, str], tuple[bytes, int]] = {}  # key -> (digest, slot in new)
-        followers: list[tuple[_Pending, int]] = []  # same request id earlier in this group
-        replays: list[tuple[_Pending, EntryRecord]] = []
         # One sequencing time per group, and one idempotency lookup per client per group.
         now = self._clock.now_ns() // 1000 * 1000  # entries carry microseconds
         time_text = format_time(now)
         wanted: dict[str, list[str]] = {}
         for p in group:
             wanted.setdefault(p.request.client_id, []).append(p.request.request_id)
-        try:
-            logged = {
-                (client, request_id): record
-                for client, ids in wanted.items()
-                for request_id, record in self._storage.entries_by_requests(client, ids).items()
-            }
-        except RngServiceError as e:
-            for p in group:
-                p.future.set_exception(e)
-            return
+        logged = {
+            (client, request_id): record
+            for client, ids in wanted.items()
+            for request_id, record in self._storage.entries_by_requests(client, ids).items()
+        }
         for p in group:
             req = p.request
             key = (req.client_id, req.request_id)
             if key in seen:
                 digest, slot = seen[key]
                 if digest != req.digest:
-                    p.future.set_exception(_conflict(req))
+                    plan.failed.append((p, _conflict(req)))
                 else:
-                    followers.append((p, slot))
+                    plan.followers.append((p, slot))
                 continue
             existing = logged.get(key)
             if existing is not None:
                 if existing.request_digest != req.digest:
-                    p.future.set_exception(_conflict(req))
+                    plan.failed.append((p, _conflict(req)))
                 else:
-                    replays.append((p, existing))
+                    plan.replays.append((p, existing))
                 continue
             try:
                 # A fresh RandomSource per outcome: its bytes come from the generator now, so
@@ -363,7 +465,7 @@ class Appender:
                     lab_mode=self._generator.lab_mode,
                 )
             except RngServiceError as e:  # fails this request only, never its group
-                p.future.set_exception(e)
+                plan.failed.append((p, e))
                 continue
             entry = LogEntry(
                 index=next_index,
@@ -380,83 +482,28 @@ class Appender:
                 profile_sha256=req.profile_sha256,
                 time_text=time_text,
             )
-            seen[key] = (req.digest, len(new))
-            new.append((p, entry, entry.encode()))
+            seen[key] = (req.digest, len(plan.new))
+            plan.new.append((p, entry))
+            encoded.append(entry.encode())
             next_index += 1
-
-        published = False
-        if new:
-            size = next_index
-            records = [_record(p.request, entry, data, size) for p, entry, data in new]
-            pending = self._tree.prepare([r.leaf_hash for r in records])
-            publish = self._clock.monotonic() - self._last_publish >= self._publish_interval
-            checkpoint: CheckpointRecord | None = None
-            try:
-                if publish:
-                    body = Checkpoint(origin=self._origin, size=size, root_hash=pending.root).body()
-                    with self._sign_lock:
-                        note = sign_note(body, self._signers).decode("utf-8")
-                    checkpoint = CheckpointRecord(
-                        size=size, timestamp_ns=self._clock.now_ns(), note=note.encode("utf-8")
-                    )
-                self._storage.append(records, pending.nodes, checkpoint)
-            except RngServiceError as e:
-                if self._observer is not None:
-                    self._observer.append_failed()
-                err = e if isinstance(e, Unavailable) else StorageUnavailable(str(e))
-                _log.error("group commit of %d entries failed: %s", len(records), e)
-                for p, _, _ in new:
-                    p.future.set_exception(err)
-                for p, _ in followers:
-                    p.future.set_exception(err)
-                self._resolve_replays(replays)
-                return
-            self._tree.commit(pending)
-            if checkpoint is not None:
-                self._last_publish = self._clock.monotonic()
-                self._note_cache = (size, checkpoint.note.decode("utf-8"))
-                published = True
-            note_text = self.checkpoint_note(size)
-            proofs = self._tree.inclusion_proofs([rec.index for rec in records], size)
-            results: list[AppendResult] = []
-            for (p, entry, _), rec, proof in zip(new, records, proofs, strict=True):
-                receipt = Receipt(
-                    index=rec.index,
-                    entry=rec.data,
-                    leaf_hash=rec.leaf_hash,
-                    inclusion_proof=tuple(proof),
-                    tree_size=size,
-                    checkpoint=note_text,
-                    replayed=False,
-                )
-                result = AppendResult(entry=entry, receipt=receipt)
-                results.append(result)
-                p.future.set_result(result)
-            for p, slot in followers:
-                first = results[slot]
-                p.future.set_result(
-                    AppendResult(
-                        entry=first.entry,
-                        receipt=_replayed(first.receipt),
-                    )
-                )
-        self._resolve_replays(replays)
-        if self._observer is not None:
-            kinds: dict[tuple[str, str], int] = {}
-            for _, entry, _ in new:
-                key = (entry.kind, entry.client)
-                kinds[key] = kinds.get(key, 0) + 1
-            replay_kinds: dict[str, int] = {}
-            for p, _ in [*followers, *((p, 0) for p, _ in replays)]:
-                replay_kinds[p.request.kind] = replay_kinds.get(p.request.kind, 0) + 1
-            self._observer.committed(
-                entries=len(new),
-                replays_by_kind=replay_kinds,
-                kinds=kinds,
-                seconds=time.perf_counter() - started,
-                tree_size=self._tree.size,
-                published=published,
+        if not plan.new:
+            return plan
+        plan.records = [
+            _record(p.request, entry, data, next_index)
+            for (p, entry), data in zip(plan.new, encoded, strict=True)
+        ]
+        pending = self._tree.prepare([r.leaf_hash for r in plan.records])
+        checkpoint: CheckpointRecord | None = None
+        if self._clock.monotonic() - self._last_publish >= self._publish_interval:
+            body = Checkpoint(origin=self._origin, size=pending.size, root_hash=pending.root).body()
+            with self._sign_lock:
+                note = sign_note(body, self._signers).decode("utf-8")
+            checkpoint = CheckpointRecord(
+                size=pending.size, timestamp_ns=self._clock.now_ns(), note=note.encode("utf-8")
             )
+        plan.pending = pending
+        plan.batch = AppendBatch(plan.records, pending.nodes, checkpoint)
+        return plan
 
     def _resolve_replays(self, replays: Sequence[tuple[_Pending, EntryRecord]]) -> None:
         for p, rec in replays:

@@ -14,10 +14,13 @@ to the frontier (amortised O(1) nodes per leaf); start-up reads the O(log n) fro
 
 Appends are two-phase because the storage transaction may fail: :meth:`MerkleTree.prepare`
 computes the new nodes and root without changing anything, and :meth:`MerkleTree.commit` adopts
-them after the storage commit succeeded. Node lookups go through an in-process cache: all nodes
-at levels >= ``cache_min_level`` (a 2**-level fraction of the tree) plus an LRU of recent lower
-nodes, so that receipts for the entries just committed cost no storage reads, and memory stays
-bounded (about 250 bytes per cached node: some 50 MB for a 10**6-entry log with the defaults).
+them after the storage commit succeeded. When several writers (service replicas) share the
+store, :meth:`MerkleTree.advance` adopts the larger tree another writer committed.
+
+Node lookups go through an in-process cache: all nodes at levels >= ``cache_min_level`` (a
+2**-level fraction of the tree) plus an LRU of recent lower nodes, so that receipts for the
+entries just committed cost no storage reads, and memory stays bounded (about 250 bytes per
+cached node: some 50 MB for a 10**6-entry log with the defaults).
 
 This module does no I/O itself: nodes come from an injected getter (``LogStorage.nodes``).
 """
@@ -225,18 +228,50 @@ class MerkleTree:
         )
 
     def commit(self, pending: PendingAppend) -> None:
-        """Adopts a prepared append once its nodes are durably stored."""
+        """Adopts a prepared append once its nodes are durably stored.
+
+        If :meth:`advance` already took the tree to ``pending.size`` or beyond (a reader saw
+        the stored append first), only the new nodes are cached.
+        """
         with self._lock:
-            if pending.owner is not self or pending.start != self._size:
+            if pending.owner is not self or not (
+                pending.start == self._size or pending.size <= self._size
+            ):
                 raise StalePendingAppend(
                     f"prepared append continues tree size {pending.start}, but the tree has "
                     f"{self._size} leaves (or belongs to another tree); prepare it again"
                 )
-            self._size = pending.size
-            self._frontier = pending.frontier
-            self._root = pending.root
+            if pending.start == self._size:
+                self._size = pending.size
+                self._frontier = pending.frontier
+                self._root = pending.root
             for node in pending.nodes:
                 self._remember((node.level, node.index), node.hash)
+
+    def advance(self, size: int) -> bool:
+        """Adopts the stored tree of ``size`` leaves, appended by another writer of the store.
+
+        Several service replicas share one log: each one's tree lags behind what the others
+        committed. Reads the O(log size) frontier nodes of the new size (complete subtrees
+        are immutable, so every cached node stays valid). A ``size`` not above the tree's is
+        ignored (it may have been read before a later commit); returns whether the tree grew.
+        """
+        if size < 0:
+            raise InvalidArgument("size", f"{size} is negative", allowed=">= 0")
+        with self._lock:
+            if size <= self._size:
+                return False
+        coords = _decompose(0, size)
+        hashes = self._hashes(coords)
+        frontier = tuple((level, index, hashes[(level, index)]) for level, index in coords)
+        root = _fold([h for _, _, h in frontier])
+        with self._lock:
+            if size <= self._size:  # someone else advanced it meanwhile
+                return False
+            self._size = size
+            self._frontier = frontier
+            self._root = root
+        return True
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -92,15 +92,19 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         publish: Callable[[], CheckpointRecord],
         rpc_observer: RpcObserver | None = None,
         authorizer: Authorizer | None = None,
+        sync: Callable[[], int] | None = None,
     ) -> None:
         """``checkpoint_note(size)`` signs the checkpoint of the tree at ``size``;
-        ``publish()`` stores the current one as published and returns it. With an
+        ``publish()`` stores the current one as published and returns it; ``sync()``, if
+        given, catches the tree up with the store (appends of other replicas sharing it) and
+        returns its size: every read of the current size goes through it. With an
         ``authorizer`` every call is authorized first (``rpc``): log reads are auditors' only."""
         self._keys = tuple(keys)
         self._storage = storage
         self._tree = tree
         self._checkpoint_note = checkpoint_note
         self._publish = publish
+        self._sync = sync
         self.rpc_observer = rpc_observer
         self.authorizer = authorizer
 
@@ -127,8 +131,11 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
 
     # -- checkpoints ---------------------------------------------------------------------
 
+    def _current_size(self) -> int:
+        return self._sync() if self._sync is not None else self._tree.size
+
     def _latest(self) -> log_pb2.SignedCheckpoint:
-        size = self._tree.size
+        size = self._current_size()
         note = self._checkpoint_note(size).encode("utf-8")
         stored = self._storage.checkpoints(min_size=size, max_size=size)
         return _checkpoint_to_proto(
@@ -184,7 +191,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
     # -- proofs --------------------------------------------------------------------------
 
     def _size(self, requested: int, field: str) -> int:
-        current = self._tree.size
+        current = self._current_size()
         if requested > current:
             raise OutOfRange(f"{field} {requested} is beyond the current tree size {current}")
         return requested or current
@@ -257,7 +264,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
     # -- entries -------------------------------------------------------------------------
 
     def _entries(self, request: log_pb2.GetEntriesRequest) -> log_pb2.GetEntriesResponse:
-        size = self._tree.size
+        size = self._current_size()
         start = request.start
         if request.end and request.end <= start:
             raise InvalidArgument("end", f"{request.end} is not greater than start {start}")

@@ -6,6 +6,7 @@ imports nothing from ``rng_service.log``.
 """
 
 from rng_service.storage.base import (
+    AppendBatch,
     CheckpointRecord,
     DuplicateRequest,
     EntryRecord,
@@ -17,6 +18,7 @@ from rng_service.storage.base import (
 )
 
 __all__ = [
+    "AppendBatch",
     "CheckpointRecord",
     "DuplicateRequest",
     "EntryRecord",

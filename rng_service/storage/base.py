@@ -10,9 +10,17 @@ stays one-way.
 
 Conventions shared by all drivers:
 
-- ``append`` is one atomic, durable transaction: either every entry, node and the checkpoint is
-  stored, or nothing is. Entries must continue the log without gaps
-  (``entries[i].index == tree_size() + i``), else :class:`SequenceConflict`; a
+- ``sequence(build)`` is the write path of the log's sequencer: it takes the store's writers'
+  lock (shared by every process writing the store: several service replicas on one PostgreSQL
+  log are serialised here), reads the stored tree size, calls ``build(size)`` and stores the
+  :class:`AppendBatch` it returns in the same transaction, or nothing if it returns None. An
+  exception from ``build`` rolls back and propagates. ``build`` may read the store through
+  the read methods meanwhile (they see every committed append, never the one in progress) and
+  may be called more than once (a driver retries a transaction that failed before it could
+  commit): only the result of its last call is stored.
+- ``append`` is ``sequence`` of a ready batch: one atomic, durable transaction: either every
+  entry, node and the checkpoint is stored, or nothing is. Entries must continue the log
+  without gaps (``entries[i].index == tree_size() + i``), else :class:`SequenceConflict`; a
   ``(client_id, request_id)`` already stored, or repeated in the batch, raises
   :class:`DuplicateRequest`; a node coordinate already stored raises :class:`SequenceConflict`;
   an I/O or commit failure raises :class:`~rng_service.errors.StorageUnavailable`.
@@ -24,7 +32,7 @@ Conventions shared by all drivers:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -37,6 +45,7 @@ from rng_service.errors import (
 
 __all__ = [
     "RESERVED_META_KEYS",
+    "AppendBatch",
     "CheckpointRecord",
     "DuplicateRequest",
     "EntryRecord",
@@ -94,6 +103,16 @@ class CheckpointRecord:
     note: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class AppendBatch:
+    """What one append stores in one transaction: entries, their new Merkle nodes, and
+    optionally a checkpoint to publish."""
+
+    entries: Sequence[EntryRecord]
+    nodes: Sequence[NodeRecord]
+    checkpoint: CheckpointRecord | None = None
+
+
 class SequenceConflict(FailedPrecondition):
     """The batch does not continue the stored log (another writer, or a stale tree)."""
 
@@ -113,10 +132,14 @@ class SchemaVersionMismatch(FailedPrecondition):
 
 @runtime_checkable
 class LogStorage(Protocol):
-    """What the log needs from a store. All methods may be called from any thread; ``append``
-    is called by one writer at a time."""
+    """What the log needs from a store. All methods may be called from any thread and, for
+    the drivers that say so, from several processes (see the module docstring)."""
 
     def tree_size(self) -> int: ...
+
+    def sequence(self, build: Callable[[int], AppendBatch | None]) -> None:
+        """Stores ``build(stored tree size)`` in one transaction under the writers' lock."""
+        ...
 
     def append(
         self,

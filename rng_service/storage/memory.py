@@ -3,16 +3,19 @@
 Owns nothing durable: everything lives in this process and is lost on exit. It follows the same
 contract as the SQLite driver (the storage conformance suite runs against both), is thread-safe
 behind one lock, and makes ``append`` atomic by validating the whole batch before changing
-anything. ``fail_next_append`` lets tests simulate a failed commit.
+anything. ``sequence`` holds a separate writers' lock while its ``build`` runs, so that
+``build`` can read the store (one process only: this store is not shared).
+``fail_next_append`` lets tests simulate a failed commit.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from rng_service.errors import StorageUnavailable
 from rng_service.storage.base import (
+    AppendBatch,
     CheckpointRecord,
     DuplicateRequest,
     EntryRecord,
@@ -32,6 +35,7 @@ class MemoryStorage:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()  # held by sequence() while build() runs
         self._entries: list[EntryRecord] = []
         self._by_request: dict[tuple[str, str], int] = {}
         self._by_leaf: dict[bytes, int] = {}
@@ -58,11 +62,26 @@ class MemoryStorage:
             self._check_open()
             return len(self._entries)
 
+    def sequence(self, build: Callable[[int], AppendBatch | None]) -> None:
+        with self._write_lock:
+            batch = build(self.tree_size())
+            if batch is not None:
+                self._store(batch.entries, batch.nodes, batch.checkpoint)
+
     def append(
         self,
         entries: Sequence[EntryRecord],
         nodes: Sequence[NodeRecord],
         checkpoint: CheckpointRecord | None = None,
+    ) -> None:
+        with self._write_lock:
+            self._store(entries, nodes, checkpoint)
+
+    def _store(
+        self,
+        entries: Sequence[EntryRecord],
+        nodes: Sequence[NodeRecord],
+        checkpoint: CheckpointRecord | None,
     ) -> None:
         with self._lock:
             self._check_open()

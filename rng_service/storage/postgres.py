@@ -5,13 +5,15 @@ the ``meta`` table, every applied step in ``schema_migrations``), the durability
 sessions and the reconnect logic. It follows the same contract as the SQLite driver (the storage
 conformance suite runs against memory, SQLite and PostgreSQL):
 
-- ``append`` is one ``READ COMMITTED`` transaction with ``synchronous_commit = on`` (a returned
-  append has been flushed to the WAL on disk, and to a synchronous standby when the server has
-  ``synchronous_standby_names``). It first locks the single row of ``log_head``, which holds
-  the tree size (``UPDATE ... RETURNING`` advances it and returns the old size in one statement,
-  holding the row lock until COMMIT), and only then compares the batch with that size: two
-  writers, in one process or in several, are serialised on that row, and the later one sees the
-  size the earlier one committed and gets :class:`SequenceConflict`. Entry index,
+- ``sequence`` (and ``append``, a ready batch) is one ``READ COMMITTED`` transaction with
+  ``synchronous_commit = on`` (a returned append has been flushed to the WAL on disk, and to a
+  synchronous standby when the server has ``synchronous_standby_names``). It first locks the
+  single row of ``log_head``, which holds the tree size (``SELECT ... FOR UPDATE``, held until
+  COMMIT), then calls ``build`` with that size and writes what it returns with the new size:
+  writers, in one process or in several service replicas, are serialised on that row, and each
+  sees the size the one before it committed (``build`` reads the store on other connections,
+  which see every committed append). A batch that does not continue that size gets
+  :class:`SequenceConflict`. Entry index,
   ``(client_id, request_id)`` and node coordinates are also enforced by constraints:
   ``entries_request`` -> :class:`DuplicateRequest`, ``nodes_pkey`` or ``entries_pkey`` ->
   :class:`SequenceConflict`. Any other database or connection failure rolls the transaction back
@@ -24,8 +26,8 @@ conformance suite runs against memory, SQLite and PostgreSQL):
   committed (reads, or a write before its ``COMMIT``) is retried once on a new connection, so a
   server restart while the service is idle costs no failed call. A connection lost during
   ``COMMIT`` is never retried: the message says the outcome is unknown.
-- A write is pipelined (psycopg pipeline mode): BEGIN goes with its first statement, and the
-  inserts go with COMMIT, so an append costs about three round trips whatever the batch size.
+- A write is pipelined (psycopg pipeline mode): BEGIN goes with the head lock, and the inserts
+  go with COMMIT, so an append costs about two round trips whatever the batch size.
 - Writes wait at most ``lock_timeout_ms`` for a lock held by another session, then fail with
   StorageUnavailable rather than hang.
 - The schema lives in the first schema of the session's ``search_path`` (``public`` unless the
@@ -34,7 +36,7 @@ conformance suite runs against memory, SQLite and PostgreSQL):
   a newer version, or tables that are not an rng-service log, are refused
   (:class:`SchemaVersionMismatch`), never changed.
 
-Plain SQL throughout (``RETURNING`` and ``ON CONFLICT`` as in the SQLite driver), except three
+Plain SQL throughout (``SELECT ... FOR UPDATE``, ``ON CONFLICT``), except three
 PostgreSQL-specific pieces: ``pg_advisory_xact_lock`` (so that two processes opening an empty
 database do not both create the schema; there is no table to lock yet), ``set_config`` for the
 session settings (``SET`` takes no bind parameters), and ``unnest`` of array parameters (node
@@ -58,6 +60,7 @@ from psycopg import sql
 
 from rng_service.errors import InvalidArgument, StorageUnavailable
 from rng_service.storage.base import (
+    AppendBatch,
     CheckpointRecord,
     DuplicateRequest,
     EntryRecord,
@@ -433,43 +436,42 @@ class PostgresStorage:
 
     # -- writes ----------------------------------------------------------------------------
 
-    def append(
-        self,
-        entries: Sequence[EntryRecord],
-        nodes: Sequence[NodeRecord],
-        checkpoint: CheckpointRecord | None = None,
-    ) -> None:
+    def sequence(self, build: Callable[[int], AppendBatch | None]) -> None:
+        stored: list[EntryRecord] = []
+
         def work(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
-            # Locks the head row until COMMIT (a concurrent writer waits here, then sees the
-            # size this one committed) and reads the size the batch must continue.
-            row = conn.execute(
-                "UPDATE log_head SET tree_size = tree_size + %s RETURNING tree_size - %s",
-                (len(entries), len(entries)),
-            ).fetchone()
+            stored.clear()
+            # Locks the head row until COMMIT: every writer, in this process or another
+            # replica, queues here, and then reads the size the one before it committed.
+            row = conn.execute("SELECT tree_size FROM log_head FOR UPDATE").fetchone()
             if row is None:
                 raise StorageUnavailable(f"PostgreSQL log ({self._where}): log_head is empty")
             size: int = row[0]
+            batch = build(size)
+            if batch is None or not (batch.entries or batch.nodes or batch.checkpoint):
+                return
+            entries = batch.entries
             check_append_batch(size, entries)
+            stored.extend(entries)
             with conn.cursor() as cur:
                 if entries:
-                    cur.executemany(
-                        _INSERT_ENTRY,
-                        [entry_to_row(e) for e in entries],
-                    )
-                if nodes:
-                    cur.executemany(_INSERT_NODE, [(n.level, n.index, n.hash) for n in nodes])
-                if checkpoint is not None:
                     cur.execute(
-                        _INSERT_CHECKPOINT,
-                        (checkpoint.size, checkpoint.timestamp_ns, checkpoint.note),
+                        "UPDATE log_head SET tree_size = %s WHERE tree_size = %s",
+                        (size + len(entries), size),
                     )
+                    cur.executemany(_INSERT_ENTRY, [entry_to_row(e) for e in entries])
+                if batch.nodes:
+                    cur.executemany(_INSERT_NODE, [(n.level, n.index, n.hash) for n in batch.nodes])
+                if batch.checkpoint is not None:
+                    cp = batch.checkpoint
+                    cur.execute(_INSERT_CHECKPOINT, (cp.size, cp.timestamp_ns, cp.note))
 
         def conflict(e: psycopg.IntegrityError) -> Exception:
             constraint = e.diag.constraint_name
             if constraint == "entries_request":
-                stored = self._first_stored_request(entries)
-                if stored is not None:
-                    return DuplicateRequest(*stored)
+                found = self._first_stored_request(stored)
+                if found is not None:
+                    return DuplicateRequest(*found)
             if constraint == "nodes_pkey":
                 return SequenceConflict(
                     f"a Merkle node of the batch is already stored ({_one_line(e)})"
@@ -482,9 +484,15 @@ class PostgresStorage:
                 f"PostgreSQL log ({self._where}): append rejected: {_one_line(e)}"
             )
 
-        self._run(
-            f"the append of {len(entries)} entries", work, write=True, on_integrity_error=conflict
-        )
+        self._run("an append", work, write=True, on_integrity_error=conflict)
+
+    def append(
+        self,
+        entries: Sequence[EntryRecord],
+        nodes: Sequence[NodeRecord],
+        checkpoint: CheckpointRecord | None = None,
+    ) -> None:
+        self.sequence(lambda _size: AppendBatch(entries, nodes, checkpoint))
 
     def _first_stored_request(self, entries: Sequence[EntryRecord]) -> tuple[str, str] | None:
         """The first ``(client_id, request_id)`` of ``entries``, in batch order, already stored."""

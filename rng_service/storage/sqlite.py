@@ -5,9 +5,11 @@ durability settings: WAL journal with ``synchronous=FULL``, so that a returned `
 been fsynced. One writer connection is used under a lock (``append``, ``add_checkpoint``,
 ``set_meta``); reads take a connection from a small pool of read-only connections, one per
 concurrent reader (WAL readers never block the writer and see only committed transactions).
-``append`` is one ``BEGIN IMMEDIATE`` transaction with ``executemany`` per table; any failure
-rolls it back, so a batch is stored whole or not at all. A database written with another schema
-version is refused, never migrated silently.
+``sequence`` (and ``append``, a ready batch) is one ``BEGIN IMMEDIATE`` transaction with
+``executemany`` per table; any failure rolls it back, so a batch is stored whole or not at all.
+SQLite's write lock serialises writers across processes too, so several processes may append to
+one file (on one machine; the service runs one per file, see docs/operations.md). A database
+written with another schema version is refused, never migrated silently.
 
 Entry bytes and node hashes are opaque here (RFC 6962 section 2.1 nodes, C2SP tlog-checkpoint
 notes are interpreted by ``rng_service.log`` only).
@@ -18,12 +20,13 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from rng_service.errors import InvalidArgument, StorageUnavailable
 from rng_service.storage.base import (
+    AppendBatch,
     CheckpointRecord,
     DuplicateRequest,
     EntryRecord,
@@ -235,32 +238,30 @@ class SqliteStorage:
 
     # -- writes ----------------------------------------------------------------------------
 
-    def append(
-        self,
-        entries: Sequence[EntryRecord],
-        nodes: Sequence[NodeRecord],
-        checkpoint: CheckpointRecord | None = None,
-    ) -> None:
+    def sequence(self, build: Callable[[int], AppendBatch | None]) -> None:
         with self._write_lock:
             self._check_open()
             conn = self._writer
+            entries: Sequence[EntryRecord] = ()
             try:
+                # BEGIN IMMEDIATE takes SQLite's write lock: another process writing the same
+                # file waits here (busy_timeout), then sees what this one committed.
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     size = conn.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM entries").fetchone()[
                         0
                     ]
-                    check_append_batch(size, entries)
-                    conn.executemany(
-                        _INSERT_ENTRY,
-                        [entry_to_row(e) for e in entries],
-                    )
-                    conn.executemany(_INSERT_NODE, [(n.level, n.index, n.hash) for n in nodes])
-                    if checkpoint is not None:
-                        conn.execute(
-                            _INSERT_CHECKPOINT,
-                            (checkpoint.size, checkpoint.timestamp_ns, checkpoint.note),
+                    batch = build(size)
+                    if batch is not None:
+                        entries = batch.entries
+                        check_append_batch(size, entries)
+                        conn.executemany(_INSERT_ENTRY, [entry_to_row(e) for e in entries])
+                        conn.executemany(
+                            _INSERT_NODE, [(n.level, n.index, n.hash) for n in batch.nodes]
                         )
+                        if batch.checkpoint is not None:
+                            cp = batch.checkpoint
+                            conn.execute(_INSERT_CHECKPOINT, (cp.size, cp.timestamp_ns, cp.note))
                     conn.execute("COMMIT")
                 except BaseException:
                     self._rollback()
@@ -272,6 +273,14 @@ class SqliteStorage:
                     f"SQLite log {self._path}: append of {len(entries)} entries failed and was "
                     f"rolled back: {e}"
                 ) from e
+
+    def append(
+        self,
+        entries: Sequence[EntryRecord],
+        nodes: Sequence[NodeRecord],
+        checkpoint: CheckpointRecord | None = None,
+    ) -> None:
+        self.sequence(lambda _size: AppendBatch(entries, nodes, checkpoint))
 
     def _rollback(self) -> None:
         try:

@@ -290,3 +290,64 @@ def test_invalid_construction() -> None:
         MerkleTree(size=-1, get_nodes=CountingNodes())
     with pytest.raises(InvalidArgument, match="recent_nodes"):
         MerkleTree(size=0, get_nodes=CountingNodes(), recent_nodes=-1)
+
+
+# -- advance(): another writer of the shared store appended ------------------------------------
+
+
+def test_advance_adopts_what_another_writer_stored() -> None:
+    """Two trees over one store (two replicas): each continues where the other left off."""
+    store = CountingNodes()
+    a = MerkleTree(size=0, get_nodes=store)
+    b = MerkleTree(size=0, get_nodes=store)
+    rng = random.Random(6962)
+    size = 0
+    while size < 300:
+        writer = rng.choice([a, b])
+        behind = writer.size < size
+        assert writer.advance(size) is behind
+        batch = LEAVES[size : size + rng.randint(1, 17)]
+        pending = writer.prepare(batch)
+        assert pending.start == size
+        store.store(pending.nodes)
+        writer.commit(pending)
+        size = pending.size
+        assert writer.root() == merkle.root_from_leaf_hashes(LEAVES[:size])
+    b.advance(size)
+    a.advance(size)
+    for t in (a, b):
+        assert t.size == size
+        assert t.root() == merkle.root_from_leaf_hashes(LEAVES[:size])
+        assert t.inclusion_proof(7, 200) == merkle.inclusion_proof(LEAVES[:200], 7)
+        assert t.consistency_proof(50, size) == merkle.consistency_proof(LEAVES[:size], 50)
+
+
+def test_advance_ignores_a_stale_size_and_reads_only_the_frontier() -> None:
+    tree, store, _ = _grow(100, 13)
+    behind = MerkleTree(size=40, get_nodes=store)
+    assert behind.advance(30) is False  # read before a later commit: ignored
+    assert behind.size == 40
+    store.calls = store.coords_read = 0
+    assert behind.advance(100) is True
+    assert store.coords_read <= bin(100).count("1")
+    assert behind.root() == tree.root()
+    with pytest.raises(InvalidArgument):
+        behind.advance(-1)
+
+
+def test_commit_after_a_reader_advanced_past_it() -> None:
+    """A reader's advance may adopt an append before its writer's commit(): no error."""
+    tree, store, _ = _grow(10, 14)
+    pending = tree.prepare(LEAVES[10:13])
+    store.store(pending.nodes)
+    tree.advance(13)  # a log read synced the tree from the store first
+    tree.commit(pending)
+    assert tree.size == 13
+    assert tree.root() == merkle.root_from_leaf_hashes(LEAVES[:13])
+
+
+def test_advance_to_a_size_whose_nodes_are_missing_is_an_integrity_error() -> None:
+    tree, _, _ = _grow(10, 15)
+    with pytest.raises(IntegrityError, match="lacks"):
+        tree.advance(12)
+    assert tree.size == 10
