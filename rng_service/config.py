@@ -199,7 +199,8 @@ class LogSettings:
 
 @dataclass(frozen=True, kw_only=True)
 class StorageSettings:
-    #: "sqlite" (one file, one service process) or "postgres" (docs/operations.md, "PostgreSQL").
+    #: "sqlite" (one file, one service process) or "postgres" (one database shared by one or
+    #: several service replicas; docs/operations.md, "PostgreSQL").
     driver: str = "sqlite"
     #: SQLite database file (driver "sqlite").
     path: Path = Path("var/outcome-log.sqlite3")
