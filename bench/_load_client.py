@@ -1,10 +1,20 @@
-"""A bounded grpc.aio unary load client: ``python -m bench._load_client ARGS`` prints JSON.
+"""A bounded grpc.aio load client: ``python -m bench._load_client ARGS`` prints JSON.
 
 Why not h2load: h2load sends one request body for every call, and every outcome request needs
 its own request id (a repeated id is answered from the log, not drawn), so the client builds a
 distinct serialized request per call before the clock starts. The same client drives the echo
-baseline, so the ratio compares servers, not clients. Bounded: at most ``--max-calls`` calls and
-``--seconds`` of load.
+baselines, so the ratio compares servers, not clients. Bounded: at most ``--max-calls`` calls and
+``--seconds`` of load (a call in flight at the deadline is finished and counted).
+
+Kinds (``--kind``):
+
+- ``spin``: unary calls whose bodies are ``SpinRouletteRequest`` s with fresh request ids (for
+  ``SpinRoulette`` and for the unary echo); one item per call.
+- ``batch``: unary ``DrawBatchRequest`` s of ``--items`` double-zero spins each, fresh request
+  ids; ``--items`` items (outcomes) per call. The warm-up calls check that each answer holds
+  that many outcomes; measured answers are not parsed (the client shares the machine's CPUs).
+- ``stream``: server-streaming calls to the streaming echo, each asking for ``--items``
+  messages of ``--payload`` bytes; every message received is one item.
 """
 
 from __future__ import annotations
@@ -16,47 +26,88 @@ import os
 import time
 
 
-def _bodies(kind: str, n: int, tag: str) -> list[bytes]:
+def _bodies(args: argparse.Namespace, n: int, tag: str) -> list[bytes]:
     from rng_service._proto.rng.v1 import common_pb2, outcomes_pb2
 
+    if args.kind == "stream":
+        from bench._echo_server import stream_request
+
+        return [stream_request(args.items, b"x" * args.payload)] * n
     out = []
     for i in range(n):
-        req = outcomes_pb2.SpinRouletteRequest(
-            context=common_pb2.RequestContext(
-                table_id="bench-table", round_id=f"r{i}", request_id=f"{tag}-{i}"
-            ),
-            wheel=outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO,
+        context = common_pb2.RequestContext(
+            table_id="bench-table", round_id=f"r{i}", request_id=f"{tag}-{i}"
         )
+        req: outcomes_pb2.SpinRouletteRequest | outcomes_pb2.DrawBatchRequest
+        if args.kind == "batch":
+            req = outcomes_pb2.DrawBatchRequest(
+                context=context,
+                count=args.items,
+                roulette=outcomes_pb2.RouletteBatch(wheel=outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO),
+            )
+        else:
+            req = outcomes_pb2.SpinRouletteRequest(
+                context=context, wheel=outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO
+            )
         out.append(req.SerializeToString())
     return out
+
+
+def _check_batch(answer: bytes, items: int) -> None:
+    from rng_service._proto.rng.v1 import outcomes_pb2
+
+    got = len(outcomes_pb2.DrawBatchResponse.FromString(answer).roulette.numbers)
+    if got != items:
+        raise RuntimeError(f"DrawBatch answered {got} outcomes, expected {items}")
 
 
 async def run(args: argparse.Namespace) -> dict[str, object]:
     from grpc import aio
 
-    bodies = _bodies(args.kind, args.max_calls, f"{args.tag}-{os.getpid()}")
-    channel = aio.insecure_channel(args.target)
-    call = channel.unary_unary(args.path)
+    bodies = _bodies(args, args.max_calls, f"{args.tag}-{os.getpid()}")
+    channel = aio.insecure_channel(
+        args.target, options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)]
+    )
+    streaming = args.kind == "stream"
+    unary = channel.unary_unary(args.path)
+    stream = channel.unary_stream(args.path)
+    per_call = 1 if args.kind == "spin" else args.items
+
+    async def once(body: bytes) -> int:
+        """One call; returns the items it delivered."""
+        if streaming:
+            n = 0
+            async for _ in stream(body):
+                n += 1
+            return n
+        await unary(body)
+        return per_call
+
     await channel.channel_ready()
     # warm-up, not counted
     for b in bodies[: args.concurrency]:
-        await call(b)
+        if args.kind == "batch":
+            _check_batch(await unary(b), args.items)
+        elif await once(b) != per_call:
+            raise RuntimeError(f"{args.path} delivered fewer than {per_call} items")
     latencies: list[float] = []
     errors = 0
+    items = 0
     next_i = args.concurrency
     deadline = time.perf_counter() + args.seconds
 
     async def worker() -> None:
-        nonlocal next_i, errors
+        nonlocal next_i, errors, items
         while time.perf_counter() < deadline and next_i < len(bodies):
             body = bodies[next_i]
             next_i += 1
             t0 = time.perf_counter()
             try:
-                await call(body)
+                got = await once(body)  # not `items += await ...`: that reads items first
             except aio.AioRpcError:
                 errors += 1
                 continue
+            items += got
             latencies.append(time.perf_counter() - t0)
 
     start = time.perf_counter()
@@ -70,9 +121,11 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
 
     return {
         "calls": len(latencies),
+        "items": items,
         "errors": errors,
         "seconds": elapsed,
         "rate": len(latencies) / elapsed,
+        "items_rate": items / elapsed,
         "p50": pct(0.50),
         "p99": pct(0.99),
         "cpu_seconds": time.process_time(),
@@ -83,12 +136,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--target", required=True)
     parser.add_argument("--path", required=True)
-    parser.add_argument("--kind", default="spin")
+    parser.add_argument("--kind", choices=("spin", "batch", "stream"), default="spin")
+    parser.add_argument("--items", type=int, default=1000, help="outcomes or messages a call")
+    parser.add_argument("--payload", type=int, default=16, help="bytes a streamed message")
     parser.add_argument("--tag", default="bench")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--max-calls", type=int, default=200_000)
     args = parser.parse_args()
+    if not 1 <= args.items <= 100_000:
+        parser.error("--items must be 1-100,000")
     try:
         import uvloop
 

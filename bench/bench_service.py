@@ -1,9 +1,16 @@
-"""End-to-end: durable, signed unary spins with 32 in flight vs a bare grpc.aio echo server.
+"""End-to-end: the service under load vs a bare grpc.aio echo server.
+
+- Durable, signed unary spins with 32 in flight vs the unary echo (calls/s, latency).
+- Batch outcomes: ``DrawBatch`` calls of 1,000 double-zero spins each (one log entry, one
+  receipt per call, every call a fresh request id), 32 in flight, counted in outcomes/s, vs a
+  server-streaming echo: calls that each stream 1,000 messages of 16 bytes, 32 in flight,
+  counted in messages/s.
 
 Both servers run in their own process with uvloop and the same server options; the same load
-client process (bench/_load_client.py) drives each in turn. The service runs on its real
-defaults: SQLite WAL with synchronous=FULL, Ed25519-signed checkpoints, receipts with
-inclusion proofs. Also reported: the service's peak RSS under this load.
+client process (bench/_load_client.py) drives each in turn, on 127.0.0.1 only. The service runs
+in plaintext development mode (every caller has every role, so the lab's ``DrawBatch`` is
+allowed) on its real defaults: SQLite WAL with synchronous=FULL, Ed25519-signed checkpoints,
+receipts with inclusion proofs. Also reported: the service's peak RSS under the unary load.
 """
 
 from __future__ import annotations
@@ -48,11 +55,20 @@ def _stop(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
-def _load(port: int, path: str, seconds: float, concurrency: int, tag: str) -> dict[str, float]:
+#: Outcomes per DrawBatch call, and messages per streaming-echo call.
+BATCH = 1000
+#: Most calls a second each load may make (bounds the requests built before the clock starts).
+_MAX_CALL_RATE = {"spin": 20_000, "batch": 3_000, "stream": 1_000}
+
+
+def _load(
+    port: int, path: str, seconds: float, concurrency: int, tag: str, kind: str = "spin"
+) -> dict[str, float]:
+    max_calls = int(seconds * _MAX_CALL_RATE[kind]) + concurrency
     out = subprocess.run(
         [PY, "-m", "bench._load_client", "--target", f"127.0.0.1:{port}", "--path", path,
-         "--seconds", str(seconds), "--concurrency", str(concurrency), "--tag", tag,
-         "--max-calls", str(int(seconds * 20_000) + concurrency)],
+         "--kind", kind, "--items", str(BATCH), "--seconds", str(seconds),
+         "--concurrency", str(concurrency), "--tag", tag, "--max-calls", str(max_calls)],
         cwd=ROOT, capture_output=True, text=True, check=True, timeout=seconds + 120,
     )  # fmt: skip
     result: dict[str, float] = json.loads(out.stdout)
@@ -73,6 +89,7 @@ def run(*, short: bool) -> list[Row]:
     echo, echo_port = _start([PY, "-m", "bench._echo_server"], env, "PORT")
     try:
         base = _load(echo_port, "/bench.Echo/Echo", seconds, concurrency, "echo")
+        stream = _load(echo_port, "/bench.Echo/Stream", seconds, concurrency, "es", "stream")
     finally:
         _stop(echo)
     with tempfile.TemporaryDirectory(prefix="rng-bench-") as tmp:
@@ -95,10 +112,17 @@ def run(*, short: bool) -> list[Row]:
         try:
             spins = _load(port, "/rng.v1.OutcomeService/SpinRoulette", seconds, concurrency, "s")
             rss = _peak_rss_mib(service.pid)
+            batch = _load(
+                port, "/rng.v1.OutcomeService/DrawBatch", seconds, concurrency, "b", "batch"
+            )
         finally:
             _stop(service)
-    if spins["errors"] or base["errors"]:
-        raise RuntimeError(f"errors under load: echo {base['errors']}, spins {spins['errors']}")
+    errors = {
+        "echo": base["errors"], "spins": spins["errors"],
+        "stream echo": stream["errors"], "batches": batch["errors"],
+    }  # fmt: skip
+    if any(errors.values()):
+        raise RuntimeError(f"errors under load: {errors}")
     return [
         Row("unary spins/s, 32 in flight (durable, signed)", spins["rate"], "calls/s",
             "grpc.aio echo", base["rate"], ">= 0.75"),
@@ -106,4 +130,11 @@ def run(*, short: bool) -> list[Row]:
             "echo p99", base["p99"] * 1000, "<= 2.0"),
         Row("unary spin p50 latency", spins["p50"] * 1000, "ms", "echo p50", base["p50"] * 1000),
         Row("service peak RSS under unary load", rss, "MiB", "-", 0.0),
+        Row(f"batch outcomes/s, {BATCH:,}/DrawBatch, 32 in flight", batch["items_rate"],
+            "outcomes/s", f"streaming echo msgs/s ({BATCH:,}/call)", stream["items_rate"],
+            ">= 3.0"),
+        Row(f"DrawBatch calls/s ({BATCH:,} outcomes, 1 entry)", batch["rate"], "calls/s",
+            "unary grpc.aio echo", base["rate"]),
+        Row("DrawBatch p99 latency", batch["p99"] * 1000, "ms",
+            f"stream echo call p99 ({BATCH:,} msgs)", stream["p99"] * 1000),
     ]  # fmt: skip

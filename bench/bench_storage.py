@@ -1,12 +1,21 @@
-"""SQLite log storage: durable append throughput, one row per commit vs group commit.
+"""Log storage: durable append throughput, one row per commit vs group commit, on SQLite and on
+PostgreSQL.
 
 Each row is a realistic ``EntryRecord`` (about 600 bytes of canonical entry JSON plus its
 lookup keys) with the Merkle nodes it completes (about 2 per entry, from the real
-``MerkleTree``), appended with ``SqliteStorage.append`` (WAL, ``synchronous=FULL``: one fsync per
-transaction). Only the time spent inside ``append`` is counted; building entries and hashing is
-not. The baseline is one entry per transaction; groups of 32 and 100 show what group commit
-buys. fsync is cheap on these virtual disks (about 0.1 ms), so compare ratios, not absolute
-per-row rates, with production hardware.
+``MerkleTree``), appended with the driver's public ``append(entries, nodes)`` into a fresh,
+empty log:
+
+- ``SqliteStorage`` (WAL, ``synchronous=FULL``: one fsync per transaction);
+- ``PostgresStorage`` on a throwaway local cluster started for the run the way the tests start
+  theirs (``tests/postgres_cluster.py``: ``fsync = on``, ``synchronous_commit = on``, data under
+  /tmp, the client on the cluster's unix socket), one fresh database per group size. Without
+  PostgreSQL installed these rows are skipped with a message naming the Debian package.
+
+Only the time spent inside ``append`` is counted; building entries and hashing is not. The
+baseline is one entry per transaction of the same driver; groups of 32 and 100 show what group
+commit buys. fsync is cheap on these virtual disks (about 0.1 ms), so compare ratios, not
+absolute per-row rates, with production hardware.
 """
 
 from __future__ import annotations
@@ -20,10 +29,12 @@ from pathlib import Path
 from bench._common import Row
 from rng_service.log.merkle import leaf_hash
 from rng_service.log.tree import MerkleTree
-from rng_service.storage.base import EntryRecord, NodeRecord
+from rng_service.storage.base import EntryRecord, LogStorage, NodeRecord
 from rng_service.storage.sqlite import SqliteStorage
 
 GROUPS = (1, 32, 100)
+#: Most rows one measurement appends (the loop is also bounded in time).
+MAX_ROWS = 2_000_000
 
 
 def _entry_bytes(index: int) -> bytes:
@@ -70,36 +81,77 @@ def _batch(tree: MerkleTree, start: int, count: int) -> tuple[list[EntryRecord],
     return entries, list(pending.nodes)
 
 
-def append_rate(group: int, *, seconds: float) -> float:
+def _append_rate(store: LogStorage, group: int, *, seconds: float) -> float:
     """Rows per second spent in durable ``append`` with ``group`` entries per transaction."""
-    with tempfile.TemporaryDirectory(prefix="bench-storage-") as directory:
-        store = SqliteStorage(Path(directory) / "log.sqlite3")
-        try:
-            tree = MerkleTree(size=0, get_nodes=store.nodes)
-            rows, busy = 0, 0.0
-            deadline = time.perf_counter() + seconds
-            while time.perf_counter() < deadline:
-                entries, nodes = _batch(tree, rows, group)
-                start = time.perf_counter()
-                store.append(entries, nodes)
-                busy += time.perf_counter() - start
-                rows += group
-            return rows / busy
-        finally:
-            store.close()
+    tree = MerkleTree(size=0, get_nodes=store.nodes)
+    rows, busy = 0, 0.0
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline and rows < MAX_ROWS:
+        entries, nodes = _batch(tree, rows, group)
+        start = time.perf_counter()
+        store.append(entries, nodes)
+        busy += time.perf_counter() - start
+        rows += group
+    return rows / busy
 
 
-def run(*, short: bool) -> list[Row]:
-    seconds = 0.4 if short else 4.0
-    rates = {g: append_rate(g, seconds=seconds) for g in GROUPS}
-    base = rates[1]
+def sqlite_rates(*, seconds: float) -> dict[int, float]:
+    """Rows/s of ``SqliteStorage.append`` for each group size, each in a fresh file."""
+    rates = {}
+    for group in GROUPS:
+        with tempfile.TemporaryDirectory(prefix="bench-storage-") as directory:
+            store = SqliteStorage(Path(directory) / "log.sqlite3")
+            try:
+                rates[group] = _append_rate(store, group, seconds=seconds)
+            finally:
+                store.close()
+    return rates
+
+
+def postgres_rates(*, seconds: float) -> dict[int, float]:
+    """Rows/s of ``PostgresStorage.append`` for each group size, each in a fresh database of a
+    throwaway cluster. Raises ``PostgresNotInstalled`` (message names the Debian package)."""
+    from rng_service.storage.postgres import PostgresStorage
+    from tests.postgres_cluster import Cluster, find_bindir
+
+    cluster = Cluster(find_bindir())
+    try:
+        cluster.init()
+        cluster.start()
+        rates = {}
+        for group in GROUPS:
+            name = f"bench_append_{group}"
+            cluster.create_database(name)
+            store = PostgresStorage(cluster.dsn(name))
+            try:
+                rates[group] = _append_rate(store, group, seconds=seconds)
+            finally:
+                store.close()
+        return rates
+    finally:
+        cluster.remove()
+
+
+def _rows(driver: str, rates: dict[int, float]) -> list[Row]:
     return [
         Row(
-            name=f"sqlite append, {g} entr{'y' if g == 1 else 'ies'}/commit",
+            name=f"{driver} append, {g} entr{'y' if g == 1 else 'ies'}/commit",
             value=rates[g],
             unit="rows/s",
             baseline_name="1 entry/commit",
-            baseline_value=base,
+            baseline_value=rates[1],
         )
         for g in GROUPS
     ]
+
+
+def run(*, short: bool) -> list[Row]:
+    from tests.postgres_cluster import PostgresNotInstalled
+
+    seconds = 0.4 if short else 4.0
+    rows = _rows("sqlite", sqlite_rates(seconds=seconds))
+    try:
+        rows += _rows("postgres", postgres_rates(seconds=seconds))
+    except PostgresNotInstalled as e:
+        print(f"   skipped: the PostgreSQL rows: {e}")
+    return rows

@@ -30,3 +30,20 @@ def test_benchmark_runs_in_short_form(area: str, tmp_path: Path) -> None:
     assert data["rows"], "a benchmark must report at least one row"
     for row in data["rows"]:
         assert row["value"] > 0, row
+
+
+def test_storage_benchmark_skips_postgres_rows_without_postgresql(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench import bench_storage
+    from tests import postgres_cluster
+
+    find_bindir = postgres_cluster.find_bindir
+    monkeypatch.setenv("PATH", str(tmp_path))  # no pg_config, no initdb
+    monkeypatch.setattr(postgres_cluster, "find_bindir", lambda: find_bindir(debian_root=tmp_path))
+    rows = bench_storage.run(short=True)
+    assert rows
+    assert all(r.name.startswith("sqlite ") for r in rows)
+    out = capsys.readouterr().out
+    assert "skipped" in out, out
+    assert "Debian package `postgresql`" in out, out
