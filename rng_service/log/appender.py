@@ -263,6 +263,11 @@ class Appender:
             raise IntegrityError(f"the latest published checkpoint is unreadable: {e}") from e
         size = self._tree.size
         if published.size > size:
+            # Another writer sharing the store (a replica) may have appended and published
+            # since this tree was loaded or last synced. The store's size, read after the
+            # checkpoint, covers it unless entries were lost.
+            size = self.sync()
+        if published.size > size:
             raise IntegrityError(
                 f"published checkpoint of size {published.size} is beyond the stored tree of "
                 f"size {size}: entries were lost; refusing to sign a fork"

@@ -12,14 +12,14 @@ import pytest
 
 from rng_service.clock import FakeClock
 from rng_service.drbg import DeterministicGenerator
-from rng_service.errors import AlreadyExists, StorageUnavailable
+from rng_service.errors import AlreadyExists, IntegrityError, StorageUnavailable
 from rng_service.log import merkle
 from rng_service.log.appender import Appender, AppendResult
 from rng_service.log.entry import LogEntry
-from rng_service.log.note import Checkpoint, parse_note
+from rng_service.log.note import Checkpoint, parse_note, sign_note
 from rng_service.log.receipt import verify_receipt
 from rng_service.log.tree import MerkleTree
-from rng_service.storage.base import AppendBatch, LogStorage
+from rng_service.storage.base import AppendBatch, CheckpointRecord, LogStorage
 from rng_service.storage.memory import MemoryStorage
 from tests.unit.log.test_appender import SIGNER, request
 
@@ -196,3 +196,71 @@ def test_a_store_that_lost_entries_stops_appends() -> None:
         assert shrunk.tree_size() == 0
     finally:
         b.stop(publish=False)
+
+
+class HookedStorage(MemoryStorage):
+    """Runs ``before_latest`` (once) when the latest checkpoint is next read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.before_latest: Callable[[], object] | None = None
+
+    def latest_checkpoint(self) -> CheckpointRecord | None:
+        hook, self.before_latest = self.before_latest, None
+        if hook is not None:
+            hook()
+        return super().latest_checkpoint()
+
+
+def test_a_checkpoint_another_replica_just_published_is_not_taken_for_lost_entries() -> None:
+    storage = HookedStorage()
+    clock = FakeClock()
+    a = replica(storage, 1, clock)
+    try:
+        # B starts while A appends: B's tree is loaded, then A commits a group and publishes
+        # its checkpoint before B reads the latest one.
+        tree = MerkleTree.load(storage)
+        result(a, "a0")
+        assert storage.latest_checkpoint() is not None
+        b = Appender(
+            storage=storage,
+            tree=tree,
+            generator=DeterministicGenerator(entropy_input=b"\x02" * 32, nonce=b"\x02" * 16),
+            signer=SIGNER,
+            origin="unit.example/log",
+            clock=clock,
+        )
+        b.start()
+        try:
+            assert b.tree_size == 1
+            # B publishes: it syncs, then A appends and publishes before B reads the latest.
+            clock.advance(60)
+            storage.before_latest = lambda: result(a, "a1")
+            published = b.publish_checkpoint()
+            assert published.size == 2
+            assert b.tree_size == 2
+            assert result(b, "b0").receipt.index == 2
+        finally:
+            b.stop(publish=False)
+    finally:
+        a.stop(publish=False)
+
+
+def test_a_published_checkpoint_beyond_the_store_still_stops_the_start() -> None:
+    storage = MemoryStorage()
+    a = replica(storage, 1)
+    for i in range(3):
+        result(a, f"x{i}")
+    a.stop(publish=False)
+    beyond = Checkpoint(origin="unit.example/log", size=5, root_hash=b"\x07" * 32)
+    storage.add_checkpoint(CheckpointRecord(5, 2**62, sign_note(beyond.body(), [SIGNER])))
+    b = Appender(
+        storage=storage,
+        tree=MerkleTree.load(storage),
+        generator=DeterministicGenerator(entropy_input=b"\x05" * 32, nonce=b"\x02" * 16),
+        signer=SIGNER,
+        origin="unit.example/log",
+        clock=FakeClock(),
+    )
+    with pytest.raises(IntegrityError, match=r"size 5 is beyond the stored tree of size 3"):
+        b.start()
