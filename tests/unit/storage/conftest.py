@@ -1,5 +1,6 @@
-"""Fixtures of the storage conformance suite: one ``store`` per driver in ``drivers.DRIVERS``,
-and the session's throwaway PostgreSQL cluster (``tests/postgres_cluster.py``)."""
+"""Fixtures of the storage conformance suite: one ``store`` per driver in ``drivers.DRIVERS``.
+The session's throwaway PostgreSQL cluster (``postgres_cluster_session``, ``pg_cluster``) comes
+from ``tests/conftest.py``, shared with the integration tests."""
 
 from __future__ import annotations
 
@@ -9,30 +10,7 @@ from pathlib import Path
 import pytest
 
 from rng_service.storage.base import LogStorage
-from tests import postgres_cluster
 from tests.unit.storage.drivers import DRIVERS, Driver
-
-
-@pytest.fixture(scope="session")
-def postgres_cluster_session() -> Iterator[postgres_cluster.Cluster]:
-    """Started once per session; a missing PostgreSQL fails the tests that need it (the
-    message names the package), it never skips them."""
-    missing = ""
-    try:
-        cluster = postgres_cluster.start_session_cluster()
-    except postgres_cluster.PostgresNotInstalled as e:
-        missing = str(e)
-    if missing:
-        pytest.fail(missing, pytrace=False)
-    yield cluster
-    postgres_cluster.stop_session_cluster()
-
-
-@pytest.fixture
-def pg_cluster(postgres_cluster_session: postgres_cluster.Cluster) -> postgres_cluster.Cluster:
-    """The session cluster, running (a test that stopped it must have started it again)."""
-    assert postgres_cluster_session.running, "a previous test left the cluster stopped"
-    return postgres_cluster_session
 
 
 def _use(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Driver]:
