@@ -101,8 +101,29 @@ _INSERT_ENTRY = (
 _INSERT_NODE = "INSERT INTO nodes (level, idx, hash) VALUES (?,?,?)"
 _INSERT_CHECKPOINT = "INSERT INTO checkpoints (size, timestamp_ns, note) VALUES (?,?,?)"
 _CHECKPOINT_ORDER = "ORDER BY size, timestamp_ns, id"
+_MAX_VARIABLES = 32766  # SQLite's default SQLITE_MAX_VARIABLE_NUMBER since 3.32
 _NODE_BATCH = 400  # coordinates per query: 800 parameters stay under every SQLite limit
 _MAX_IDLE_READERS = 16  # reader connections kept open for reuse; more are opened on demand
+
+
+def _insert_rows(conn: sqlite3.Connection, insert: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """``insert`` (one ``VALUES (?,...)`` row) for all ``rows``, as few multi-row statements.
+
+    One statement is one ``sqlite3_step``: the module releases and retakes the GIL around every
+    step, and under load retaking it means waiting for the event loop's switch interval. A
+    group's rows in one statement cost one such hand-off instead of one per row (``executemany``).
+    """
+    if not rows:
+        return
+    head, _, one = insert.rpartition("VALUES ")
+    per_row = len(rows[0])
+    chunk = max(1, _MAX_VARIABLES // per_row)
+    for start in range(0, len(rows), chunk):
+        part = rows[start : start + chunk]
+        conn.execute(
+            head + "VALUES " + ",".join([one] * len(part)),
+            [value for row in part for value in row],
+        )
 
 
 class SqliteStorage:
@@ -255,9 +276,9 @@ class SqliteStorage:
                     if batch is not None:
                         entries = batch.entries
                         check_append_batch(size, entries)
-                        conn.executemany(_INSERT_ENTRY, [entry_to_row(e) for e in entries])
-                        conn.executemany(
-                            _INSERT_NODE, [(n.level, n.index, n.hash) for n in batch.nodes]
+                        _insert_rows(conn, _INSERT_ENTRY, [entry_to_row(e) for e in entries])
+                        _insert_rows(
+                            conn, _INSERT_NODE, [(n.level, n.index, n.hash) for n in batch.nodes]
                         )
                         if batch.checkpoint is not None:
                             cp = batch.checkpoint
