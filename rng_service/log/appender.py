@@ -23,7 +23,9 @@ groups form while a commit is in flight (see docs/performance.md).
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import queue
 import threading
@@ -127,6 +129,8 @@ class AppendResult:
 class _Pending:
     request: DrawRequest
     future: concurrent.futures.Future[AppendResult]
+    waiter: asyncio.Future[AppendResult] | None = None
+    """The event loop's future of :meth:`Appender.submit_async`, settled once per group."""
 
 
 @dataclass(slots=True)
@@ -222,15 +226,31 @@ class Appender:
 
     def submit(self, request: DrawRequest) -> concurrent.futures.Future[AppendResult]:
         """Queues a request (before ``start()`` too); its future resolves once it is durable."""
+        return self._enqueue(request, None).future
+
+    def submit_async(self, request: DrawRequest) -> asyncio.Future[AppendResult]:
+        """:meth:`submit` for a caller on an event loop: returns that loop's future.
+
+        The writer settles all of a group's futures on one loop with one
+        ``call_soon_threadsafe`` (one wake-up of the loop per group, not one per request).
+        Cancelling the returned future does not withdraw the request: it is logged anyway.
+        """
+        loop = asyncio.get_running_loop()
+        return self._enqueue(request, loop.create_future()).waiter  # type: ignore[return-value]
+
+    def _enqueue(
+        self, request: DrawRequest, waiter: asyncio.Future[AppendResult] | None
+    ) -> _Pending:
         if self._stopped:
             raise Unavailable("the log writer has stopped")
         future: concurrent.futures.Future[AppendResult] = concurrent.futures.Future()
         future.set_running_or_notify_cancel()  # an accepted request cannot be cancelled
+        pending = _Pending(request, future, waiter)
         try:
-            self._queue.put_nowait(_Pending(request, future))
+            self._queue.put_nowait(pending)
         except queue.Full:
             raise Overloaded("too many requests waiting for the log; retry later") from None
-        return future
+        return pending
 
     # --- checkpoints ---------------------------------------------------------------------
 
@@ -336,6 +356,7 @@ class Appender:
                         p.future.set_exception(
                             Unavailable(f"internal error in the log writer: {e}")
                         )
+            _wake_waiters(group)
 
     def _process(self, group: Sequence[_Pending]) -> None:
         started = time.perf_counter()
@@ -532,6 +553,30 @@ class Appender:
                 replayed=True,
             ),
         )
+
+
+def _wake_waiters(group: Sequence[_Pending]) -> None:
+    """Hands the group's settled futures to their event loops: one call per loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[_Pending]] = {}
+    for p in group:
+        if p.waiter is not None:
+            by_loop.setdefault(p.waiter.get_loop(), []).append(p)
+    for loop, pendings in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+            loop.call_soon_threadsafe(_settle, pendings)
+
+
+def _settle(pendings: Sequence[_Pending]) -> None:
+    """On the event loop: copies each request's outcome to its loop future."""
+    for p in pendings:
+        waiter = p.waiter
+        if waiter is None or waiter.done():  # cancelled: the caller went away
+            continue
+        error = p.future.exception()
+        if error is not None:
+            waiter.set_exception(error)
+        else:
+            waiter.set_result(p.future.result())
 
 
 def _conflict(req: DrawRequest) -> AlreadyExists:

@@ -204,7 +204,7 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
         profile_sha256: str = "",
         request_id: str | None = None,
     ) -> AppendResult:
-        future = self._appender.submit(
+        waiter = self._appender.submit_async(
             DrawRequest(
                 client_id=caller_id(self._client_id),
                 request_id=ids.request_id if request_id is None else request_id,
@@ -218,7 +218,7 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
             )
         )
         # The outcome is logged even if the caller goes away; a retry gets it back.
-        return await asyncio.shield(asyncio.wrap_future(future))
+        return await asyncio.shield(waiter)
 
     @rpc("SpinRoulette")
     async def SpinRoulette(

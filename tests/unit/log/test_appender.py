@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import dataclasses
 import functools
@@ -152,3 +153,34 @@ def test_clients_have_separate_request_id_spaces(h: Harness) -> None:
     a, b = (f.result() for f in futures)
     assert a.receipt.index != b.receipt.index
     assert LogEntry.decode(b.receipt.entry).client == "c2"
+
+
+def test_submit_async_settles_on_the_event_loop(h: Harness) -> None:
+    """The servicers' path: every request of a group is answered on its loop, errors too."""
+    h.run_group([request("before")])  # h.appender now exists (stopped); start a fresh one
+    appender = Appender(
+        storage=h.storage,
+        tree=MerkleTree.load(h.storage),
+        generator=h.generator,
+        signer=SIGNER,
+        origin="unit.example/log",
+        clock=h.clock,
+    )
+    appender.start()
+
+    async def main() -> list[object]:
+        waiters = [appender.submit_async(request(f"a{i}")) for i in range(20)]
+        waiters.append(appender.submit_async(request("a3", n=37)))  # conflicting retry
+        cancelled = appender.submit_async(request("gone"))
+        cancelled.cancel()  # the caller went away: it is logged anyway
+        return await asyncio.gather(*waiters, return_exceptions=True)
+
+    try:
+        results = asyncio.run(main())
+    finally:
+        appender.stop(publish=False)
+    ok = [r for r in results if isinstance(r, AppendResult)]
+    assert sorted(r.receipt.index for r in ok) == list(range(1, 21))
+    assert isinstance(results[-1], AlreadyExists)
+    assert h.storage.entry_by_request("c", "gone") is not None
+    assert h.storage.tree_size() == 22
