@@ -6,6 +6,11 @@ distinct serialized request per call before the clock starts. The same client dr
 baselines, so the ratio compares servers, not clients. Bounded: at most ``--max-calls`` calls and
 ``--seconds`` of load (a call in flight at the deadline is finished and counted).
 
+Several ``--target`` s (service replicas): one channel each, and the ``--concurrency`` workers
+are dealt round robin over them (worker ``w`` calls target ``w % n``, so 32 in flight over two
+targets is 16 in flight to each), as are the warm-up calls; the output adds the calls each
+target answered (``calls_by_target``).
+
 Kinds (``--kind``):
 
 - ``spin``: unary calls whose bodies are ``SpinRouletteRequest`` s with fresh request ids (for
@@ -65,55 +70,62 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
     from grpc import aio
 
     bodies = _bodies(args, args.max_calls, f"{args.tag}-{os.getpid()}")
-    channel = aio.insecure_channel(
-        args.target, options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)]
-    )
+    channels = [
+        aio.insecure_channel(
+            target, options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)]
+        )
+        for target in args.target
+    ]
     streaming = args.kind == "stream"
-    unary = channel.unary_unary(args.path)
-    stream = channel.unary_stream(args.path)
+    unaries = [channel.unary_unary(args.path, None, None) for channel in channels]
+    streams = [channel.unary_stream(args.path, None, None) for channel in channels]
     per_call = 1 if args.kind == "spin" else args.items
 
-    async def once(body: bytes) -> int:
-        """One call; returns the items it delivered."""
+    async def once(body: bytes, target: int) -> int:
+        """One call to ``args.target[target]``; returns the items it delivered."""
         if streaming:
             n = 0
-            async for _ in stream(body):
+            async for _ in streams[target](body):
                 n += 1
             return n
-        await unary(body)
+        await unaries[target](body)
         return per_call
 
-    await channel.channel_ready()
+    for channel in channels:
+        await channel.channel_ready()
     # warm-up, not counted
-    for b in bodies[: args.concurrency]:
+    for j, b in enumerate(bodies[: args.concurrency]):
         if args.kind == "batch":
-            _check_batch(await unary(b), args.items)
-        elif await once(b) != per_call:
+            _check_batch(await unaries[j % len(channels)](b), args.items)
+        elif await once(b, j % len(channels)) != per_call:
             raise RuntimeError(f"{args.path} delivered fewer than {per_call} items")
     latencies: list[float] = []
+    calls_by_target = [0] * len(channels)
     errors = 0
     items = 0
     next_i = args.concurrency
     deadline = time.perf_counter() + args.seconds
 
-    async def worker() -> None:
+    async def worker(target: int) -> None:
         nonlocal next_i, errors, items
         while time.perf_counter() < deadline and next_i < len(bodies):
             body = bodies[next_i]
             next_i += 1
             t0 = time.perf_counter()
             try:
-                got = await once(body)  # not `items += await ...`: that reads items first
+                got = await once(body, target)  # not `items += await ...`: reads items first
             except aio.AioRpcError:
                 errors += 1
                 continue
             items += got
+            calls_by_target[target] += 1
             latencies.append(time.perf_counter() - t0)
 
     start = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(args.concurrency)))
+    await asyncio.gather(*(worker(w % len(channels)) for w in range(args.concurrency)))
     elapsed = time.perf_counter() - start
-    await channel.close()
+    for channel in channels:
+        await channel.close(None)
     latencies.sort()
 
     def pct(p: float) -> float:
@@ -121,6 +133,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
 
     return {
         "calls": len(latencies),
+        "calls_by_target": calls_by_target,
         "items": items,
         "errors": errors,
         "seconds": elapsed,
@@ -134,7 +147,9 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--target", required=True)
+    parser.add_argument(
+        "--target", required=True, action="append", help="host:port; repeat for replicas"
+    )
     parser.add_argument("--path", required=True)
     parser.add_argument("--kind", choices=("spin", "batch", "stream"), default="spin")
     parser.add_argument("--items", type=int, default=1000, help="outcomes or messages a call")

@@ -27,7 +27,7 @@ def test_benchmark_runs_in_short_form(area: str, tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     data = json.loads((tmp_path / f"{area}.json").read_text())
-    assert data["rows"], "a benchmark must report at least one row"
+    assert data["rows"], "a benchmark must report at least one row\n" + result.stdout
     for row in data["rows"]:
         assert row["value"] > 0, row
 
@@ -44,6 +44,21 @@ def test_storage_benchmark_skips_postgres_rows_without_postgresql(
     rows = bench_storage.run(short=True)
     assert rows
     assert all(r.name.startswith("sqlite ") for r in rows)
+    out = capsys.readouterr().out
+    assert "skipped" in out, out
+    assert "Debian package `postgresql`" in out, out
+
+
+def test_replicas_benchmark_reports_nothing_without_postgresql(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench import bench_replicas
+    from tests import postgres_cluster
+
+    find_bindir = postgres_cluster.find_bindir
+    monkeypatch.setenv("PATH", str(tmp_path))  # no pg_config, no initdb
+    monkeypatch.setattr(postgres_cluster, "find_bindir", lambda: find_bindir(debian_root=tmp_path))
+    assert bench_replicas.run(short=True) == []
     out = capsys.readouterr().out
     assert "skipped" in out, out
     assert "Debian package `postgresql`" in out, out
