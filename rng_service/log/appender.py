@@ -187,6 +187,7 @@ class Appender:
         self._last_publish = -float("inf")
         self._note_cache: tuple[int, str] | None = None
         self._sign_lock = threading.Lock()
+        self._stopping = False  # the writer has taken the stop marker off the queue
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -321,8 +322,8 @@ class Appender:
     # --- the writer ----------------------------------------------------------------------
 
     def _run(self) -> None:
-        stopping = False
-        while not stopping:
+        self._stopping = False
+        while not self._stopping:
             item = self._queue.get()
             if item is _STOP:
                 break
@@ -343,7 +344,7 @@ class Appender:
                 except queue.Empty:
                     break
                 if nxt is _STOP:
-                    stopping = True
+                    self._stopping = True
                     break
                 group.append(nxt)  # type: ignore[arg-type]
             self._last_group = len(group)
@@ -358,13 +359,27 @@ class Appender:
                         )
             _wake_waiters(group)
 
-    def _process(self, group: Sequence[_Pending]) -> None:
+    def _top_up(self, group: list[_Pending]) -> None:
+        """Adds the requests that queued meanwhile (while this writer waited for the store's
+        lock, which other replicas hold) to ``group``: they cost no extra transaction."""
+        while not self._stopping and len(group) < self._max_group:
+            try:
+                nxt = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if nxt is _STOP:
+                self._stopping = True
+                return
+            group.append(nxt)  # type: ignore[arg-type]
+
+    def _process(self, group: list[_Pending]) -> None:
         started = time.perf_counter()
         plans: list[_Plan] = []
 
         def build(size: int) -> AppendBatch | None:
             # Runs under the store's writers' lock, perhaps more than once (a retried
             # transaction): every call plans the group afresh from what is stored now.
+            self._top_up(group)
             plan = self._plan(group, size)
             plans.append(plan)
             return plan.batch

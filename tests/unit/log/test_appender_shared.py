@@ -264,3 +264,35 @@ def test_a_published_checkpoint_beyond_the_store_still_stops_the_start() -> None
     )
     with pytest.raises(IntegrityError, match=r"size 5 is beyond the stored tree of size 3"):
         b.start()
+
+
+class LockWaitStorage(MemoryStorage):
+    """The writers' lock is held elsewhere until ``release`` is set (another replica)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+        self.release = threading.Event()
+        self.commits = 0
+
+    def sequence(self, build: Callable[[int], AppendBatch | None]) -> None:
+        self.waiting.set()
+        assert self.release.wait(30)
+        self.commits += 1
+        super().sequence(build)
+
+
+def test_requests_that_queue_while_waiting_for_the_lock_join_the_group() -> None:
+    storage = LockWaitStorage()
+    a = replica(storage, 1)
+    try:
+        first = a.submit(request("first"))
+        assert storage.waiting.wait(30)  # the writer waits for the lock with a group of one
+        later = [a.submit(request(f"later{i}")) for i in range(10)]
+        storage.release.set()
+        results = [f.result(timeout=30) for f in [first, *later]]
+    finally:
+        a.stop(publish=False)
+    assert storage.commits == 1  # all eleven in the one transaction
+    assert sorted(r.receipt.index for r in results) == list(range(11))
+    assert {r.receipt.tree_size for r in results} == {11}
