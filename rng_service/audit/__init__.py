@@ -17,6 +17,7 @@ from rng_service.audit.export import (
 )
 from rng_service.audit.receipts import ReceiptFieldError, read_receipt
 from rng_service.audit.verify import (
+    EntryChecker,
     ExportReport,
     VerificationFailure,
     VerifiedHead,
@@ -28,6 +29,7 @@ from rng_service.audit.verify import (
 
 __all__ = [
     "EXPORT_FORMAT",
+    "EntryChecker",
     "ExportCheckpoint",
     "ExportEntry",
     "ExportFormatError",

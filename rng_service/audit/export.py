@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import itertools
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -179,6 +178,10 @@ class ExportReader:
         except StopIteration:
             return None
         self._line += 1
+        return self._parse(text, what)
+
+    def _parse(self, text: str, what: str) -> dict[str, Any]:
+        """The JSON object on line ``self._line``."""
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as e:
@@ -189,8 +192,10 @@ class ExportReader:
             raise ExportFormatError(self._line, "line", f"not a JSON object; expected {what}")
         return obj
 
-    def _typed(self, expected: str) -> dict[str, Any] | None:
-        obj = self._next(f"a {expected} line")
+    def _typed(self, expected: str, text: str | None = None) -> dict[str, Any] | None:
+        """The next line (or ``text``, the line just read) as a line of type ``expected``."""
+        what = f"a {expected} line"
+        obj = self._next(what) if text is None else self._parse(text, what)
         if obj is not None and obj.get("type") != expected:
             raise ExportFormatError(
                 self._line, "type", f"{obj.get('type')!r} where a {expected} line was expected"
@@ -213,8 +218,15 @@ class ExportReader:
     def entries(self) -> Iterator[ExportEntry]:
         """The entry lines; stops early (without error) if the file ends: the verifier decides
         what a short export means."""
-        # The hot loop of verification: one JSON parse per line, checks inlined.
-        loads, b64decode = json.loads, binascii.a2b_base64
+        for line, index, leaf, data in self.entry_rows():
+            yield ExportEntry(line=line, index=index, leaf_hash=leaf, data=data)
+
+    def entry_rows(self) -> Iterator[tuple[int, int, bytes, bytes]]:
+        """:meth:`entries` as plain (line, index, leaf hash, entry bytes) tuples: the verifier's
+        hot loop (building a frozen dataclass costs as much as hashing the entry)."""
+        # One JSON parse per line, checks inlined; anything unusual is re-read by _slow_entry
+        # for a precise error.
+        loads, b64decode, fromhex = json.loads, binascii.a2b_base64, bytes.fromhex
         line = self._line
         for text in self._lines:
             line += 1
@@ -223,9 +235,7 @@ class ExportReader:
                 obj = loads(text)
                 index, leaf_hex, data64 = obj["index"], obj["leaf_hash"], obj["entry"]
             except (json.JSONDecodeError, KeyError, TypeError):
-                self._line -= 1
-                self._lines = itertools.chain([text], self._lines)
-                yield from self._slow_entry()
+                yield from self._slow_entry(text)
                 line = self._line
                 continue
             if (
@@ -236,28 +246,24 @@ class ExportReader:
                 or type(data64) is not str
                 or len(leaf_hex) != 64
             ):
-                self._line -= 1
-                self._lines = itertools.chain([text], self._lines)
-                yield from self._slow_entry()
+                yield from self._slow_entry(text)
                 line = self._line
                 continue
             try:
-                leaf = bytes.fromhex(leaf_hex)
+                leaf = fromhex(leaf_hex)
                 data = b64decode(data64, strict_mode=True)
             except (ValueError, binascii.Error):
-                self._line -= 1
-                self._lines = itertools.chain([text], self._lines)
-                yield from self._slow_entry()
+                yield from self._slow_entry(text)
                 line = self._line
                 continue
             self.entries_read += 1
-            yield ExportEntry(line=line, index=index, leaf_hash=leaf, data=data)
+            yield line, index, leaf, data
 
-    def _slow_entry(self) -> Iterator[ExportEntry]:
-        """Reads one entry line with a precise error for whatever is wrong with it."""
-        obj = self._typed("entry")
-        if obj is None:
-            return
+    def _slow_entry(self, text: str) -> Iterator[tuple[int, int, bytes, bytes]]:
+        """Re-reads the entry line ``text`` (the last line read) with a precise error for
+        whatever is wrong with it (or the entry, if it is only written unusually)."""
+        obj = self._typed("entry", text)
+        assert obj is not None
         line = self._line
         index = _int(obj, "index", line)
         try:
@@ -271,4 +277,4 @@ class ExportReader:
         except binascii.Error as e:
             raise ExportFormatError(line, "entry", f"is not base64: {e}") from e
         self.entries_read += 1
-        yield ExportEntry(line=line, index=index, leaf_hash=leaf, data=data)
+        yield line, index, leaf, data

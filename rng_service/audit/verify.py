@@ -16,6 +16,11 @@ complete subtrees, folded into a root only at the sizes that checkpoints name. I
 - no entry lies beyond the newest checkpoint (it would be covered by no signature), and the
   export holds as many entries as its header declares.
 
+The canonical form is proven by :class:`EntryChecker`: the reference check
+(:func:`canonical_entry_index`, decode and re-encode) for the first entry of each shape, then a
+regular expression made from that entry (a "template") for the entries of the same shape,
+which accepts exactly the canonical entries of that shape (tests hold the two together).
+
 It stops at the first problem with a :class:`VerificationFailure` (an integrity error) saying
 what is wrong and at which index or line; a syntax error is an
 :class:`~rng_service.audit.export.ExportFormatError` (bad input). It reads no database and calls
@@ -28,7 +33,7 @@ import datetime
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -38,6 +43,7 @@ from rng_service.log.entry import EntryFormatError
 from rng_service.log.merkle import (
     EMPTY_ROOT,
     LEAF_PREFIX,
+    NODE_PREFIX,
     ProofError,
     node_hash,
     verify_consistency,
@@ -54,6 +60,7 @@ from rng_service.log.note import (
 from rng_service.log.receipt import Receipt, VerifiedReceipt
 
 __all__ = [
+    "EntryChecker",
     "ExportReport",
     "VerificationFailure",
     "VerifiedHead",
@@ -186,7 +193,16 @@ def canonical_entry_index(data: bytes) -> int:
     RFC 8785 canonical JSON restricted to integers below
     2^53, no floats, ASCII object keys; the version 1 fields with their JSON types; the time
     as RFC 3339 UTC with six fractional digits. Raises :class:`EntryFormatError`.
+
+    This is the reference check: it decodes and re-encodes the entry. :class:`EntryChecker`
+    gives the same answers several times faster on the entry shapes a log repeats.
     """
+    index: int = _canonical_record(data)["index"]
+    return index
+
+
+def _canonical_record(data: bytes) -> dict[str, Any]:
+    """:func:`canonical_entry_index`'s check; returns the decoded entry."""
     try:
         text = data.decode("utf-8")
         record = (_DECODER if data.isascii() else _NON_ASCII_DECODER).decode(text)
@@ -221,17 +237,210 @@ def canonical_entry_index(data: bytes) -> int:
         raise EntryFormatError(f"string is not valid Unicode: {e}") from e
     if encoded != data:
         raise EntryFormatError("entry bytes are not in canonical form")
-    index: int = record["index"]
-    return index
+    return record
 
 
-def _fold(stack: Sequence[tuple[int, bytes]]) -> bytes:
+# Entry shape templates (EntryChecker). A template is a regular expression made from an entry
+# that passed the reference check (_canonical_record): the entry's keys, punctuation, literals
+# (true, false, null) and "v":1 are literal; each other string value is _T_STRING, each other
+# integer _T_INT, a non-empty array whose elements all have one shape P is "[P(,P)*]", the
+# index is captured and the time is _T_TIME. So bytes that fully match a template are
+# - canonical RFC 8785 JSON: no white space; in every object the checked entry's own keys
+#   (ASCII, sorted, unique) in its order; every string in its one canonical spelling
+#   (_T_STRING admits exactly what the encoder writes: any character raw except '"', '\' and
+#   U+0000..U+001F, which are written \" \\ \b \t \n \f \r or \u00xx with lowercase hex; the
+#   bytes are separately checked to be UTF-8); every integer in shortest form with at most 15
+#   digits (so below 2^53); no floats;
+# - of the format: the version 1 fields with their JSON types, "v" = 1, the time RFC 3339 UTC
+#   with six fractional digits and a valid time of day (the date is checked apart).
+# That is everything _canonical_record checks but the index (the caller's) and the date.
+_T_STRING = (
+    rb'"[^"\\\x00-\x1f]*+'
+    rb'(?:\\(?:["\\bfnrt]|u00(?:0[0-7bef]|1[0-9a-f]))[^"\\\x00-\x1f]*+)*+"'
+)
+_T_INT = rb"(?:0|-?[1-9][0-9]{0,14}+)"
+_T_TIME = (
+    rb'"([0-9]{4}-[0-9]{2}-[0-9]{2})'  # the date: checked apart (EntryChecker._real_date)
+    rb'T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"'
+)
+_T_KEYS: dict[str, bytes] = {}
+
+
+def _t_key(key: str) -> bytes:
+    literal = _T_KEYS.get(key)
+    if literal is None:
+        literal = re.escape(_ENCODER.encode(key).encode("ascii")) + b":"
+        if len(_T_KEYS) < 10_000:
+            _T_KEYS[key] = literal
+    return literal
+
+
+def _t_shape(value: Any) -> bytes:
+    """The template of a value of an entry that passed the reference check."""
+    kind = type(value)
+    if kind is str:
+        return _T_STRING
+    if kind is int:
+        return _T_INT
+    if kind is bool:
+        return b"true" if value else b"false"
+    if value is None:
+        return b"null"
+    if kind is dict:
+        return rb"\{" + b",".join(_t_key(k) + _t_shape(v) for k, v in value.items()) + rb"\}"
+    if kind is list:
+        if not value:
+            return rb"\[\]"
+        shapes = [_t_shape(v) for v in value]
+        first = shapes[0]
+        if shapes.count(first) == len(shapes):
+            return rb"\[" + first + rb"(?:," + first + rb")*+\]"
+        return rb"\[" + b",".join(shapes) + rb"\]"
+    raise TypeError(f"{kind.__name__} in a checked entry")  # pragma: no cover
+
+
+def _t_entry(record: dict[str, Any]) -> bytes:
+    """The template of an entry that passed the reference check: group 1 its index, group 2
+    its date."""
+    parts = []
+    for key, value in record.items():  # in the entry's (sorted) order: index before time
+        if key == "index":
+            shape = b"(" + _T_INT + b")"
+        elif key == "time":
+            shape = _T_TIME
+        elif key == "v":
+            shape = b"1"
+        else:
+            shape = _t_shape(value)
+        parts.append(_t_key(key) + shape)
+    return rb"\{" + b",".join(parts) + rb"\}"
+
+
+class EntryChecker:
+    """:func:`canonical_entry_index` for the entries of one log: the same answers (tests hold
+    them together), several times faster on the entry shapes a log repeats (1.9 against 15
+    microseconds for an entry of 470 bytes).
+
+    Each entry that the reference check accepts teaches the checker its shape as a template
+    (see the comment above ``_T_STRING``); an entry that fully matches a known template is
+    canonical and of the format by that match alone, so only its date and UTF-8 are left to
+    check. Anything else (an entry of a new shape, a changed entry, an integer of 16 digits,
+    ...) goes to the reference check, which accepts it or raises :class:`EntryFormatError`.
+    The fast path never rejects: it only accepts what the reference check would.
+
+    Memory is bounded: at most ``COMPILED`` templates and the dates seen. A log with no
+    repeated shapes costs a little more than the reference check alone, and after ``GIVE_UP``
+    more misses than hits the checker stops learning and uses the reference check only.
+    """
+
+    ACTIVE = 8
+    """Templates tried for each entry, the most recently matched first."""
+    COMPILED = 64
+    GIVE_UP = 10_000
+
+    def __init__(self) -> None:
+        self._active: list[Callable[[bytes], re.Match[bytes] | None]] = []
+        self._compiled: dict[bytes, Callable[[bytes], re.Match[bytes] | None]] = {}
+        self._dates: set[bytes] = set()
+        self._hits = 0
+        self._misses = 0
+
+    @property
+    def hits(self) -> int:
+        """Entries proven by a template."""
+        return self._hits
+
+    @property
+    def misses(self) -> int:
+        """Entries that went to the reference check."""
+        return self._misses
+
+    def index(self, data: bytes) -> int:
+        """:func:`canonical_entry_index` of ``data``; raises :class:`EntryFormatError`."""
+        active = self._active
+        for fullmatch in active:
+            match = fullmatch(data)
+            if match is not None:
+                break
+        else:
+            return self._reference(data)
+        index, date = match.groups()
+        if date not in self._dates and not self._real_date(date):
+            return self._reference(data)  # it says what is wrong with the date
+        if not data.isascii() and not _is_utf8(data):
+            return self._reference(data)  # it says that the entry is not UTF-8
+        self._hits += 1
+        if fullmatch is not active[0]:
+            active.remove(fullmatch)
+            active.insert(0, fullmatch)
+        return int(index)
+
+    def _reference(self, data: bytes) -> int:
+        record = _canonical_record(data)
+        self._misses += 1
+        if self._misses <= self._hits + self.GIVE_UP:
+            self._learn(record)
+        elif self._active:
+            self._active.clear()
+        learned: int = record["index"]
+        return learned
+
+    def _real_date(self, date: bytes) -> bool:
+        try:
+            datetime.date(int(date[0:4]), int(date[5:7]), int(date[8:10]))
+        except ValueError:
+            return False
+        if len(self._dates) >= 100_000:
+            self._dates.clear()
+        self._dates.add(date)
+        return True
+
+    def _learn(self, record: dict[str, Any]) -> None:
+        pattern = _t_entry(record)
+        fullmatch = self._compiled.get(pattern)
+        if fullmatch is None:
+            if len(self._compiled) >= self.COMPILED:
+                return
+            compiled = re.compile(pattern)
+            assert compiled.groups == 2
+            fullmatch = self._compiled[pattern] = compiled.fullmatch
+        elif fullmatch in self._active:
+            self._active.remove(fullmatch)
+        self._active.insert(0, fullmatch)
+        del self._active[self.ACTIVE :]
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _fold(stack: Sequence[bytes]) -> bytes:
+    """The root of a tree from its right edge (complete subtrees, largest first)."""
     if not stack:
         return EMPTY_ROOT
-    root = stack[-1][1]
-    for _, h in reversed(stack[:-1]):
+    root = stack[-1]
+    for h in reversed(stack[:-1]):
         root = node_hash(h, root)
     return root
+
+
+def _beyond(position: int, line: int, tree_size: int, covered: int) -> NoReturn:
+    where = f"entry {position} (line {line})"
+    if position >= tree_size:
+        raise VerificationFailure(
+            f"{where}: the export has more entries than the {tree_size} its header "
+            f"declares: an entry was inserted",
+            index=position,
+        )
+    raise VerificationFailure(
+        f"{where}: no signed checkpoint covers it (the newest one is for tree size "
+        f"{covered}): the entry cannot be verified, it may have been forged",
+        index=position,
+    )
 
 
 def verify_export(
@@ -245,9 +454,9 @@ def verify_export(
 ) -> ExportReport:
     """Verifies a whole export (see the module docstring) with the given verifier keys.
 
-    ``check_entries=False`` skips decoding each entry (canonical form, fields, its own index),
-    about half the cost: every change is still caught by the leaf hashes, the tree and the
-    signatures, but is then located only between two checkpoints.
+    ``check_entries=False`` skips checking each entry (canonical form, fields, its own index),
+    about a quarter of the cost on a log of few entry shapes: every change is still caught by the
+    leaf hashes, the tree and the signatures, but is then located only between two checkpoints.
 
     ``kept``: (source name, signed note) of checkpoints the auditor kept from earlier; they must
     be consistent with the export too (a truncated or forked export fails against them).
@@ -309,57 +518,54 @@ def verify_export(
 
     if 0 in check_at:
         check_root(0, EMPTY_ROOT)
-    stack: list[tuple[int, bytes]] = []
+    # The right edge: the roots of the complete subtrees of the entries so far, largest first
+    # (one for each 1 bit of their number).
+    stack: list[bytes] = []
     sha256 = hashlib.sha256
+    entry_index = EntryChecker().index if check_entries else None
+    limit = min(header.tree_size, covered)
     position = 0
-    for item in reader.entries():
-        where = f"entry {position} (line {item.line})"
-        if item.index != position:
+    for line, index, leaf_hash, data in reader.entry_rows():
+        if index != position:
             raise VerificationFailure(
-                f"{where}: its index field is {item.index}, expected {position}: entries were "
-                f"deleted, inserted or reordered",
+                f"entry {position} (line {line}): its index field is {index}, expected "
+                f"{position}: entries were deleted, inserted or reordered",
                 index=position,
             )
-        if position >= header.tree_size:
+        if position >= limit:
+            _beyond(position, line, header.tree_size, covered)
+        leaf = sha256(LEAF_PREFIX + data).digest()
+        if leaf != leaf_hash:
             raise VerificationFailure(
-                f"{where}: the export has more entries than the {header.tree_size} its header "
-                f"declares: an entry was inserted",
+                f"entry {position} (line {line}): leaf_hash {leaf_hash.hex()} is not "
+                f"SHA-256(0x00 || entry) = {leaf.hex()}: the entry bytes were changed",
                 index=position,
             )
-        if position >= covered:
-            raise VerificationFailure(
-                f"{where}: no signed checkpoint covers it (the newest one is for tree size "
-                f"{covered}): the entry cannot be verified, it may have been forged",
-                index=position,
-            )
-        leaf = sha256(LEAF_PREFIX + item.data).digest()
-        if leaf != item.leaf_hash:
-            raise VerificationFailure(
-                f"{where}: leaf_hash {item.leaf_hash.hex()} is not SHA-256(0x00 || entry) = "
-                f"{leaf.hex()}: the entry bytes were changed",
-                index=position,
-            )
-        try:
-            decoded_index = canonical_entry_index(item.data) if check_entries else position
-        except EntryFormatError as e:
-            raise VerificationFailure(
-                f"{where}: not a canonical entry ({e}): the entry was changed", index=position
-            ) from e
-        if decoded_index != position:
-            raise VerificationFailure(
-                f"{where}: the entry's own index field says {decoded_index}: it was moved "
-                f"or forged",
-                index=position,
-            )
+        if entry_index is not None:
+            try:
+                decoded_index = entry_index(data)
+            except EntryFormatError as e:
+                raise VerificationFailure(
+                    f"entry {position} (line {line}): not a canonical entry ({e}): the entry "
+                    f"was changed",
+                    index=position,
+                ) from e
+            if decoded_index != position:
+                raise VerificationFailure(
+                    f"entry {position} (line {line}): the entry's own index field says "
+                    f"{decoded_index}: it was moved or forged",
+                    index=position,
+                )
         if position in wanted_indices:
             leaves[position] = leaf
         # Push the leaf onto the right edge, merging equal-sized complete subtrees
-        # (RFC 6962 section 2.1: MTH of a power-of-two range).
-        level, value = 0, leaf
-        while stack and stack[-1][0] == level:
-            value = node_hash(stack.pop()[1], value)
-            level += 1
-        stack.append((level, value))
+        # (RFC 6962 section 2.1: MTH of a power-of-two range): one merge for each trailing
+        # 1 bit of the leaf's index.
+        value, bits = leaf, position
+        while bits & 1:
+            value = sha256(NODE_PREFIX + stack.pop() + value).digest()
+            bits >>= 1
+        stack.append(value)
         position += 1
         if position in check_at:
             check_root(position, _fold(stack))

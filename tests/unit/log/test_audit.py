@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from rng_service.audit import (
     EXPORT_FORMAT,
+    EntryChecker,
     ExportFormatError,
     ExportReader,
     VerificationFailure,
@@ -31,7 +32,7 @@ from rng_service.audit import (
 )
 from rng_service.errors import InvalidArgument
 from rng_service.log import merkle
-from rng_service.log.entry import GeneratorRef, LogEntry
+from rng_service.log.entry import EntryFormatError, GeneratorRef, LogEntry
 from rng_service.log.note import Checkpoint, Ed25519NoteSigner, sign_note
 from rng_service.log.receipt import Receipt, verify_receipt
 
@@ -286,3 +287,230 @@ def test_the_verifier_needs_no_database_no_grpc_no_service() -> None:
     assert "rng_service.audit.verify" in loaded
     bad = [m for m in loaded for f in forbidden if m == f or m.startswith(f + ".")]
     assert not bad
+
+
+# The verifier's fast path (EntryChecker: entry shape templates) against the reference check
+# (canonical_entry_index: decode and re-encode). The checker is taught each base entry's shape
+# first, so every mutation below is tried against a template before the reference check.
+
+_AWKWARD = [
+    "plain",
+    'quote " and \\ backslash /slash',
+    "tab\tnewline\ncr\rbs\bff\f",
+    "controls \x00\x01\x07\x0b\x0e\x1f and del \x7f",
+    "caf\u00e9 \u2028 \U0001f600 \ufffe",
+    "",
+]
+
+
+def _varied_entries() -> list[bytes]:
+    out = []
+    for i, text in enumerate(_AWKWARD):
+        out.append(
+            LogEntry(
+                index=i + 7, timestamp_ns=1_767_225_600_000_000_000 + i * 86_400 * 10**9,
+                kind="cards", params={"decks": i, "note": text, "max": -(10**15 - 1)},
+                outcome={
+                    "cards": ["AS", text, "KD"][: i % 3 + 1], "nested": [[1, 2], [3], []],
+                    "none": None, "flags": [True, False], "mixed": [1, "one", {"k": text}],
+                    "empty": {}, f"k{i % 3}": i,  # six shapes (with lab_mode)
+                },
+                client=text, table_id=f"T{i}", round_id="R", session_id="s" * i,
+                request_id=f"q{i}",
+                generator=GeneratorRef("g", 2**53 - 1 if i == 5 else i, i % 2 == 0),
+            ).encode()
+        )  # fmt: skip
+    return out
+
+
+_VARIED = _varied_entries()
+
+# (old, new) byte replacements; each is applied to every base entry that contains ``old``.
+_NAMED_CHANGES: list[tuple[bytes, bytes]] = [
+    # white space
+    (b'"kind":', b'"kind": '), (b'"kind":', b'"kind" :'), (b',"kind"', b', "kind"'),
+    (b'"kind":', b'"kind":\n'), (b'{"client"', b'{ "client"'), (b'"v":1}', b'"v":1}\n'),
+    (b'"v":1}', b'"v":1} '), (b'{"client"', b'\t{"client"'), (b'"v":1}', b'"v":1\r}'),
+    # key order, duplicate, extra and missing keys
+    (b'"kind":"cards","outcome"', b'"outcome"'),
+    (b'{"client"', b'{"client":"x","client"'),
+    (b'"kind":"cards",', b'"kind":"cards","kind":"cards",'),
+    (b'"decks":', b'"decks":1,"decks":'),
+    (b'"flags":[true,false]', b'"flags":[true,false],"flags":[true,false]'),
+    (b'"empty":{}', b'"empty":{},"a":1'), (b'"empty":{},', b""),
+    (b'"v":1}', b'"v":1,"w":1}'), (b',"v":1}', b"}"), (b'"epoch":', b'"Epoch":'),
+    (b'"cards":[', b'"cards":["AS"],"cardz":['), (b'"client":', b'"cli\xc3\xa9nt":'),
+    (b'"client":', b'"\\u0063lient":'),
+    # string escapes
+    (b'"plain"', b'"pl\\u0061in"'), (b'"plain"', b'"pl\\u0061\\u0069n"'),
+    (b"/slash", b"\\/slash"), (b"\\u001f", b"\\u001F"), (b"\\u000b", b"\\u000B"),
+    (b"\\b", b"\\u0008"), (b"\\n", b"\\u000a"), (b"\\t", b"\\u0009"), (b"\\f", b"\\u000c"),
+    (b"\\r", b"\\u000d"), (b"\\n", b"\n"), (b"\\t", b"\t"), (b"\\u0000", b"\x00"),
+    (b"\\u0001", b"\\u01"), (b"\\u0001", b"\\x01"), (b"\\u0001", b"\\u0001\\"),
+    (b"\x7f", b"\\u007f"), (b"caf\xc3\xa9", b"caf\\u00e9"), (b"caf\xc3\xa9", b"cafe\xcc\x81"),
+    (b"\xf0\x9f\x98\x80", b"\\ud83d\\ude00"), (b"\xf0\x9f\x98\x80", b"\\ud83d"),
+    (b"\xf0\x9f\x98\x80", b"\xed\xa0\xbd\xed\xb8\x80"), (b"caf\xc3\xa9", b"caf\xc0\xa9"),
+    (b"caf\xc3\xa9", b"caf\xc3"), (b"caf\xc3\xa9", b"caf\xe9"), (b"\xe2\x80\xa8", b"\\u2028"),
+    (b'"plain"', b"'plain'"), (b'\\"', b'\\\\"'), (b'"q0"', b'"q0'),
+    # numbers
+    (b'"epoch":0', b'"epoch":0.0'), (b'"epoch":0', b'"epoch":0e0'), (b'"epoch":0', b'"epoch":-0'),
+    (b'"epoch":0', b'"epoch":00'), (b'"epoch":0', b'"epoch":+0'), (b'"epoch":1', b'"epoch":1E2'),
+    (b'"epoch":1', b'"epoch":01'), (b'"epoch":1', b'"epoch":1.5'), (b'"epoch":1', b'"epoch":-1'),
+    (b'"epoch":2', b'"epoch":9007199254740991'), (b'"epoch":2', b'"epoch":9007199254740992'),
+    (b'"epoch":2', b'"epoch":1000000000000000'), (b'"epoch":2', b'"epoch":999999999999999'),
+    (b'"epoch":2', b'"epoch":-999999999999999'), (b'"epoch":2', b'"epoch":-9007199254740992'),
+    (b'"epoch":9007199254740991', b'"epoch":9007199254740990'), (b'"epoch":0', b'"epoch":NaN'),
+    (b'"epoch":0', b'"epoch":Infinity'), (b'"epoch":0', b'"epoch":-Infinity'),
+    (b'"index":7', b'"index":07'), (b'"index":7', b'"index":7.0'), (b'"index":7', b'"index":8'),
+    (b'"index":7', b'"index":-7'), (b'"index":7', b'"index":"7"'), (b'"decks":0', b'"decks":1'),
+    (b'"v":1}', b'"v":1.0}'), (b'"v":1}', b'"v":01}'), (b'"v":1}', b'"v":true}'),
+    (b'"v":1}', b'"v":2}'), (b'"v":1}', b'"v":"1"}'), (b'"v":1}', b'"v":1e0}'),
+    # types and literals
+    (b'"lab_mode":false', b'"lab_mode":0'), (b'"lab_mode":false', b'"lab_mode":"false"'),
+    (b'"lab_mode":true', b'"lab_mode":null'), (b'"lab_mode":false', b'"lab_mode":False'),
+    (b'"lab_mode":false', b'"lab_mode":true'), (b'"none":null', b'"none":nul'),
+    (b'"none":null', b'"none":false'), (b'"epoch":0', b'"epoch":false'),
+    (b'"client":"plain"', b'"client":1'), (b'"params":{', b'"params":[{'),
+    (b'"flags":[true,false]', b'"flags":[true,false,]'), (b'"flags":[true,false]', b"\"flags\":[]"),
+    (b'"flags":[true,false]', b'"flags":[true,false,true]'), (b'"flags":[', b'"flags":[1,'),
+    (b'"cards":["AS"]', b'"cards":["AS","KD","QH"]'), (b'"cards":["AS"]', b'"cards":["AS",1]'),
+    (b'"nested":[[1,2],[3],[]]', b'"nested":[[1,2],[3,4,5],[6],[]]'),
+    (b'"nested":[[1,2]', b'"nested":[[1,[2]]'), (b"[]]", b"[]"), (b"[]]", b"[]]]"),
+    # time
+    (b"T00:00:00", b"T24:00:00"), (b"T00:00:00", b"T23:59:59"), (b"T00:00:00", b"T00:60:00"),
+    (b"T00:00:00", b"T00:00:60"), (b"T00:00:00", b"T0:00:00"), (b"T00:00:00", b"t00:00:00"),
+    (b"T00:00:00", b" 00:00:00"), (b"2026-01-01", b"2026-02-29"), (b"2026-01-01", b"2028-02-29"),
+    (b"2026-01-01", b"2026-13-01"), (b"2026-01-01", b"0000-01-01"), (b"2026-01-01", b"2026-1-01"),
+    (b"2026-01-01", b"\\u0032026-01-01"), (b".000000Z", b".00000Z"), (b".000000Z", b".000000"),
+    (b".000000Z", b".000000z"), (b".000000Z", b".000000+00:00"), (b".000000Z", b"Z"),
+    (b"2026-01-02", b"2026-01-32"), (b"2026-01-02", b"2026-04-31"), (b"2026-01-02", b"9999-12-31"),
+    # the whole text
+    (b'{"client"', b'[{"client"'), (b'"v":1}', b'"v":1}]'), (b'"v":1}', b'"v":1}{}'),
+    (b'"v":1}', b'"v":1'), (b'{"client"', b'\xef\xbb\xbf{"client"'),
+]  # fmt: skip
+
+
+def _reference(data: bytes) -> int | None:
+    from rng_service.audit.verify import canonical_entry_index
+
+    try:
+        return canonical_entry_index(data)
+    except EntryFormatError:
+        return None
+
+
+def _fast(checker: EntryChecker, data: bytes) -> int | None:
+    try:
+        return checker.index(data)
+    except EntryFormatError:
+        return None
+
+
+def _taught() -> EntryChecker:
+    checker = EntryChecker()
+    for i, data in enumerate(_VARIED):
+        assert checker.index(data) == i + 7
+    assert checker.misses == len(_VARIED)
+    for i, data in enumerate(_VARIED):  # now each one is proven by its template ...
+        assert checker.index(data) == i + 7
+    # ... but the one with a 16-digit integer (2^53 - 1), which only the reference check takes.
+    assert (checker.hits, checker.misses) == (len(_VARIED) - 1, len(_VARIED) + 1)
+    # No more templates: accepted mutations would crowd the bases' templates out of the few
+    # tried for each entry, and the mutations of a base are to be tried against its template.
+    checker.COMPILED = 0
+    return checker
+
+
+def test_entry_checker_rejects_exactly_what_the_reference_rejects() -> None:
+    checker = _taught()
+    tried = accepted = 0
+    for base in _VARIED:
+        for old, new in _NAMED_CHANGES:
+            if old not in base:
+                continue
+            for data in (base.replace(old, new, 1), base.replace(old, new)):
+                tried += 1
+                expected = _reference(data)
+                assert _fast(checker, data) == expected, (old, new, data)
+                accepted += expected is not None
+    assert tried > 300
+    assert 30 < accepted < tried - 200  # both outcomes were exercised
+    assert checker.hits > 30  # ... and templates proved canonical variants
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_entry_checker_agrees_with_the_reference_on_random_edits(seed: int) -> None:
+    rng = random.Random(seed)
+    alphabet = b'{}[]:,"\\ \t\n0123456789-+.eEabfnrtuTZ\x00\x1f\x7f\x80\xc3\xa9\xed\xff'
+    checker = _taught()
+    accepted = 0
+    for base in _VARIED:
+        for _ in range(400):
+            data = bytearray(base)
+            for _ in range(rng.choice((1, 1, 1, 2))):
+                pos = rng.randrange(len(data))
+                what = rng.random()
+                if what < 0.6:
+                    data[pos] = rng.choice(alphabet)
+                elif what < 0.8:
+                    data.insert(pos, rng.choice(alphabet))
+                else:
+                    del data[pos]
+            expected = _reference(bytes(data))
+            assert _fast(checker, bytes(data)) == expected, bytes(data)
+            accepted += expected is not None
+    assert accepted > 50
+
+
+def test_entry_checker_generalises_arrays_and_stays_bounded() -> None:
+    checker = _taught()
+    longer = _VARIED[0].replace(b'"cards":["AS"]', b'"cards":["AS","KD","QH","\\n"]')
+    hits = checker.hits
+    assert _reference(longer) == 7
+    assert checker.index(longer) == 7
+    assert checker.hits == hits + 1  # proven by the template of a one-card entry
+    small = EntryChecker()
+    small.COMPILED = 2
+    for data in _VARIED * 2:  # six shapes, two templates: the rest by the reference check
+        assert small.index(data) == _reference(data)
+    assert (small.hits, small.misses) == (2, 2 * len(_VARIED) - 2)
+
+
+def test_entry_checker_gives_up_on_a_log_without_repeated_shapes() -> None:
+    checker = EntryChecker()
+    checker.GIVE_UP = 3
+    for data in _VARIED[:4]:  # four shapes: four misses, the fourth over the limit
+        assert checker.index(data) == _reference(data)
+    for data in _VARIED[:4]:  # the templates learned are no longer tried
+        assert checker.index(data) == _reference(data)
+    assert (checker.hits, checker.misses) == (0, 8)
+    with pytest.raises(EntryFormatError, match="not in canonical form"):
+        checker.index(_VARIED[0].replace(b'"kind":', b'"kind": '))
+
+
+def test_verify_export_with_awkward_entries() -> None:
+    entries = [e.replace(b'"index":%d' % (i % len(_VARIED) + 7), b'"index":%d' % i)
+               for i, e in enumerate(_varied_entries() * 3)]  # fmt: skip
+    assert all(_reference(e) == i for i, e in enumerate(entries))
+    leaves = [merkle.leaf_hash(e) for e in entries]
+    size = len(entries)
+
+    def export(data: list[bytes]) -> list[str]:
+        out = io.StringIO()
+        root = merkle.root_from_leaf_hashes([merkle.leaf_hash(e) for e in data])
+        note = sign_note(Checkpoint(ORIGIN, size, root).body(), [SIGNER]).decode()
+        write_export(
+            out, origin=ORIGIN, checkpoints=[(note, 1)],
+            entries=[(i, merkle.leaf_hash(e), e) for i, e in enumerate(data)], tree_size=size,
+        )  # fmt: skip
+        return out.getvalue().splitlines(keepends=True)
+
+    assert verify_export(export(entries), KEYS).root_hash == merkle.root_from_leaf_hashes(leaves)
+    # Signed and hashed correctly, but not canonical: only the entry check catches it (fast
+    # path tried first: its shape's template was learned from entry 2).
+    bad = list(entries)
+    bad[14] = bad[14].replace(b"\\b", b"\\u0008")
+    with pytest.raises(VerificationFailure, match=r"entry 14 .*not a canonical entry") as info:
+        verify_export(export(bad), KEYS)
+    assert info.value.index == 14
+    verify_export(export(bad), KEYS, check_entries=False)
