@@ -85,6 +85,7 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=registry,
         )
+        self._rpc_children: dict[tuple[str, grpc.StatusCode], Histogram] = {}
         self.append_duration = Histogram(
             "rng_log_append_duration_seconds",
             "Time to make one commit group durable (storage transaction).",
@@ -152,7 +153,12 @@ class Metrics:
 
     # RpcObserver
     def rpc_finished(self, method: str, code: grpc.StatusCode, seconds: float) -> None:
-        self.rpc_duration.labels(method=method, code=code.name).observe(seconds)
+        # One labels() lookup per (method, code), not per call: children are never removed.
+        child = self._rpc_children.get((method, code))
+        if child is None:
+            child = self.rpc_duration.labels(method=method, code=code.name)
+            self._rpc_children[(method, code)] = child
+        child.observe(seconds)
 
 
 class GeneratorCollector(Collector):

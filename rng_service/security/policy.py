@@ -210,7 +210,7 @@ class Policy:
         spent only by calls the role allows, so refused calls cannot starve allowed ones."""
         client = principal.client
         rule = METHODS.get(method)
-        if rule is None or not (rule.roles & client.roles):
+        if rule is None or rule.roles.isdisjoint(client.roles):
             allowed = ", ".join(sorted(r.value for r in rule.roles)) if rule else "nobody"
             return Denied(
                 "role",

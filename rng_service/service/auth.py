@@ -6,8 +6,9 @@ sees UNAVAILABLE). What a handler gets is the verified peer's properties in
 ``context.auth_context()`` (gRPC authentication guide, https://grpc.io/docs/guides/auth/; the
 property names ``x509_common_name`` and ``x509_subject_alternative_name`` are gRPC core's
 ``GRPC_X509_CN_PROPERTY_NAME`` and ``GRPC_X509_SAN_PROPERTY_NAME``). Python server interceptors
-cannot see these, so :func:`rng_service.service.errors.rpc` calls :meth:`Authorizer.authorized`
-before each servicer method runs: nothing is drawn or logged for a refused call.
+cannot see these, so :func:`rng_service.service.errors.rpc` calls :meth:`Authorizer.enter` (the
+per-call form of :meth:`Authorizer.authorized`) before each servicer method runs: nothing is
+drawn or logged for a refused call.
 
 The identity is matched against the configured clients (:mod:`rng_service.security.policy`):
 an identity that is not configured gets UNAUTHENTICATED, a configured client outside its role,
@@ -25,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any, NoReturn, Protocol
 
 from rng_service.clock import Clock
@@ -39,7 +40,7 @@ from rng_service.security.policy import (
     RateLimit,
 )
 
-__all__ = ["Authorizer", "DenialObserver", "caller_id"]
+__all__ = ["Authorizer", "DenialObserver", "caller_id", "leave"]
 
 _log = logging.getLogger(__name__)
 
@@ -52,6 +53,11 @@ SAN_PROPERTY = "x509_subject_alternative_name"
 _MAX_LOGGED_IDENTITY = 128
 
 _CALLER: ContextVar[Principal | None] = ContextVar("rng_service_caller", default=None)
+
+
+def leave(token: Token[Principal | None]) -> None:
+    """Ends what :meth:`Authorizer.enter` began."""
+    _CALLER.reset(token)
 
 
 def caller_id(default: str) -> str:
@@ -76,11 +82,18 @@ def _names(context: _Context) -> list[str]:
     return list(dict.fromkeys(v.decode("utf-8", "replace") for v in raw))
 
 
+#: Per request message class: whether it has a ``context`` and a ``profile`` field.
+_SCOPE_FIELDS: dict[type, tuple[bool, bool]] = {}
+
+
 def _scope(request: Any) -> tuple[str | None, str | None]:
     """The table id and game profile a request names, where its message has those fields."""
-    fields = request.DESCRIPTOR.fields_by_name
-    table_id = request.context.table_id if "context" in fields else None
-    profile = request.profile if "profile" in fields else None
+    has = _SCOPE_FIELDS.get(type(request))
+    if has is None:
+        fields = request.DESCRIPTOR.fields_by_name
+        has = _SCOPE_FIELDS[type(request)] = ("context" in fields, "profile" in fields)
+    table_id = request.context.table_id if has[0] else None
+    profile = request.profile if has[1] else None
     return table_id, profile
 
 
@@ -152,6 +165,11 @@ class Authorizer:
             yield principal
         finally:
             _CALLER.reset(token)
+
+    def enter(self, method: str, request: Any, context: _Context) -> Token[Principal | None]:
+        """:meth:`authorized` without a context manager (the per-call path of ``rpc``):
+        authorizes the call and makes its caller :func:`caller_id` until :func:`leave`."""
+        return _CALLER.set(self.authorize(method, request, context))
 
     def _refuse(
         self, method: str, denied: Denied, principal: Principal | None, names: list[str]

@@ -11,7 +11,6 @@ by method and status code.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import time
@@ -22,7 +21,7 @@ import grpc
 from grpc import aio
 
 from rng_service import errors
-from rng_service.service.auth import Authorizer
+from rng_service.service.auth import Authorizer, leave
 
 __all__ = ["STATUS_TABLE", "RpcObserver", "rpc", "status_for"]
 
@@ -69,12 +68,14 @@ def rpc(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
             started = time.perf_counter()
             code = grpc.StatusCode.OK
             try:
-                with (
-                    authorizer.authorized(method, request, context)
-                    if authorizer is not None
-                    else contextlib.nullcontext()
-                ):
+                # Authorizer.authorized, without a generator context manager on every call.
+                if authorizer is None:
                     return await fn(self, request, context)
+                token = authorizer.enter(method, request, context)
+                try:
+                    return await fn(self, request, context)
+                finally:
+                    leave(token)
             except errors.RngServiceError as e:
                 code = status_for(e)
                 await context.abort(code, str(e))

@@ -217,8 +217,10 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
                 profile_sha256=profile_sha256,
             )
         )
-        # The outcome is logged even if the caller goes away; a retry gets it back.
-        return await asyncio.shield(waiter)
+        # The outcome is logged even if the caller goes away; a retry gets it back. No
+        # asyncio.shield: cancelling the waiter withdraws nothing (``submit_async``), the writer
+        # skips a cancelled waiter, and the shield's extra future costs every call.
+        return await waiter
 
     @rpc("SpinRoulette")
     async def SpinRoulette(
