@@ -82,14 +82,39 @@ _ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
 
+#: ``_ENCODER``'s own C encoder, made once instead of on every ``encode`` call: the same
+#: function with the same settings, so the same text. Without circular-reference markers,
+#: which nothing reaches: ``_check`` walks every value before it is encoded.
+_MAKE_C_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODE: Any = (
+    _MAKE_C_ENCODER(
+        None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", True, False, False
+    )
+    if _MAKE_C_ENCODER is not None
+    else None
+)
+#: A JSON string with only the mandatory escapes, as ``_ENCODER`` writes strings.
+_STR = json.encoder.encode_basestring
+
+
+def _text(value: JsonValue) -> str:
+    """``_ENCODER.encode(value)`` of a value ``_check`` accepted."""
+    if _C_ENCODE is not None and type(value) is dict:
+        return "".join(_C_ENCODE(value, 0))
+    return _ENCODER.encode(value)
+
 
 def canonical_json(value: JsonValue) -> bytes:
     """RFC 8785 canonical JSON of ``value`` (restricted types; see the module docstring)."""
     _check(value, "$")
     try:
-        return _ENCODER.encode(value).encode("utf-8")
+        return _text(value).encode("utf-8")
     except UnicodeEncodeError as e:
         raise ValueError(f"string is not valid Unicode: {e}") from e
+
+
+def _safe_int(value: object) -> bool:
+    return type(value) is int and -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT
 
 
 def format_time(timestamp_ns: int) -> str:
@@ -103,6 +128,9 @@ def request_digest(
     *, kind: str, params: JsonValue, table_id: str, round_id: str, session_id: str
 ) -> bytes:
     """SHA-256 of what makes two requests "the same" for idempotency (request id aside)."""
+    fast = _digest_text(kind, params, table_id, round_id, session_id)
+    if fast is not None:
+        return hashlib.sha256(fast).digest()
     return hashlib.sha256(
         canonical_json(
             {
@@ -114,6 +142,30 @@ def request_digest(
             }
         )
     ).digest()
+
+
+def _digest_text(
+    kind: object, params: object, table_id: object, round_id: object, session_id: object
+) -> bytes | None:
+    """``canonical_json`` of the digest's record, assembled from its members (keys in their
+    sorted order); None whenever the general path might not succeed, which then decides."""
+    if not (
+        type(kind) is str
+        and type(table_id) is str
+        and type(round_id) is str
+        and type(session_id) is str
+        and type(params) is dict
+    ):
+        return None
+    try:
+        _check(params, "$.params")
+        text = (
+            f'{{"kind":{_STR(kind)},"params":{_text(params)},"round_id":{_STR(round_id)},'
+            f'"session_id":{_STR(session_id)},"table_id":{_STR(table_id)}}}'
+        )
+        return text.encode("utf-8")
+    except (ValueError, TypeError):  # UnicodeEncodeError is a ValueError
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +237,51 @@ class LogEntry:
         }
 
     def encode(self) -> bytes:
-        return canonical_json(self.to_record())
+        fast = self._encode_fast()
+        return fast if fast is not None else canonical_json(self.to_record())
+
+    def _encode_fast(self) -> bytes | None:
+        """``canonical_json(self.to_record())`` assembled member by member (keys in their
+        sorted order), without sorting or walking the record itself; None whenever the
+        general path might not succeed (it then raises its own error)."""
+        gen = self.generator
+        time_text = self.time_text or format_time(self.timestamp_ns)
+        if not (
+            _safe_int(self.version)
+            and _safe_int(self.index)
+            and type(gen) is GeneratorRef
+            and _safe_int(gen.epoch)
+            and type(gen.lab_mode) is bool
+            and type(gen.instance) is str
+            and type(time_text) is str
+            and type(self.kind) is str
+            and type(self.client) is str
+            and type(self.table_id) is str
+            and type(self.round_id) is str
+            and type(self.session_id) is str
+            and type(self.request_id) is str
+            and type(self.profile_sha256) is str
+        ):
+            return None
+        try:
+            params = dict(self.params)
+            outcome = dict(self.outcome)
+            _check(params, "$.params")
+            _check(outcome, "$.outcome")
+            text = (
+                f'{{"client":{_STR(self.client)},'
+                f'"generator":{{"epoch":{gen.epoch},"instance":{_STR(gen.instance)},'
+                f'"lab_mode":{"true" if gen.lab_mode else "false"}}},'
+                f'"index":{self.index},"kind":{_STR(self.kind)},'
+                f'"outcome":{_text(outcome)},"params":{_text(params)},'
+                f'"profile_sha256":{_STR(self.profile_sha256)},'
+                f'"request_id":{_STR(self.request_id)},"round_id":{_STR(self.round_id)},'
+                f'"session_id":{_STR(self.session_id)},"table_id":{_STR(self.table_id)},'
+                f'"time":{_STR(time_text)},"v":{self.version}}}'
+            )
+            return text.encode("utf-8")
+        except (ValueError, TypeError):  # UnicodeEncodeError is a ValueError
+            return None
 
     @classmethod
     def decode(cls, data: bytes) -> LogEntry:

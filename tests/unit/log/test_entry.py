@@ -118,3 +118,81 @@ def test_request_digest_covers_every_identifying_field() -> None:
 def test_entry_json_is_plain_json() -> None:
     record = json.loads(make_entry().encode())
     assert record["generator"] == {"instance": "ab12", "epoch": 3, "lab_mode": False}
+
+
+def _random_entries(seed: int, n: int) -> list[LogEntry]:
+    import random
+
+    rnd = random.Random(seed)
+    chars = ["a", "Z", "0", " ", '"', "\\", "\n", "\x00", "\x1f", "\x7f", "é", "😀", "\u2028"]
+
+    def text() -> str:
+        return "".join(rnd.choice(chars) for _ in range(rnd.randrange(6)))
+
+    def value(depth: int = 0) -> object:
+        r = rnd.random()
+        if depth > 3 or r < 0.3:
+            return text()
+        if r < 0.45:
+            return rnd.choice([0, -1, 2**53 - 1, -(2**53 - 1), rnd.randrange(-(10**9), 10**9)])
+        if r < 0.55:
+            return rnd.choice([True, False, None])
+        if r < 0.75:
+            return [value(depth + 1) for _ in range(rnd.randrange(4))]
+        return {text(): value(depth + 1) for _ in range(rnd.randrange(4))}
+
+    return [
+        LogEntry(
+            index=rnd.randrange(2**53),
+            timestamp_ns=rnd.randrange(4 * 10**18) // 1000 * 1000,
+            kind=text(),
+            params={text(): value() for _ in range(rnd.randrange(3))},
+            outcome={text(): value() for _ in range(rnd.randrange(4))},
+            client=text(),
+            table_id=text(),
+            round_id=text(),
+            session_id=text(),
+            request_id=text(),
+            generator=GeneratorRef(
+                instance=text(), epoch=rnd.randrange(100), lab_mode=rnd.random() < 0.5
+            ),
+            profile_sha256=text(),
+        )
+        for _ in range(n)
+    ]
+
+
+def _outcome_of(fn: object, *args: object, **kwargs: object) -> object:
+    try:
+        return fn(*args, **kwargs)  # type: ignore[operator]
+    except Exception as e:
+        return repr(e)
+
+
+def _general_digest(**ident: object) -> bytes:
+    return hashlib.sha256(canonical_json(ident)).digest()
+
+
+_BAD = [
+    {"index": 2**53},
+    {"index": True},
+    {"kind": 1},
+    {"params": {"a": 1.5}},
+    {"params": {1: 2}},
+    {"outcome": {"x": [{"\xe9": 1}]}},
+    {"outcome": {"x": "\ud800"}},
+    {"client": "\udc00"},
+    {"generator": GeneratorRef(instance="i", epoch=-(2**53), lab_mode=False)},
+]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_entry_and_digest_fast_paths_equal_the_general_encoding(seed: int) -> None:
+    """``LogEntry.encode`` and ``request_digest`` assemble their JSON member by member; the
+    bytes (or the error) must be those of ``canonical_json`` of the whole record."""
+    entries = _random_entries(seed, 500) + [make_entry(**bad) for bad in _BAD]
+    for e in entries:
+        assert _outcome_of(e.encode) == _outcome_of(canonical_json, e.to_record())
+        ident = {"kind": e.kind, "params": dict(e.params), "table_id": e.table_id,
+                 "round_id": e.round_id, "session_id": e.session_id}  # fmt: skip
+        assert _outcome_of(request_digest, **ident) == _outcome_of(_general_digest, **ident)
