@@ -28,6 +28,7 @@ import concurrent.futures
 import contextlib
 import logging
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -125,12 +126,48 @@ class AppendResult:
     receipt: Receipt
 
 
-@dataclass(slots=True)
 class _Pending:
-    request: DrawRequest
-    future: concurrent.futures.Future[AppendResult]
-    waiter: asyncio.Future[AppendResult] | None = None
-    """The event loop's future of :meth:`Appender.submit_async`, settled once per group."""
+    """One submitted request and the slots its outcome goes into.
+
+    The writer settles it exactly once (:meth:`set_result` or :meth:`set_exception`; a second
+    attempt raises ``InvalidStateError``, as a ``concurrent.futures.Future`` would). Only the
+    synchronous :meth:`Appender.submit` has a ``concurrent.futures.Future`` (``future``), which
+    is settled along with the slots; :meth:`Appender.submit_async` has only the event loop's
+    ``waiter``, which ``_settle`` settles from the slots once per group: a lock-based future per
+    call would cost the event loop a few microseconds for nothing.
+    """
+
+    __slots__ = ("done", "error", "future", "request", "result", "waiter")
+
+    def __init__(
+        self,
+        request: DrawRequest,
+        waiter: asyncio.Future[AppendResult] | None,
+        future: concurrent.futures.Future[AppendResult] | None,
+    ) -> None:
+        self.request = request
+        self.waiter = waiter
+        """The event loop's future of :meth:`Appender.submit_async`, settled once per group."""
+        self.future = future
+        self.result: AppendResult | None = None
+        self.error: BaseException | None = None
+        self.done = False
+
+    def set_result(self, result: AppendResult) -> None:
+        if self.done:
+            raise concurrent.futures.InvalidStateError(f"request {self.request.request_id!r}")
+        self.done = True
+        self.result = result
+        if self.future is not None:
+            self.future.set_result(result)
+
+    def set_exception(self, error: BaseException) -> None:
+        if self.done:
+            raise concurrent.futures.InvalidStateError(f"request {self.request.request_id!r}")
+        self.done = True
+        self.error = error
+        if self.future is not None:
+            self.future.set_exception(error)
 
 
 @dataclass(slots=True)
@@ -178,7 +215,11 @@ class Appender:
         self._clock = clock
         self._publish_interval = publish_interval_seconds
         self._max_group = max_group_size
-        self._queue: queue.Queue[_Pending | object] = queue.Queue(maxsize=max_queue)
+        # A C queue without a bound of its own (cheaper by a few microseconds a call than
+        # ``queue.Queue``); ``_enqueue`` enforces ``max_queue`` under ``_put_lock``.
+        self._queue: queue.SimpleQueue[_Pending | object] = queue.SimpleQueue()
+        self._max_queue = max_queue if max_queue > 0 else sys.maxsize
+        self._put_lock = threading.Lock()
         self._observer = observer
         self._thread: threading.Thread | None = None
         self._group_wait = group_wait_seconds
@@ -227,7 +268,10 @@ class Appender:
 
     def submit(self, request: DrawRequest) -> concurrent.futures.Future[AppendResult]:
         """Queues a request (before ``start()`` too); its future resolves once it is durable."""
-        return self._enqueue(request, None).future
+        future: concurrent.futures.Future[AppendResult] = concurrent.futures.Future()
+        future.set_running_or_notify_cancel()  # an accepted request cannot be cancelled
+        self._enqueue(_Pending(request, None, future))
+        return future
 
     def submit_async(self, request: DrawRequest) -> asyncio.Future[AppendResult]:
         """:meth:`submit` for a caller on an event loop: returns that loop's future.
@@ -236,22 +280,17 @@ class Appender:
         ``call_soon_threadsafe`` (one wake-up of the loop per group, not one per request).
         Cancelling the returned future does not withdraw the request: it is logged anyway.
         """
-        loop = asyncio.get_running_loop()
-        return self._enqueue(request, loop.create_future()).waiter  # type: ignore[return-value]
+        waiter: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
+        self._enqueue(_Pending(request, waiter, None))
+        return waiter
 
-    def _enqueue(
-        self, request: DrawRequest, waiter: asyncio.Future[AppendResult] | None
-    ) -> _Pending:
+    def _enqueue(self, pending: _Pending) -> None:
         if self._stopped:
             raise Unavailable("the log writer has stopped")
-        future: concurrent.futures.Future[AppendResult] = concurrent.futures.Future()
-        future.set_running_or_notify_cancel()  # an accepted request cannot be cancelled
-        pending = _Pending(request, future, waiter)
-        try:
-            self._queue.put_nowait(pending)
-        except queue.Full:
-            raise Overloaded("too many requests waiting for the log; retry later") from None
-        return pending
+        with self._put_lock:  # the bound is exact with submitters on several threads too
+            if self._queue.qsize() >= self._max_queue:
+                raise Overloaded("too many requests waiting for the log; retry later")
+            self._queue.put(pending)
 
     # --- checkpoints ---------------------------------------------------------------------
 
@@ -353,10 +392,8 @@ class Appender:
             except Exception as e:  # never leave a caller waiting forever
                 _log.exception("log writer failed on a group of %d", len(group))
                 for p in group:
-                    if not p.future.done():
-                        p.future.set_exception(
-                            Unavailable(f"internal error in the log writer: {e}")
-                        )
+                    if not p.done:
+                        p.set_exception(Unavailable(f"internal error in the log writer: {e}"))
             _wake_waiters(group)
 
     def _top_up(self, group: list[_Pending]) -> None:
@@ -395,15 +432,15 @@ class Appender:
             if plan is not None:
                 # Conflicts, failed draws and replays of stored entries stand on their own.
                 for p, error in plan.failed:
-                    p.future.set_exception(error)
+                    p.set_exception(error)
                 self._resolve_replays(plan.replays)
             for p in group:
-                if not p.future.done():
-                    p.future.set_exception(err)
+                if not p.done:
+                    p.set_exception(err)
             return
         plan = plans[-1]
         for p, error in plan.failed:
-            p.future.set_exception(error)
+            p.set_exception(error)
         published = False
         if plan.pending is not None:
             size = plan.pending.size
@@ -428,12 +465,10 @@ class Appender:
                 )
                 result = AppendResult(entry=entry, receipt=receipt)
                 results.append(result)
-                p.future.set_result(result)
+                p.set_result(result)
             for p, slot in plan.followers:
                 first = results[slot]
-                p.future.set_result(
-                    AppendResult(entry=first.entry, receipt=_replayed(first.receipt))
-                )
+                p.set_result(AppendResult(entry=first.entry, receipt=_replayed(first.receipt)))
         self._resolve_replays(plan.replays)
         if self._observer is not None:
             kinds: dict[tuple[str, str], int] = {}
@@ -549,9 +584,9 @@ class Appender:
     def _resolve_replays(self, replays: Sequence[tuple[_Pending, EntryRecord]]) -> None:
         for p, rec in replays:
             try:
-                p.future.set_result(self.replay(rec))
+                p.set_result(self.replay(rec))
             except RngServiceError as e:
-                p.future.set_exception(e)
+                p.set_exception(e)
 
     def replay(self, rec: EntryRecord) -> AppendResult:
         """The original answer for a logged entry: same entry, same proof, same checkpoint."""
@@ -587,11 +622,11 @@ def _settle(pendings: Sequence[_Pending]) -> None:
         waiter = p.waiter
         if waiter is None or waiter.done():  # cancelled: the caller went away
             continue
-        error = p.future.exception()
+        error = p.error
         if error is not None:
             waiter.set_exception(error)
         else:
-            waiter.set_result(p.future.result())
+            waiter.set_result(p.result)  # type: ignore[arg-type]  # settled before the wake-up
 
 
 def _conflict(req: DrawRequest) -> AlreadyExists:
