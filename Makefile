@@ -8,12 +8,13 @@ STAMP := $(VENV)/.installed
 CONFIG ?= config/dev.toml
 PYTEST_ARGS ?=
 
-.PHONY: help install system-deps proto lint test test-fast run soak bench image clean
+.PHONY: help install system-deps proto layers lint test test-fast run soak bench image clean
 
 help:
 	@echo "make run     start the service on 127.0.0.1:50051 (SQLite under ./var, development key)"
 	@echo "make test    install everything the tests need (system packages too) and run the whole suite"
-	@echo "make lint    ruff + mypy --strict"
+	@echo "make lint    ruff + mypy --strict + the layer contracts (lint-imports)"
+	@echo "make layers  rewrite the layer contracts in pyproject.toml from docs/architecture.md"
 	@echo "make bench   full benchmarks (writes bench/results/*.json)"
 	@echo "make soak    long soak and load runs"
 	@echo "make image   build and check localhost/rng-service:dev with podman (as root)"
@@ -33,10 +34,15 @@ system-deps:
 proto: install
 	$(BIN)/python scripts/gen_proto.py
 
+layers: install
+	$(BIN)/python scripts/layer_contracts.py
+
 lint: install
 	$(BIN)/ruff check rng_service certification tests bench scripts
 	$(BIN)/ruff format --check rng_service certification tests bench scripts
 	$(BIN)/mypy rng_service certification
+	$(BIN)/python scripts/layer_contracts.py --check
+	$(BIN)/lint-imports --no-logo --no-cache
 
 test: install system-deps lint
 	$(BIN)/python -m pytest -m "not soak" $(PYTEST_ARGS)
@@ -57,4 +63,4 @@ image:
 	bash scripts/build-image.sh && bash scripts/check-image.sh
 
 clean:
-	rm -rf $(VENV) var build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) var build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .import_linter_cache
