@@ -2,6 +2,9 @@
 
 ``python scripts/gen_outcome_vectors.py`` writes the files; ``--check`` exits 1 if regenerating
 would change them (``tests/unit/service/test_outcome_vectors.py`` does the same comparison).
+The files are written by the code under test, so on their own they only catch change; what
+makes them known answers is ``tests/unit/reader/test_reader_vectors.py``, which reproduces every
+one with the independent reader of the documents (``tests/reader/``).
 
 Every case starts a new lab-mode generator, ``rng_service.drbg.DeterministicGenerator`` with the
 fixed seed below (SP 800-90A CTR_DRBG, AES-256 with derivation function, no reseed; the exact
@@ -9,12 +12,18 @@ stream is in docs/random-core.md section 4), and draws its outcomes one after th
 fresh ``RandomSource`` each, as the log appender does: outcome i + 1 starts at the generator's
 next unread byte, after the 256-byte read-ahead (or more) of outcome i. ``params`` and
 ``outcome`` are the values an entry of that kind logs (docs/log-format.md), drawn by the same
-functions the service calls.
+functions the service calls (``rng_service.outcomes``; nothing from the service layer).
+
+The batch kinds also have a large case: two batches of 10^5 values (recorded by digest: the
+SHA-256 of the outcome record's canonical JSON, plus its first and last values) and then the
+outcome of another kind drawn next from the same generator, which starts where the second
+batch's read-ahead stopped (docs/random-core.md section 5, randbelow_batch).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from collections.abc import Callable, Mapping
@@ -27,6 +36,7 @@ if str(ROOT) not in sys.path:
 
 from rng_service.drbg import DeterministicGenerator  # noqa: E402
 from rng_service.outcomes import (  # noqa: E402
+    batch,
     cards,
     dice,
     fire_numbers,
@@ -38,7 +48,6 @@ from rng_service.outcomes import (  # noqa: E402
 )
 from rng_service.outcomes.profiles import load_builtin_profile  # noqa: E402
 from rng_service.sampling import RandomSource  # noqa: E402
-from rng_service.service import servicers  # noqa: E402
 
 OUT_DIR = ROOT / "tests" / "vectors" / "outcomes"
 
@@ -54,10 +63,18 @@ PROCEDURE = (
     "CTR_DRBG AES-256 with df, no reseed; docs/random-core.md section 4). Outcome i is drawn "
     "with a fresh RandomSource (read-ahead 256) over that generator, as the log appender does, "
     "so outcome i + 1 starts at the generator's next unread byte. params and outcome are the "
-    "log entry's fields of that kind (docs/outcomes.md gives each kind's draw order)."
+    "log entry's fields of that kind (docs/outcomes.md gives each kind's draw order). A case with "
+    "outcome_digests draws its outcomes the same way but records each by the SHA-256 of its "
+    "canonical JSON (sorted keys, no white space), its value count and its first and last "
+    "values; its 'then' outcome is drawn next from the same generator."
 )
 
 Draw = Callable[[RandomSource], Mapping[str, Any]]
+
+
+#: Values per batch in the large cases, and how many leading and trailing values are shown.
+LARGE_COUNT = 100_000
+SHOWN = 8
 
 
 def _outcomes(draw: Draw, n: int) -> list[Mapping[str, Any]]:
@@ -67,6 +84,40 @@ def _outcomes(draw: Draw, n: int) -> list[Mapping[str, Any]]:
 
 def _case(params: Mapping[str, Any], draw: Draw, n: int, **extra: Any) -> dict[str, Any]:
     return {"params": dict(params), **extra, "outcomes": _outcomes(draw, n)}
+
+
+def canonical(record: Mapping[str, Any]) -> bytes:
+    """The record's canonical JSON as a log entry holds it (RFC 8785 for these values)."""
+    return json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+
+
+def digest(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A large batch record by SHA-256 of its canonical JSON, with its first and last values."""
+    ((key, values),) = record.items()
+    return {
+        "sha256": hashlib.sha256(canonical(record)).hexdigest(),
+        "key": key,
+        "count": len(values),
+        "first": values[:SHOWN],
+        "last": values[-SHOWN:],
+    }
+
+
+def _large_case(
+    params: Mapping[str, Any], draw: Draw, then_kind: str, then_params: Any, then: Draw
+) -> dict[str, Any]:
+    """Two large batches from one generator, then one outcome of ``then_kind``."""
+    gen = DeterministicGenerator(**SEED)
+    batches = [digest(draw(RandomSource(gen))) for _ in range(2)]
+    return {
+        "params": dict(params),
+        "outcome_digests": batches,
+        "then": {
+            "kind": then_kind,
+            "params": then_params.to_record(),
+            "outcome": then(RandomSource(gen)),
+        },
+    }
 
 
 def _record(fn: Callable[[RandomSource, Any], Any], params: Any) -> Draw:
@@ -107,6 +158,9 @@ def _cases() -> dict[str, tuple[str, list[dict[str, Any]]]]:
     dz = wt.DOUBLE_ZERO
     sic_bo = dice.SIC_BO
     byte = generic.UniformParams(low=0, high=999)
+    wide = generic.UniformParams(low=-(2**53 - 1), high=2**53 - 1)
+    spin = roulette.SpinParams(wheel=dz)
+    large = LARGE_COUNT
     return {
         "roulette_spin": (
             "One roulette spin (SpinRoulette).",
@@ -178,9 +232,16 @@ def _cases() -> dict[str, tuple[str, list[dict[str, Any]]]]:
             [
                 _case(
                     {"wheel": "double_zero", "count": 20},
-                    lambda src: servicers.draw_spin_batch(src, dz, 20),
+                    lambda src: batch.draw_spin_batch(src, dz, 20),
                     2,
-                )
+                ),
+                _large_case(
+                    {"wheel": "double_zero", "count": large},
+                    lambda src: batch.draw_spin_batch(src, dz, large),
+                    "roulette_spin",
+                    spin,
+                    _record(roulette.draw, spin),
+                ),
             ],
         ),
         "dice_roll_batch": (
@@ -188,9 +249,16 @@ def _cases() -> dict[str, tuple[str, list[dict[str, Any]]]]:
             [
                 _case(
                     {"dice": 3, "sides": 6, "count": 10},
-                    lambda src: servicers.draw_dice_batch(src, sic_bo, 10),
+                    lambda src: batch.draw_dice_batch(src, sic_bo, 10),
                     2,
-                )
+                ),
+                _large_case(
+                    {"dice": 3, "sides": 6, "count": large},
+                    lambda src: batch.draw_dice_batch(src, sic_bo, large),
+                    "dice_roll",
+                    sic_bo,
+                    _record(dice.draw, sic_bo),
+                ),
             ],
         ),
         "uniform_int_batch": (
@@ -198,9 +266,16 @@ def _cases() -> dict[str, tuple[str, list[dict[str, Any]]]]:
             [
                 _case(
                     {"low": 0, "high": 999, "count": 20},
-                    lambda src: servicers.draw_uniform_batch(src, byte, 20),
+                    lambda src: batch.draw_uniform_batch(src, byte, 20),
                     2,
-                )
+                ),
+                _large_case(
+                    {"low": wide.low, "high": wide.high, "count": large},
+                    lambda src: batch.draw_uniform_batch(src, wide, large),
+                    "card_shuffle",
+                    cards.ShuffleParams(decks=1),
+                    _record(cards.draw, cards.ShuffleParams(decks=1)),
+                ),
             ],
         ),
     }
