@@ -37,7 +37,10 @@ Byte-consumption specification (a lab can re-implement every mapping from the st
   the least ``i`` with ``r < weights[0] + ... + weights[i]``. So ``P(i) = w_i / sum(w)`` exactly.
 * **randbelow_batch(n, count)** returns exactly what ``count`` successive ``randbelow(n)`` calls
   would return and consumes exactly the same bytes (vectorised with numpy), so scalar and batch
-  known answers agree.
+  known answers agree. It reads ahead by its own rule, in rounds of
+  ``need * 256**k // limit + 16 + need // 64`` attempts (``docs/random-core.md`` section 5
+  spells it out): what it reads, not what it consumes, is where the next outcome of a
+  per-outcome RandomSource starts.
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ pyproject.toml and ``make lint`` runs ``lint-imports`` on them. These tests chec
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import os
 import re
@@ -31,6 +30,8 @@ from typing import Any
 
 import pytest
 
+from tests import scripts
+
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "architecture.md"
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
@@ -42,19 +43,7 @@ TREES = (
 )
 
 
-def _load_script() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "layer_contracts", ROOT / "scripts" / "layer_contracts.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-LC = _load_script()
+LC: Any = scripts.load("layer_contracts")
 ROWS = LC.parse_table(DOC.read_text(encoding="utf-8"))
 ROW_BY_NAME = {r.name: r for r in ROWS}
 

@@ -5,6 +5,11 @@ For every outcome kind, 10^4 outcomes with random parameters over the kind's who
 draws them, so every outcome's values *and* the bytes it reads (where the next one starts) must
 follow docs/outcomes.md and docs/random-core.md. Then the cases random parameters rarely reach:
 the 64-respin limit, a batch that needs a second round, batches of 10^5 and the draw after them.
+
+CI budget: the 10^4-case tests are marked ``slow`` (``make test`` runs them, ``make test-fast``
+does not) and take about 20 s of CPU together on the 2-core CI machine; parameters are drawn
+over every allowed value but weighted towards cheap ones (a batch of 10^4 values in 0.5% of the
+cases, 10^5 only in the dedicated tests) to stay there. ``make soak`` runs 10^5 per kind.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ def test_every_kind_has_random_cases() -> None:
     assert len(kinds.KINDS) == 12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", kinds.KINDS)
 def test_the_code_draws_what_the_documents_say(kind: str) -> None:
     _agree(kind, CASES, f"agreement/{kind}")
@@ -68,6 +74,7 @@ def test_the_code_draws_what_the_documents_say_soak(kind: str) -> None:
     _agree(kind, SOAK_CASES, f"agreement-soak/{kind}")
 
 
+@pytest.mark.slow
 def test_outcomes_of_mixed_kinds_follow_each_other_on_one_generator() -> None:
     """Each outcome starts where the previous one, of whatever kind, stopped reading."""
     rng = random.Random("mixed")

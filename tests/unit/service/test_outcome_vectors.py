@@ -7,9 +7,7 @@ of the documents: tests/unit/reader/test_reader_vectors.py."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,25 +19,14 @@ from rng_service.log.entry import LogEntry
 from rng_service.outcomes import fire_numbers, mega_fire_blaze
 from rng_service.outcomes.profiles import load_builtin_profile
 from rng_service.sampling import RandomSource
+from tests import scripts
 from tests.unit.service.conftest import ServicerHarness
 
 ROOT = Path(__file__).resolve().parents[3]
 VECTORS = ROOT / "tests" / "vectors" / "outcomes"
 
 
-def _generator_module() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "gen_outcome_vectors", ROOT / "scripts" / "gen_outcome_vectors.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-GEN = _generator_module()
+GEN: Any = scripts.load("gen_outcome_vectors")
 
 
 def test_checked_in_vectors_are_what_the_generator_writes() -> None:
