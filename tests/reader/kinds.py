@@ -307,7 +307,9 @@ DRAWS: dict[str, Callable[[Source, Mapping[str, Any], Profiles], Record]] = {
 KINDS = tuple(DRAWS)
 
 
-def draw(kind: str, params: Mapping[str, Any], src: Source, known: Profiles = {}) -> Record:  # noqa: B006
+def draw(
+    kind: str, params: Mapping[str, Any], src: Source, known: Profiles | None = None
+) -> Record:
     """The ``outcome`` record of a log entry of ``kind`` with ``params``, drawn from ``src``
     (profiles by name from ``known``, else the shipped ones)."""
-    return DRAWS[kind](src, params, known)
+    return DRAWS[kind](src, params, known or {})
