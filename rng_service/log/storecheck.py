@@ -1,0 +1,424 @@
+"""The store's own check: the stored log must be the log that was signed.
+
+Owns the check that the service runs at start-up (incremental) and ``rng-service check-store``
+runs in full, over a store read through the :class:`~rng_service.storage.base.LogStorage`
+Protocol only (entries as opaque bytes, complete-subtree nodes, signed checkpoint notes):
+
+1. indexes without a gap: every index below the stored tree size has its entry;
+2. every entry's RFC 6962 leaf hash ``SHA-256(0x00 || bytes)`` (RFC 6962 section 2.1) equals
+   its stored leaf hash;
+3. every stored complete-subtree node is the hash the entries give (the tree is recomputed
+   from the entries' bytes, as :class:`~rng_service.log.tree.MerkleTree` appends them), and
+   no node exists for a leaf beyond the stored tree;
+4. every stored checkpoint is a C2SP signed note that one of the configured keys signed (the
+   active, co-signing and retired keys: C2SP signed-note), a C2SP tlog-checkpoint of the
+   configured origin, for the size its row says, whose root is the root the entries give at
+   that size; so all stored checkpoints are prefixes of one tree, i.e. pairwise consistent
+   (RFC 9162 section 2.1.4); and no checkpoint is beyond the stored tree.
+
+**Incremental.** After a successful check the caller records the newest stored checkpoint
+that passed (its signed note, meta key :data:`VERIFIED_CHECKPOINT_KEY`). The next check
+re-verifies that note's signature and that the stored tree's frontier nodes reproduce its
+root (O(log n) node reads), and then checks only what lies beyond its size: the entries and
+nodes from that size on, and the checkpoints of that size and above. A number kept in the
+same database would prove nothing; a signed note does, as long as the stored nodes reproduce
+it. A record beyond the stored tree means that entries were deleted (or the store was
+restored from an older backup): that refuses the start at once. A record that is missing or
+does not verify, or whose root the stored tree no longer reproduces, makes the check run in
+full, which then names the first bad index or checkpoint.
+
+What a store cannot catch by itself: a consistent rollback (the newest entries, their nodes,
+their checkpoints and the record all deleted or replaced by older ones) leaves a store that is
+a valid, shorter log. Only a checkpoint kept outside the database (by auditors, by clients in
+their receipts, or by witnesses that cosign checkpoints) shows it (docs/operations.md).
+
+The check never decodes entries (it does not depend on the entry format) and writes nothing;
+:func:`record_verified` is the one write, made by the start-up step.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from rng_service.errors import IntegrityError, InvalidArgument
+from rng_service.log.merkle import leaf_hash
+from rng_service.log.note import Checkpoint, NoteVerifier, open_note
+from rng_service.log.tree import MerkleTree
+from rng_service.storage.base import CheckpointRecord, EntryRecord, NodeRecord
+
+__all__ = [
+    "VERIFIED_CHECKPOINT_KEY",
+    "StoreCheckFailed",
+    "StoreCheckReport",
+    "StoreReader",
+    "StoreWriter",
+    "check_store",
+    "record_verified",
+]
+
+VERIFIED_CHECKPOINT_KEY = "verified_checkpoint"
+"""Meta key of the signed note of the newest checkpoint the last successful check verified."""
+
+_PAGE = 4096
+
+
+class StoreCheckFailed(IntegrityError):
+    """The stored log is not the log that was signed: the message says what and where.
+
+    ``index``: the first entry at fault (or where the fault's range starts), if known;
+    ``checkpoint_size``: the tree size of the stored checkpoint at fault, if one is.
+    """
+
+    def __init__(
+        self, message: str, *, index: int | None = None, checkpoint_size: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.index = index
+        self.checkpoint_size = checkpoint_size
+
+
+class StoreReader(Protocol):
+    """The reads of :class:`~rng_service.storage.base.LogStorage` the check needs."""
+
+    def tree_size(self) -> int: ...
+
+    def entries(self, start: int, end: int) -> list[EntryRecord]: ...
+
+    def nodes(self, coords: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]: ...
+
+    def checkpoints(
+        self,
+        *,
+        min_size: int | None = None,
+        max_size: int | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+    ) -> list[CheckpointRecord]: ...
+
+    def get_meta(self, key: str) -> bytes | None: ...
+
+
+class StoreWriter(StoreReader, Protocol):
+    def set_meta(self, key: str, value: bytes) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCheckReport:
+    """What a successful :func:`check_store` established."""
+
+    tree_size: int
+    """Entries in the store (all of them checked, or proven by the verified record)."""
+    start: int
+    """First index checked entry by entry: 0 for a full check, else the record's size."""
+    full: bool
+    reason: str
+    """Why the check was full or where it started, in words (for the log line)."""
+    entries: int
+    nodes: int
+    checkpoints: int
+    """Stored checkpoints (rows) checked."""
+    newest: CheckpointRecord | None
+    """The newest stored checkpoint verified (to record), or None if none was checked."""
+    root: bytes
+    """Root of the stored tree of ``tree_size`` entries."""
+    seconds: float
+
+
+def _when(timestamp_ns: int) -> str:
+    seconds = timestamp_ns // 10**9
+    try:
+        return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):
+        return f"{timestamp_ns} ns"
+
+
+def _describe(record: CheckpointRecord) -> str:
+    return f"stored checkpoint of tree size {record.size} (published {_when(record.timestamp_ns)})"
+
+
+def _open(
+    note: bytes,
+    verifiers: Sequence[NoteVerifier],
+    *,
+    origin: str,
+    source: str,
+    size: int | None = None,
+) -> Checkpoint:
+    """The checkpoint in ``note`` after checking its signature (C2SP signed-note) and origin;
+    ``size``: the stored row's size, named by the failure."""
+    try:
+        opened = open_note(note, verifiers)
+        checkpoint = Checkpoint.parse(opened.text)
+    except IntegrityError as e:
+        raise StoreCheckFailed(
+            f"{source}: {e}. Its signature must verify with one of the configured keys "
+            f"(log.key_file, log.cosign_key_file, log.retired_keys)",
+            checkpoint_size=size,
+        ) from e
+    if checkpoint.origin != origin:
+        raise StoreCheckFailed(
+            f"{source} is a checkpoint of log {checkpoint.origin!r}, but log.origin is "
+            f"{origin!r}: the store belongs to another log (or log.origin was changed)",
+            checkpoint_size=size,
+        )
+    return checkpoint
+
+
+class _Check:
+    """One run of the check; see :func:`check_store`."""
+
+    def __init__(
+        self, storage: StoreReader, verifiers: Sequence[NoteVerifier], origin: str, page: int
+    ) -> None:
+        self.storage = storage
+        self.verifiers = verifiers
+        self.origin = origin
+        self.page = page
+        self.entries = 0
+        self.nodes = 0
+        self.checkpoints = 0
+        self.newest: CheckpointRecord | None = None
+        self.last_ok = 0  # the size of the last checkpoint that matched
+        self.size = 0  # the stored tree size being checked
+
+    def new_tree(self, size: int) -> MerkleTree:
+        # No node cache: the check reads each node once.
+        return MerkleTree(
+            size=size, get_nodes=self.storage.nodes, cache_min_level=64, recent_nodes=0
+        )
+
+    def check_checkpoints(self, records: Sequence[CheckpointRecord], root: bytes) -> None:
+        """The stored checkpoints of one size, against the root the entries give there."""
+        seen: set[bytes] = set()
+        for record in records:
+            where = _describe(record)
+            if record.note not in seen:
+                checkpoint = _open(
+                    record.note, self.verifiers, origin=self.origin, source=where, size=record.size
+                )
+                if checkpoint.size != record.size:
+                    raise StoreCheckFailed(
+                        f"{where}: its signed note is for tree size {checkpoint.size}: the "
+                        f"row's size was changed",
+                        checkpoint_size=record.size,
+                    )
+                if checkpoint.root_hash != root:
+                    raise StoreCheckFailed(
+                        f"{where} does not match the stored entries: its root is "
+                        f"{checkpoint.root_hash.hex()}, the entries [0, {record.size}) hash to "
+                        f"{root.hex()}. An entry in [{self.last_ok}, {record.size}) was changed, "
+                        f"deleted or inserted together with its hashes, or the checkpoint is "
+                        f"from a fork",
+                        index=self.last_ok,
+                        checkpoint_size=record.size,
+                    )
+                seen.add(record.note)
+            self.checkpoints += 1
+            if self.newest is None or record.size >= self.newest.size:
+                self.newest = record
+        if records:
+            self.last_ok = records[0].size
+
+    def check_entries(self, start: int, end: int) -> list[bytes]:
+        """The leaf hashes of the entries ``[start, end)`` after checking index and hash."""
+        records = self.storage.entries(start, end)
+        leaves: list[bytes] = []
+        for offset, record in enumerate(records):
+            index = start + offset
+            if record.index != index:
+                raise StoreCheckFailed(
+                    f"entry {index} is missing from the store (the next stored entry is "
+                    f"{record.index}, and the store holds indexes up to {self.size - 1}): "
+                    f"a row was deleted",
+                    index=index,
+                )
+            computed = leaf_hash(record.data)
+            if computed != record.leaf_hash:
+                raise StoreCheckFailed(
+                    f"entry {index}: its bytes hash to {computed.hex()}, but its stored leaf "
+                    f"hash is {record.leaf_hash.hex()}: the entry's bytes (or its leaf hash) "
+                    f"were changed",
+                    index=index,
+                )
+            leaves.append(computed)
+        if len(records) < end - start:
+            index = start + len(records)
+            raise StoreCheckFailed(
+                f"entry {index} is missing from the store (the store holds indexes up to "
+                f"{self.size - 1}): a row was deleted",
+                index=index,
+            )
+        self.entries += len(records)
+        return leaves
+
+    def check_nodes(self, computed: Sequence[NodeRecord]) -> None:
+        """The stored nodes against the ones recomputed from the entries, in append order."""
+        stored = self.storage.nodes((n.level, n.index) for n in computed)
+        for node in computed:
+            got = stored.get((node.level, node.index))
+            if got == node.hash:
+                continue
+            first = node.index << node.level
+            last = ((node.index + 1) << node.level) - 1
+            what = (
+                f"entry {first}'s leaf node (level 0, index {first})"
+                if node.level == 0
+                else f"Merkle node (level {node.level}, index {node.index}), over entries "
+                f"[{first}, {last}],"
+            )
+            problem = "is missing" if got is None else "is not the hash the entries give"
+            raise StoreCheckFailed(
+                f"{what} {problem}: a stored node was changed or deleted, or an entry in that "
+                f"range was changed together with its leaf hash",
+                index=first,
+            )
+        self.nodes += len(computed)
+
+    def run(self, tree: MerkleTree, start: int, size: int) -> MerkleTree:
+        self.size = size
+        self.last_ok = start
+        self.check_checkpoints(
+            self.storage.checkpoints(min_size=start, max_size=start), tree.root()
+        )
+        position = start
+        while position < size:
+            end = min(position + self.page, size)
+            leaves = self.check_entries(position, end)
+            by_size: dict[int, list[CheckpointRecord]] = {}
+            for record in self.storage.checkpoints(min_size=position + 1, max_size=end):
+                by_size.setdefault(record.size, []).append(record)
+            computed: list[NodeRecord] = []
+            cut = position
+            for stop in sorted({*by_size, end}):
+                if stop > cut:
+                    pending = tree.prepare(leaves[cut - position : stop - position])
+                    computed.extend(pending.nodes)
+                    tree.commit(pending)
+                    cut = stop
+                if stop in by_size:
+                    # The nodes first: a changed node names its range more closely.
+                    self.check_nodes(computed)
+                    computed = []
+                    self.check_checkpoints(by_size[stop], tree.root())
+            self.check_nodes(computed)
+            position = end
+        return tree
+
+    def check_beyond(self, size: int) -> None:
+        """Nothing of the log may lie beyond its stored entries: no checkpoint, no node."""
+        beyond = self.storage.checkpoints(min_size=size + 1)
+        probe = [(level, size >> level) for level in range(size.bit_length() + 1)]
+        nodes = self.storage.nodes(probe)
+        if not beyond and not nodes:
+            return
+        # A replica sharing the store may have appended (and published) meanwhile: what its
+        # committed transactions hold is read after them, so it covers them.
+        now = self.storage.tree_size()
+        for record in beyond:
+            if record.size > now:
+                raise StoreCheckFailed(
+                    f"{_describe(record)} is beyond the stored tree of {size} entries: entries "
+                    f"[{size}, {record.size}) were deleted (or the store was restored from an "
+                    f"older backup)",
+                    index=size,
+                    checkpoint_size=record.size,
+                )
+        for level, index in sorted(nodes):
+            if (index + 1) << level > now:
+                raise StoreCheckFailed(
+                    f"the store holds Merkle node (level {level}, index {index}), which covers "
+                    f"entry {size}, but only {size} entries: entries from {size} on were "
+                    f"deleted (their nodes remain)",
+                    index=size,
+                )
+
+
+def check_store(
+    storage: StoreReader,
+    verifiers: Sequence[NoteVerifier],
+    *,
+    origin: str,
+    full: bool = False,
+    page_size: int = _PAGE,
+) -> StoreCheckReport:
+    """Checks the stored log (see the module docstring); incremental unless ``full``.
+
+    ``verifiers``: every key whose checkpoints may be in the store (active, co-signing,
+    retired). Raises :class:`StoreCheckFailed` naming the first bad index or checkpoint;
+    storage errors (StorageUnavailable) propagate. Reads only.
+    """
+    if not verifiers:
+        raise InvalidArgument("verifiers", "at least one verifier key is needed")
+    if page_size < 1:
+        raise InvalidArgument("page_size", f"{page_size} is not positive", allowed=">= 1")
+    started = time.perf_counter()
+    check = _Check(storage, verifiers, origin, page_size)
+    # The record first, then the size: a replica that records a newer checkpoint meanwhile has
+    # stored its entries before, so the size read next covers it.
+    record = None if full else storage.get_meta(VERIFIED_CHECKPOINT_KEY)
+    size = storage.tree_size()
+    tree: MerkleTree | None = None
+    start = 0
+    if full:
+        reason = "full check requested"
+    elif record is None:
+        reason = "full check: no verified checkpoint is recorded in the store yet"
+    else:
+        source = "the store's record of the last verified checkpoint"
+        try:
+            verified = _open(record, verifiers, origin=origin, source=source)
+        except StoreCheckFailed as e:
+            reason = f"full check: {e}"
+        else:
+            if verified.size > size:
+                raise StoreCheckFailed(
+                    f"{source} is for tree size {verified.size}, beyond the stored tree of "
+                    f"{size} entries: entries [{size}, {verified.size}) were deleted (or the "
+                    f"store was restored from an older backup)",
+                    index=size,
+                    checkpoint_size=verified.size,
+                )
+            try:
+                tree = check.new_tree(verified.size)
+                reproduced = tree.root() == verified.root_hash
+            except IntegrityError:
+                reproduced = False
+            if reproduced:
+                start = verified.size
+                reason = f"from the verified checkpoint of tree size {start}"
+            else:
+                tree = None
+                reason = (
+                    f"full check: the stored tree no longer reproduces the verified "
+                    f"checkpoint of tree size {verified.size}"
+                )
+    if tree is None:
+        tree = check.new_tree(0)
+    tree = check.run(tree, start, size)
+    check.check_beyond(size)
+    return StoreCheckReport(
+        tree_size=size,
+        start=start,
+        full=start == 0,
+        reason=reason,
+        entries=check.entries,
+        nodes=check.nodes,
+        checkpoints=check.checkpoints,
+        newest=check.newest,
+        root=tree.root(),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def record_verified(storage: StoreWriter, report: StoreCheckReport) -> bool:
+    """Records the report's newest verified checkpoint for the next incremental check;
+    returns whether the record changed."""
+    newest = report.newest
+    if newest is None or storage.get_meta(VERIFIED_CHECKPOINT_KEY) == newest.note:
+        return False
+    storage.set_meta(VERIFIED_CHECKPOINT_KEY, newest.note)
+    return True

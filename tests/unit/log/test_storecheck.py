@@ -1,0 +1,317 @@
+"""The store's own check on a real SQLite store, tampered with through sqlite3 as an operator
+with database access would.
+
+The logs here are built from opaque entry bytes (the check must not decode entries), and their
+nodes and checkpoint roots come from the reference definitions of RFC 6962 section 2.1
+(``merkle.root_from_leaf_hashes``), not from the tree code the check uses.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from rng_service.log import merkle
+from rng_service.log.note import Checkpoint, Ed25519NoteSigner, sign_note
+from rng_service.log.storecheck import (
+    VERIFIED_CHECKPOINT_KEY,
+    StoreCheckFailed,
+    check_store,
+    record_verified,
+)
+from rng_service.storage.base import CheckpointRecord, EntryRecord, NodeRecord
+from rng_service.storage.sqlite import SqliteStorage
+
+ORIGIN = "unit.example/log"
+SIGNER = Ed25519NoteSigner(ORIGIN, Ed25519PrivateKey.from_private_bytes(b"\x11" * 32))
+OLD = Ed25519NoteSigner(ORIGIN, Ed25519PrivateKey.from_private_bytes(b"\x22" * 32))
+STRANGER = Ed25519NoteSigner(ORIGIN, Ed25519PrivateKey.from_private_bytes(b"\x33" * 32))
+N = 40
+GROUP = 3  # entries per append
+EVERY = 2  # a checkpoint every second group: sizes 6, 12, ..., 36 and the last one, 40
+
+
+def data(i: int) -> bytes:
+    return f"opaque entry {i}".encode()
+
+
+def reference_nodes(leaves: list[bytes], old: int, new: int) -> list[NodeRecord]:
+    """The complete-subtree nodes that appending leaves [old, new) completes (reference MTH)."""
+    out = []
+    for level in range(new.bit_length()):
+        for index in range(old >> level, new >> level):
+            lo, hi = index << level, (index + 1) << level
+            if hi <= new and hi > old:
+                out.append(NodeRecord(level, index, merkle.root_from_leaf_hashes(leaves[lo:hi])))
+    return out
+
+
+def checkpoint(size: int, leaves: list[bytes], *, signer: Ed25519NoteSigner = SIGNER,
+               origin: str = ORIGIN, ts: int = 0) -> CheckpointRecord:  # fmt: skip
+    body = Checkpoint(origin, size, merkle.root_from_leaf_hashes(leaves[:size])).body()
+    return CheckpointRecord(size, (1_767_225_600 + ts) * 10**9, sign_note(body, [signer]))
+
+
+def build(path: Path, n: int = N, *, signer_of: object = None) -> list[bytes]:
+    """An SQLite log of ``n`` opaque entries; the first half's checkpoints signed by OLD."""
+    store = SqliteStorage(path)
+    leaves: list[bytes] = []
+    group = 0
+    for start in range(0, n, GROUP):
+        end = min(start + GROUP, n)
+        records = []
+        for i in range(start, end):
+            leaves.append(merkle.leaf_hash(data(i)))
+            records.append(
+                EntryRecord(
+                    i, data(i), leaves[i], "c", f"r{i}", b"\0" * 32, "opaque", "T", "R", "", i, end
+                )  # fmt: skip
+            )
+        group += 1
+        cp = None
+        if group % EVERY == 0 or end == n:
+            signer = OLD if end <= n // 2 else SIGNER
+            cp = checkpoint(end, leaves, signer=signer, ts=end)
+        store.append(records, reference_nodes(leaves, start, end), cp)
+    store.close()
+    return leaves
+
+
+KEYS = [SIGNER.verifier(), OLD.verifier()]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "log.sqlite3"
+    build(path)
+    return path
+
+
+def check(path: Path, *, full: bool = True, page_size: int = 7, keys: list | None = None) -> object:  # type: ignore[type-arg]
+    store = SqliteStorage(path)
+    try:
+        return check_store(
+            store, keys if keys is not None else KEYS, origin=ORIGIN, full=full,
+            page_size=page_size,
+        )  # fmt: skip
+    finally:
+        store.close()
+
+
+def failure(path: Path, **kwargs: object) -> StoreCheckFailed:
+    with pytest.raises(StoreCheckFailed) as info:
+        check(path, **kwargs)  # type: ignore[arg-type]
+    return info.value
+
+
+def sql(path: Path, statement: str, *params: object) -> None:
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(statement, params)
+    conn.close()
+
+
+def test_an_untouched_store_passes_in_full_on_any_page_size(db: Path) -> None:
+    for page in (1, 5, 7, 4096):
+        report = check(db, page_size=page)
+        assert report.tree_size == N  # type: ignore[attr-defined]
+        assert report.entries == N  # type: ignore[attr-defined]
+        assert report.full  # type: ignore[attr-defined]
+        assert report.root == merkle.root_from_leaf_hashes(  # type: ignore[attr-defined]
+            [merkle.leaf_hash(data(i)) for i in range(N)]
+        )
+    conn = sqlite3.connect(db)
+    stored_nodes, stored_checkpoints = (
+        conn.execute("SELECT count(*) FROM nodes").fetchone()[0],
+        conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0],
+    )
+    conn.close()
+    assert report.nodes == stored_nodes  # type: ignore[attr-defined]
+    assert report.checkpoints == stored_checkpoints == 7  # type: ignore[attr-defined]
+    assert report.newest.size == N  # type: ignore[attr-defined]
+
+
+def test_incremental_starts_from_the_recorded_checkpoint(db: Path, tmp_path: Path) -> None:
+    store = SqliteStorage(db)
+    first = check_store(store, KEYS, origin=ORIGIN)
+    assert first.full
+    assert "no verified checkpoint" in first.reason
+    assert record_verified(store, first)
+    assert store.get_meta(VERIFIED_CHECKPOINT_KEY) == first.newest.note  # type: ignore[union-attr]
+    assert not record_verified(store, first)  # unchanged
+    again = check_store(store, KEYS, origin=ORIGIN)
+    assert (again.start, again.entries, again.full) == (N, 0, False)
+    assert again.root == first.root
+    store.close()
+
+
+def test_a_record_that_does_not_verify_falls_back_to_the_full_check(db: Path) -> None:
+    store = SqliteStorage(db)
+    record_verified(store, check_store(store, KEYS, origin=ORIGIN))
+    forged = checkpoint(N, build(db.parent / "other.sqlite3"), signer=STRANGER)
+    store.set_meta(VERIFIED_CHECKPOINT_KEY, forged.note)
+    report = check_store(store, KEYS, origin=ORIGIN)
+    assert report.full
+    assert "no signature from a known key" in report.reason
+    store.close()
+
+
+# -- each edit is refused, naming what and where -------------------------------------------
+
+
+def test_changed_entry_bytes(db: Path) -> None:
+    sql(db, "UPDATE entries SET data = ? WHERE idx = 13", b"opaque entry 13, changed")
+    e = failure(db)
+    assert e.index == 13
+    assert "entry 13: its bytes hash to" in str(e)
+    assert "were changed" in str(e)
+
+
+def test_changed_entry_bytes_with_their_leaf_hash(db: Path) -> None:
+    new = b"opaque entry 13, changed"
+    sql(db, "UPDATE entries SET data = ?, leaf_hash = ? WHERE idx = 13", new, merkle.leaf_hash(new))
+    e = failure(db)
+    assert e.index == 13
+    assert "entry 13's leaf node (level 0, index 13) is not the hash the entries give" in str(e)
+
+
+def test_a_consistently_rehashed_tree_is_caught_by_the_signed_checkpoints(db: Path) -> None:
+    """Entry 13 replaced with its leaf hash and every node above it recomputed: only the
+    signatures over the old roots tell."""
+    leaves = [merkle.leaf_hash(data(i)) for i in range(N)]
+    new = b"opaque entry 13, changed"
+    leaves[13] = merkle.leaf_hash(new)
+    sql(db, "UPDATE entries SET data = ?, leaf_hash = ? WHERE idx = 13", new, leaves[13])
+    for node in reference_nodes(leaves, 0, N):
+        sql(db, "UPDATE nodes SET hash = ? WHERE level = ? AND idx = ?", node.hash, node.level,
+            node.index)  # fmt: skip
+    e = failure(db)
+    assert e.checkpoint_size == 18
+    assert e.index == 12
+    assert "stored checkpoint of tree size 18 (published 2026-01-01T00:00:18Z) does not match" in (
+        str(e)
+    )
+    assert "An entry in [12, 18) was changed" in str(e)
+
+
+def test_changed_inner_node(db: Path) -> None:
+    sql(db, "UPDATE nodes SET hash = ? WHERE level = 2 AND idx = 5", b"\x07" * 32)
+    e = failure(db)
+    assert e.index == 20
+    assert "Merkle node (level 2, index 5), over entries [20, 23], is not the hash" in str(e)
+
+
+def test_deleted_middle_row(db: Path) -> None:
+    sql(db, "DELETE FROM entries WHERE idx = 17")
+    e = failure(db)
+    assert e.index == 17
+    assert "entry 17 is missing from the store (the next stored entry is 18" in str(e)
+    assert "a row was deleted" in str(e)
+
+
+def test_deleted_middle_node(db: Path) -> None:
+    sql(db, "DELETE FROM nodes WHERE level = 0 AND idx = 17")
+    e = failure(db)
+    assert "entry 17's leaf node (level 0, index 17) is missing" in str(e)
+
+
+def test_corrupted_checkpoint_signature(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    note: bytes = conn.execute("SELECT note FROM checkpoints WHERE size = 24").fetchone()[0]
+    conn.close()
+    body, sig = note.rsplit(b"\n\n", 1)
+    name, b64 = sig.rsplit(b" ", 1)
+    flipped = b64[:10] + (b"A" if b64[10:11] != b"A" else b"B") + b64[11:]
+    sql(db, "UPDATE checkpoints SET note = ? WHERE size = 24", body + b"\n\n" + name + b" " +
+        flipped)  # fmt: skip
+    e = failure(db)
+    assert e.checkpoint_size == 24
+    assert "stored checkpoint of tree size 24" in str(e)
+    assert "invalid signature" in str(e)
+
+
+def test_checkpoint_signed_by_an_unconfigured_key(db: Path) -> None:
+    leaves = [merkle.leaf_hash(data(i)) for i in range(N)]
+    forged = checkpoint(30, leaves, signer=STRANGER)
+    sql(db, "INSERT INTO checkpoints (size, timestamp_ns, note) VALUES (30, 1, ?)", forged.note)
+    e = failure(db)
+    assert e.checkpoint_size == 30
+    assert "no signature from a known key" in str(e)
+    assert "log.retired_keys" in str(e)
+
+
+def test_retired_keys_are_needed_for_old_checkpoints(db: Path) -> None:
+    e = failure(db, keys=[SIGNER.verifier()])
+    assert e.checkpoint_size == 6
+
+
+def test_checkpoint_of_another_origin(db: Path) -> None:
+    leaves = [merkle.leaf_hash(data(i)) for i in range(N)]
+    other = checkpoint(30, leaves, origin="other.example/log")
+    sql(db, "INSERT INTO checkpoints (size, timestamp_ns, note) VALUES (30, 1, ?)", other.note)
+    assert "is a checkpoint of log 'other.example/log', but log.origin is" in str(failure(db))
+
+
+def test_checkpoint_row_whose_size_was_changed(db: Path) -> None:
+    sql(db, "UPDATE checkpoints SET size = 13 WHERE size = 12")
+    e = failure(db)
+    assert "stored checkpoint of tree size 13" in str(e)
+    assert "its signed note is for tree size 12" in str(e)
+
+
+# -- truncation: what the store alone catches ---------------------------------------------
+
+
+def truncate(db: Path, size: int, *, nodes: bool = True, checkpoints: bool = True) -> None:
+    sql(db, "DELETE FROM entries WHERE idx >= ?", size)
+    if nodes:
+        sql(db, "DELETE FROM nodes WHERE ((idx + 1) << level) > ?", size)
+    if checkpoints:
+        sql(db, "DELETE FROM checkpoints WHERE size > ?", size)
+
+
+def test_truncation_below_the_recorded_checkpoint_is_refused(db: Path) -> None:
+    store = SqliteStorage(db)
+    record_verified(store, check_store(store, KEYS, origin=ORIGIN))
+    store.close()
+    truncate(db, 24)
+    e = failure(db, full=False)
+    assert e.index == 24
+    assert e.checkpoint_size == N
+    assert (
+        "the store's record of the last verified checkpoint is for tree size 40, beyond the "
+        "stored tree of 24 entries: entries [24, 40) were deleted"
+    ) in str(e)
+
+
+def test_consistent_truncation_with_the_record_removed_passes_the_store_alone(db: Path) -> None:
+    """The limit of a store checking itself: entries, nodes, checkpoints and the record all
+    removed leave a valid shorter log. Only a checkpoint kept outside catches it."""
+    store = SqliteStorage(db)
+    record_verified(store, check_store(store, KEYS, origin=ORIGIN))
+    store.close()
+    truncate(db, 24)
+    sql(db, "DELETE FROM meta WHERE key = ?", VERIFIED_CHECKPOINT_KEY)
+    report = check(db, full=False)
+    assert report.tree_size == 24  # type: ignore[attr-defined]
+
+
+def test_truncation_that_left_the_checkpoints(db: Path) -> None:
+    truncate(db, 24, checkpoints=False)
+    e = failure(db)
+    assert e.checkpoint_size == 30
+    assert "stored checkpoint of tree size 30" in str(e)
+    assert "is beyond the stored tree of 24 entries: entries [24, 30) were deleted" in str(e)
+
+
+def test_truncation_that_left_the_nodes(db: Path) -> None:
+    truncate(db, 24, nodes=False)
+    e = failure(db)
+    assert e.index == 24
+    assert (
+        "the store holds Merkle node (level 0, index 24), which covers entry 24, but only 24"
+        in (str(e))
+    )
