@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,14 +29,21 @@ from prometheus_client import (
 )
 
 from rng_service.clock import Clock, SystemClock
-from rng_service.config import Config, check_transport
+from rng_service.config import Config, StorageSettings, check_transport
 from rng_service.drbg import EntropySource, GeneratorConfig, OsEntropySource, ProductionGenerator
-from rng_service.errors import RngServiceError
+from rng_service.errors import IntegrityError, RngServiceError
 from rng_service.log.appender import Appender
-from rng_service.log.keys import load_private_key, load_verifier_keys
+from rng_service.log.keys import load_private_key, load_verifier, load_verifier_keys
 from rng_service.log.note import Ed25519NoteSigner, NoteVerifier
+from rng_service.log.storecheck import (
+    StoreCheckFailed,
+    StoreCheckReport,
+    check_store,
+    record_verified,
+)
 from rng_service.log.tree import MerkleTree
 from rng_service.metrics import GeneratorCollector, Metrics
+from rng_service.ownership import InstanceLock, LockHeld
 from rng_service.security.policy import ClientPolicy, RateLimit, Role
 from rng_service.service.auth import Authorizer
 from rng_service.service.lab_servicer import LabServicer
@@ -46,7 +54,14 @@ from rng_service.service.servicers import OutcomeServicer
 from rng_service.storage.base import LogStorage
 from rng_service.storage.sqlite import SqliteStorage
 
-__all__ = ["Service", "StartupError", "run"]
+__all__ = [
+    "Service",
+    "StartupError",
+    "check_store_offline",
+    "configured_verifiers",
+    "open_storage",
+    "run",
+]
 
 _log = logging.getLogger("rng_service")
 
@@ -110,6 +125,90 @@ def _read_pem(setting: str, path: str) -> bytes:
     return data
 
 
+def open_storage(settings: StorageSettings, *, read_only: bool = False) -> LogStorage:
+    """The configured log store; ``read_only``: an existing SQLite log opened for reading only
+    (a PostgreSQL log is only read by what uses it read-only). Errors name the setting."""
+    if settings.driver == "postgres":
+        # Imported here: only a PostgreSQL deployment loads the driver (and psycopg).
+        from rng_service.storage.postgres import PostgresStorage
+
+        password: str | None = None
+        if settings.postgres_password_env:
+            password = os.environ.get(settings.postgres_password_env)
+            if password is None:
+                raise StartupError(
+                    "storage.postgres_password_env: environment variable "
+                    f"{settings.postgres_password_env} is not set"
+                )
+        try:
+            return PostgresStorage(
+                settings.postgres_dsn,
+                password=password,
+                connect_timeout_seconds=settings.postgres_connect_timeout_seconds,
+                lock_timeout_ms=settings.postgres_lock_timeout_ms,
+                migrate=settings.postgres_migrate and not read_only,
+            )
+        except RngServiceError as e:
+            raise StartupError(f"storage.postgres_dsn: {e}") from e
+    path = settings.path
+    try:
+        if read_only:
+            if not path.is_file():
+                raise StartupError(f"storage.path: {path} does not exist")
+            return SqliteStorage(path, read_only=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return SqliteStorage(path)
+    except (OSError, RngServiceError) as e:
+        raise StartupError(f"storage.path: cannot open {path}: {e}") from e
+
+
+def _verifier_from(path: Path, name: str, passphrase_env: str, *, setting: str) -> NoteVerifier:
+    """A signing key's verifier: from its public half ``<path>.pub`` (written by keygen) if
+    there is one, so that checking needs no private key, else from the private key."""
+    public = path.with_name(path.name + ".pub")
+    if public.is_file():
+        try:
+            return load_verifier(public, name=name)
+        except RngServiceError as e:
+            raise StartupError(f"{setting}: {e}") from e
+    return _signer_from(path, name, passphrase_env, setting=setting).verifier()
+
+
+def configured_verifiers(config: Config) -> list[NoteVerifier]:
+    """Every key whose checkpoints may be in the log: the active, co-signing and retired
+    keys of ``[log]``, as verifiers."""
+    cfg = config.log
+    keys = [_verifier_from(cfg.key_file, cfg.key_name, cfg.key_passphrase_env,
+                           setting="log.key_file")]  # fmt: skip
+    if cfg.cosign_key_file:
+        keys.append(
+            _verifier_from(
+                cfg.key_file.parent / cfg.cosign_key_file, cfg.cosign_key_name,
+                cfg.cosign_key_passphrase_env, setting="log.cosign_key_file",
+            )
+        )  # fmt: skip
+    try:
+        retired = load_verifier_keys(cfg.retired_key_items(), base_dir=cfg.key_file.parent)
+    except RngServiceError as e:
+        raise StartupError(f"log.retired_keys: {e}") from e
+    return list(dict.fromkeys([*keys, *retired]))
+
+
+def check_store_offline(config: Config) -> StoreCheckReport:
+    """``rng-service check-store``: the full store check, reading only (it may run while the
+    service serves the same log). Raises StoreCheckFailed (integrity) or StartupError."""
+    verifiers = configured_verifiers(config)
+    storage = open_storage(config.storage, read_only=True)
+    try:
+        return check_store(storage, verifiers, origin=config.log.origin, full=True)
+    except StoreCheckFailed:
+        raise
+    except RngServiceError as e:
+        raise StartupError(f"cannot read the log store: {e}") from e
+    finally:
+        storage.close()
+
+
 class Service:
     """One running service instance. ``await start()``, then ``await stop()``."""
 
@@ -139,40 +238,13 @@ class Service:
         self._server: Any = None
         self._health_monitor: HealthMonitor | None = None
         self._metrics_server: Any = None
+        self._owner = InstanceLock()
         self.endpoints: Endpoints | None = None
 
     def _open_storage(self) -> LogStorage:
         if self._storage is not None:
             return self._storage
-        settings = self.config.storage
-        if settings.driver == "postgres":
-            # Imported here: only a PostgreSQL deployment loads the driver (and psycopg).
-            from rng_service.storage.postgres import PostgresStorage
-
-            password: str | None = None
-            if settings.postgres_password_env:
-                password = os.environ.get(settings.postgres_password_env)
-                if password is None:
-                    raise StartupError(
-                        "storage.postgres_password_env: environment variable "
-                        f"{settings.postgres_password_env} is not set"
-                    )
-            try:
-                return PostgresStorage(
-                    settings.postgres_dsn,
-                    password=password,
-                    connect_timeout_seconds=settings.postgres_connect_timeout_seconds,
-                    lock_timeout_ms=settings.postgres_lock_timeout_ms,
-                    migrate=settings.postgres_migrate,
-                )
-            except RngServiceError as e:
-                raise StartupError(f"storage.postgres_dsn: {e}") from e
-        path = settings.path
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            return SqliteStorage(path)
-        except (OSError, RngServiceError) as e:
-            raise StartupError(f"storage.path: cannot open {path}: {e}") from e
+        return open_storage(self.config.storage)
 
     def _load_signer(self) -> Ed25519NoteSigner:
         cfg = self.config.log
@@ -239,6 +311,72 @@ class Service:
             [(key, cert)], root_certificates=ca, require_client_auth=True
         )
 
+    def _take_ownership(self) -> None:
+        """One instance per gRPC port and per SQLite log (docs/operations.md, "One owner per
+        log"): a second one stops here, naming the pid that holds what it wanted."""
+        cfg = self.config
+        if cfg.server.port != 0:  # port 0: the kernel picks a free port, nobody else's
+            self._lock(
+                lambda: self._owner.lock_port(cfg.server.lock_dir, cfg.server.port),
+                setting="server.port",
+                what=f"port {cfg.server.port}",
+                io_setting="server.lock_dir",
+            )
+        if self._storage is None and cfg.storage.driver == "sqlite":
+            self._lock(
+                lambda: self._owner.lock_store(cfg.storage.path),
+                setting="storage.path",
+                what=f"the SQLite log {cfg.storage.path}",
+                io_setting="storage.path",
+                hint=". An SQLite log has one owner; replicas share a PostgreSQL log "
+                "(docs/operations.md)",
+            )
+
+    @staticmethod
+    def _lock(
+        take: Callable[[], object], *, setting: str, what: str, io_setting: str, hint: str = ""
+    ) -> None:
+        try:
+            take()
+        except LockHeld as e:
+            raise StartupError(
+                f"{setting}: {what} belongs to another rng-service instance, {e}{hint}"
+            ) from e
+        except OSError as e:
+            raise StartupError(f"{io_setting}: cannot take the lock of {what}: {e}") from e
+
+    def _check_store(self, storage: LogStorage, verifiers: Sequence[NoteVerifier]) -> None:
+        """The store's own check (rng_service.log.storecheck): refuses to serve a log that is
+        not the log that was signed, naming the first bad index or checkpoint."""
+        cfg = self.config
+        full = cfg.log.startup_check == "full"
+        try:
+            report = check_store(storage, verifiers, origin=cfg.log.origin, full=full)
+            recorded = record_verified(storage, report)
+        except IntegrityError as e:
+            raise StartupError(
+                f"log store check failed: {e}. Nothing was served; run `rng-service "
+                f'check-store` for the full check and see docs/operations.md ("The start-up '
+                f'check")'
+            ) from e
+        except RngServiceError as e:
+            raise StartupError(f"log store check could not read the store: {e}") from e
+        _log.info(
+            {
+                "event": "store_check_passed",
+                "mode": "full" if report.full else "incremental",
+                "reason": report.reason,
+                "tree_size": report.tree_size,
+                "checked_from": report.start,
+                "entries": report.entries,
+                "nodes": report.nodes,
+                "checkpoints": report.checkpoints,
+                "verified_checkpoint_size": report.newest.size if report.newest else None,
+                "recorded": recorded,
+                "seconds": round(report.seconds, 3),
+            }
+        )
+
     async def start(self) -> Endpoints:
         cfg = self.config
         check_transport(cfg)  # before anything binds: plaintext only on loopback
@@ -248,9 +386,25 @@ class Service:
         cosigners = self._load_cosigners()
         retired = self._load_retired_keys([signer, *cosigners])
         profiles = self._load_profiles()
+        if cfg.log.key_name != cfg.log.origin:
+            _log.warning(
+                {
+                    "event": "key_name_differs_from_origin",
+                    "key_name": cfg.log.key_name,
+                    "origin": cfg.log.origin,
+                    "message": "C2SP tlog-checkpoint: the key name should be the origin; "
+                    "auditors must then pass --origin (docs/auditing.md)",
+                }
+            )
+        self._take_ownership()
         storage = self._open_storage()
         self._storage = storage
-        tree = MerkleTree.load(storage)
+        self._check_store(storage, [signer.verifier(), *(c.verifier() for c in cosigners),
+                                    *retired])  # fmt: skip
+        try:
+            tree = MerkleTree.load(storage)
+        except IntegrityError as e:
+            raise StartupError(f"log store: {e}") from e
         # ProductionGenerator runs the SP 800-90B health tests on whatever source it gets.
         entropy = self._entropy or OsEntropySource()
         self.generator = ProductionGenerator(
@@ -293,7 +447,10 @@ class Service:
             group_wait_seconds=cfg.log.group_wait_seconds,
             observer=self.metrics,
         )
-        self.appender.start()
+        try:
+            self.appender.start()
+        except IntegrityError as e:
+            raise StartupError(f"log store: {e}") from e
         health = HealthServicer()
         self._health_monitor = HealthMonitor(health, generator.status)
         await self._health_monitor.update()
@@ -354,7 +511,7 @@ class Service:
                     "role (game_server, auditor, lab, operator). Set [tls] for mTLS.",
                 }
             )
-            port = self._server.add_insecure_port(address)
+            bind = functools.partial(self._server.add_insecure_port, address)
         else:
             _log.info(
                 {
@@ -363,9 +520,16 @@ class Service:
                     "clients": {c.identity: list(c.roles) for c in cfg.clients},
                 }
             )
-            port = self._server.add_secure_port(address, credentials)
+            bind = functools.partial(self._server.add_secure_port, address, credentials)
+        try:
+            port = bind()
+        except RuntimeError:  # grpcio raises where older versions returned 0
+            port = 0
         if port == 0:
-            raise StartupError(f"server.port: cannot listen on {address}")
+            raise StartupError(
+                f"server.port: cannot listen on {address}: the address is in use by another "
+                f"process, or not an address of this host"
+            )
         await self._server.start()
         metrics_port: int | None = None
         if cfg.metrics.enabled:
@@ -428,6 +592,7 @@ class Service:
             self._metrics_server.server_close()
         if self._storage is not None:
             self._storage.close()
+        self._owner.release()
         _log.info(
             {"event": "stopped", "log_size": self.appender.tree_size if self.appender else None}
         )

@@ -7,6 +7,7 @@ Subcommands:
   pubkey           print the verifier key of a private key file
   dev-ca           write a development CA, server and client certificates for mTLS
   call spin|keys|health   a small client, for users without grpcurl (--ca/--cert/--key: mTLS)
+  check-store      the full check of the log store (read only; docs/operations.md)
   verify-receipt   check a receipt offline with the log's verifier key
 Errors are messages with a non-zero exit status, never tracebacks.
 """
@@ -82,6 +83,45 @@ def _cmd_dev_run(args: argparse.Namespace) -> int:
         flush=True,
     )
     return run(config)
+
+
+def _cmd_check_store(args: argparse.Namespace) -> int:
+    from rng_service.app import StartupError, check_store_offline
+    from rng_service.log.storecheck import StoreCheckFailed
+
+    config = load_config(args.config)
+    where = str(config.storage.path) if config.storage.driver == "sqlite" else "the PostgreSQL log"
+    try:
+        report = check_store_offline(config)
+    except StoreCheckFailed as e:
+        print(f"FAILED: {where}: {e}", file=sys.stderr)
+        return 1
+    except StartupError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    newest = report.newest
+    print(
+        f"OK: {where} holds {report.tree_size} entries of {config.log.origin}: every index "
+        f"present, every leaf hash and {report.nodes} Merkle nodes match the entries' bytes, "
+        f"{report.checkpoints} stored checkpoints verified with the configured keys and "
+        f"consistent with the entries ({report.seconds:.1f} s)"
+    )
+    if newest is None:
+        print(
+            f"note: no stored checkpoint covers the {report.tree_size} entries yet: they "
+            "were checked against their nodes only, no signature covers them"
+        )
+    elif newest.size < report.tree_size:
+        print(
+            f"note: entries [{newest.size}, {report.tree_size}) are newer than the latest "
+            "published checkpoint: checked against their nodes, not yet signed"
+        )
+    print(
+        "note: a shorter log (newest entries and their checkpoints deleted) passes this check; "
+        "compare the size with a checkpoint kept outside the database (auditors, receipts, "
+        "witnesses)"
+    )
+    return 0
 
 
 def _cmd_keygen(args: argparse.Namespace) -> int:
@@ -264,6 +304,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("dev-run", help="run with a development key, creating it if missing")
     p.add_argument("--config", type=Path)
     p.set_defaults(fn=_cmd_dev_run)
+
+    p = sub.add_parser(
+        "check-store",
+        help="check the whole log store (read only; may run while the service serves it)",
+        description="The full check of the log store that the service runs incrementally at "
+        "start-up: every index present, every entry's leaf hash, every Merkle node, every "
+        "stored checkpoint's signature (active, co-signing and retired keys) and root. Reads "
+        "only. Exit status 0: passed; 1: the store is not the log that was signed (the "
+        "message names the first bad index or checkpoint); 2: configuration or store "
+        "unreadable.",
+    )
+    p.add_argument("--config", type=Path, help="the service's TOML config file")
+    p.set_defaults(fn=_cmd_check_store)
 
     p = sub.add_parser("keygen", help="write an Ed25519 checkpoint-signing key pair")
     p.add_argument("--out", required=True, help="private key file (PEM, mode 0600)")

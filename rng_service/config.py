@@ -79,6 +79,10 @@ class ServerSettings:
     shutdown_grace_seconds: float = 10.0
     #: The client identity used for idempotency until mTLS identifies clients.
     default_client_id: str = "default"
+    #: Directory of the per-port lock files (``grpc-<port>.lock``) that make a second instance
+    #: on the same port fail at start naming the owner's pid (docs/operations.md, "One owner
+    #: per log"). Instances of one host should share it (for example /run/rng-service).
+    lock_dir: Path = Path("var/run")
 
     def __post_init__(self) -> None:
         _host("server.host", self.host)
@@ -112,8 +116,10 @@ class MetricsSettings:
 class LogSettings:
     #: First line of every checkpoint (C2SP tlog-checkpoint "origin"): names this log.
     origin: str = "rng-service.local/log"
-    #: Signed-note key name of the checkpoint-signing key.
-    key_name: str = "rng-service.local"
+    #: Signed-note key name of the checkpoint-signing key. "" (the default) = ``origin``: C2SP
+    #: tlog-checkpoint says the key name should be the origin, and verifiers take it as the
+    #: origin they expect (docs/auditing.md); key IDs tell a log's keys apart (rotation).
+    key_name: str = ""
     #: Ed25519 private key, PKCS#8 PEM (``rng-service keygen``).
     key_file: Path = Path("var/keys/log-signing-key.pem")
     #: Name of an environment variable holding the key's passphrase ("" = unencrypted key).
@@ -127,7 +133,7 @@ class LogSettings:
     #: every checkpoint beside ``key_file`` ("" = none; relative to the directory of
     #: ``key_file``), its signed-note key name, and its passphrase variable ("" = unencrypted).
     cosign_key_file: str = ""
-    cosign_key_name: str = ""
+    cosign_key_name: str = ""  # "" = ``origin``, like ``key_name``
     cosign_key_passphrase_env: str = ""
     #: Seconds between stored ("published") checkpoints while entries are appended.
     publish_interval_seconds: float = 10.0
@@ -138,6 +144,9 @@ class LogSettings:
     #: Under concurrent load, how long the writer waits for more requests before committing a
     #: group (a lone request never waits): fewer, bigger groups cost fewer fsyncs and signatures.
     group_wait_seconds: float = 0.002
+    #: The store's own check at start-up (docs/operations.md, "The start-up check"):
+    #: "incremental" checks what was stored since the last verified checkpoint, "full" all.
+    startup_check: str = "incremental"
 
     def __post_init__(self) -> None:
         _require(
@@ -146,13 +155,21 @@ class LogSettings:
             "a non-empty printable line, e.g. 'casino.example/rng-log'",
             self.origin,
         )
+        for setting in ("key_name", "cosign_key_name"):
+            if not getattr(self, setting):
+                object.__setattr__(self, setting, self.origin)
         _require(
-            bool(self.key_name)
-            and self.key_name.isprintable()
-            and not any(c in self.key_name for c in " +"),
+            self.key_name.isprintable() and not any(c in self.key_name for c in " +"),
             "log.key_name",
-            "a non-empty name without spaces or '+'",
+            "a non-empty name without spaces or '+' (it defaults to log.origin, which is then "
+            "one: set log.key_name)",
             self.key_name,
+        )
+        _require(
+            self.startup_check in ("incremental", "full"),
+            "log.startup_check",
+            "'incremental' or 'full'",
+            self.startup_check,
         )
         _require(
             all(item.strip() for item in self.retired_keys.split(","))
@@ -164,12 +181,11 @@ class LogSettings:
         _require(
             not self.cosign_key_file
             or (
-                bool(self.cosign_key_name)
-                and self.cosign_key_name.isprintable()
+                self.cosign_key_name.isprintable()
                 and not any(c in self.cosign_key_name for c in " +")
             ),
             "log.cosign_key_name",
-            "a non-empty name without spaces or '+' when log.cosign_key_file is set",
+            "a name without spaces or '+' when log.cosign_key_file is set (default: log.origin)",
             self.cosign_key_name,
         )
         _require(
@@ -656,6 +672,7 @@ def load_config(
         )
     return dataclasses.replace(
         config,
+        server=dataclasses.replace(config.server, lock_dir=_resolve(base, config.server.lock_dir)),
         log=dataclasses.replace(config.log, key_file=_resolve(base, config.log.key_file)),
         storage=dataclasses.replace(config.storage, path=_resolve(base, config.storage.path)),
         tls=tls,

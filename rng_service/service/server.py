@@ -41,11 +41,20 @@ SERVICE_NAMES = tuple(
 
 
 def build_server(
-    *, outcome: OutcomeServicer, log: LogServicer, lab: LabServicer, health: HealthServicer
+    *,
+    outcome: OutcomeServicer,
+    log: LogServicer,
+    lab: LabServicer,
+    health: HealthServicer,
+    reuse_port: bool = False,
 ) -> aio.Server:
+    """The server with every service. ``reuse_port``: share the port with other processes
+    (``SO_REUSEPORT``); off, so that a second instance cannot bind the port beside this one
+    (grpc enables it by default on Linux). Only processes that join the port's owner
+    (``rng_service.ownership``) may turn it on."""
     server = aio.server(
         options=[
-            ("grpc.so_reuseport", 1),
+            ("grpc.so_reuseport", 1 if reuse_port else 0),
             ("grpc.max_receive_message_length", 4 * 1024 * 1024),
         ]
     )

@@ -129,16 +129,22 @@ def _insert_rows(conn: sqlite3.Connection, insert: str, rows: Sequence[tuple[Any
 class SqliteStorage:
     """A durable log store in one SQLite database file (one writing process at a time)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_ms: int = 5000) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout_ms: int = 5000, read_only: bool = False
+    ) -> None:
         """Opens (creating if missing, with its schema) the log database at ``path``.
 
         ``path``'s directory must exist. ``busy_timeout_ms``: how long a statement waits for
         another connection's lock before the operation fails with StorageUnavailable.
+        ``read_only``: open an existing log for reading only (SQLite ``mode=ro``): nothing is
+        created or written, every write fails with StorageUnavailable; it may run beside the
+        service that writes the file (WAL readers never block the writer).
         """
         if busy_timeout_ms < 0:
             raise InvalidArgument("busy_timeout_ms", "must not be negative", allowed=">= 0")
         self._busy_timeout_ms = int(busy_timeout_ms)
         self._path = Path(path)
+        self._read_only = read_only
         self._write_lock = threading.Lock()
         self._readers_lock = threading.Lock()
         self._idle_readers: list[sqlite3.Connection] = []
@@ -156,9 +162,11 @@ class SqliteStorage:
     # -- connections -----------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
+        target = f"{self._path.absolute().as_uri()}?mode=ro" if self._read_only else str(self._path)
         try:
             conn = sqlite3.connect(
-                str(self._path),
+                target,
+                uri=self._read_only,
                 isolation_level=None,
                 check_same_thread=False,
                 timeout=self._busy_timeout_ms / 1000,
@@ -167,6 +175,9 @@ class SqliteStorage:
             raise StorageUnavailable(f"cannot open SQLite log {self._path}: {e}") from e
         try:
             conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+            if self._read_only:
+                conn.execute("PRAGMA query_only = ON")
+                return conn
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StorageUnavailable(
@@ -218,14 +229,14 @@ class SqliteStorage:
     def _init_schema(self) -> None:
         conn = self._writer
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("BEGIN" if self._read_only else "BEGIN IMMEDIATE")
             try:
                 tables = {
                     r[0]
                     for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
                 }
                 if "meta" not in tables:
-                    if tables - {"sqlite_sequence"}:
+                    if self._read_only or tables - {"sqlite_sequence"}:
                         raise SchemaVersionMismatch(
                             f"{self._path} is an SQLite database but not an rng-service log "
                             f"(tables {sorted(tables)}, no meta table); refusing to open it"

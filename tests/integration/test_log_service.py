@@ -20,7 +20,6 @@ from rng_service._proto.rng.v1 import log_pb2
 from rng_service.app import Service, StartupError
 from rng_service.clock import FakeClock
 from rng_service.config import ConfigError
-from rng_service.errors import IntegrityError
 from rng_service.log import merkle
 from rng_service.log.keys import generate_key_pair, load_signer
 from rng_service.log.note import (
@@ -360,7 +359,12 @@ def test_refuses_to_start_on_a_store_that_forks_from_its_published_checkpoint(
     storage.add_checkpoint(CheckpointRecord(3, 2**62, sign_note(forged.body(), [signer])))
     storage.close()
     service = Service(config, entropy=CounterEntropy())
-    with pytest.raises(IntegrityError, match="refusing to sign a fork"):
+    # The store's own check at start-up refuses it, before the appender would.
+    with pytest.raises(
+        StartupError,
+        match=r"stored checkpoint of tree size 3 .* does not match the stored entries: .*"
+        r"or the checkpoint is from a fork",
+    ):
         asyncio.run(service.start())
     asyncio.run(service.stop(0))
 
@@ -414,6 +418,12 @@ def test_rotation_with_a_co_signing_overlap_window(tmp_path: Path) -> None:
         running.stop()
 
 
-def test_cosign_key_needs_a_name(tmp_path: Path) -> None:
+def test_cosign_key_is_named_by_the_origin_unless_named(tmp_path: Path) -> None:
+    config = make_config(tmp_path, RNG_SERVICE__LOG__COSIGN_KEY_FILE="next.pem")
+    assert config.log.cosign_key_name == config.log.origin
     with pytest.raises(ConfigError, match=r"log\.cosign_key_name"):
-        make_config(tmp_path, RNG_SERVICE__LOG__COSIGN_KEY_FILE="next.pem")
+        make_config(
+            tmp_path,
+            RNG_SERVICE__LOG__COSIGN_KEY_FILE="next.pem",
+            RNG_SERVICE__LOG__COSIGN_KEY_NAME="two words",
+        )
