@@ -31,17 +31,21 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from rng_service.audit import (
+    PinnedOrigin,
     ReceiptFieldError,
     VerificationFailure,
+    VerifiedHead,
     check_receipt_against_export,
     check_receipt_against_head,
     open_head,
+    pinned_origin,
     read_receipt,
     verify_export,
     write_export,
 )
-from rng_service.errors import IntegrityError, RngServiceError
+from rng_service.errors import IntegrityError, InvalidArgument, RngServiceError
 from rng_service.log.keys import load_verifier_keys
+from rng_service.log.merkle import ProofError, verify_consistency
 from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, parse_note
 from rng_service.log.receipt import verify_receipt
 
@@ -62,6 +66,22 @@ def _verifiers(items: Sequence[str]) -> list[NoteVerifier]:
         return load_verifier_keys(items, base_dir=Path.cwd())
     except RngServiceError as e:
         raise _UsageError(f"--key: {e}") from e
+
+
+def _pinned(verifiers: Sequence[NoteVerifier], origin: str | None) -> PinnedOrigin:
+    try:
+        return pinned_origin(verifiers, origin)
+    except InvalidArgument as e:
+        raise _UsageError(str(e)) from e
+
+
+TRUNCATION_NOT_CHECKED = (
+    "NOT CHECKED: truncation. No kept checkpoint (--checkpoint) and no witness cosignatures "
+    "were given, so nothing here shows whether the log is longer than {what}: a copy cut back "
+    "to an older checkpoint (its newest entries and checkpoints dropped) verifies the same. "
+    "Keep the newest checkpoint of each audit and pass it with --checkpoint next time "
+    "(docs/auditing.md)."
+)
 
 
 def _read_text(path: str, what: str) -> str:
@@ -141,7 +161,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
         if not Path(args.db).is_file():
             raise _UsageError(f"--db: {args.db} does not exist")
-        storage = SqliteStorage(args.db)
+        storage = SqliteStorage(args.db, read_only=True)
         try:
             stored = storage.checkpoints()
             if not stored:
@@ -198,23 +218,43 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def _cmd_verify(args: argparse.Namespace) -> int:
     _client_tls(args, None)  # refuses --ca/--cert/--key: verify reads files only
     verifiers = _verifiers(args.key)
-    kept = [(f"checkpoint file {p}", _read_text(p, "checkpoint")) for p in args.checkpoint]
+    origin = _pinned(verifiers, args.origin)
+    kept = _kept(args.checkpoint)
     with _export_lines(args.export) as lines:
-        report = verify_export(lines, verifiers, kept=kept, check_entries=not args.fast)
+        report = verify_export(
+            lines,
+            verifiers,
+            kept=kept,
+            check_entries=not args.fast,
+            origin=origin,
+            allow_empty=args.allow_empty,
+        )
     newest = max((h.checkpoint.size for h in report.heads), default=0)
     signers = sorted({name for h in report.heads for name in h.key_names})
     print(
         f"OK: {report.tree_size} entries of {report.origin}, root {report.root_hash.hex()}; "
         f"{len(report.heads)} checkpoints (newest: tree size {newest}) verified, signed by "
         f"{', '.join(signers) or 'nobody'}, all consistent with the entries"
+        + (f" and with {report.kept} kept checkpoint(s)" if report.kept else "")
         + (" (entries not decoded: --fast)" if args.fast else "")
+        + (" (an empty export: --allow-empty)" if report.tree_size == 0 else "")
     )
+    if not report.kept:
+        print(TRUNCATION_NOT_CHECKED.format(what=f"this export's {report.tree_size} entries"))
     return 0
+
+
+def _kept(paths: Sequence[str]) -> list[tuple[str, str]]:
+    return [(f"checkpoint file {p}", _read_text(p, "checkpoint")) for p in paths]
 
 
 def _cmd_verify_receipt(args: argparse.Namespace) -> int:
     tls = _client_tls(args, args.target)
     verifiers = _verifiers(args.key)
+    origin = _pinned(verifiers, args.origin)
+    if args.checkpoint and args.against is None and args.target is None:
+        raise _UsageError("--checkpoint needs --against or --target (what to compare it with)")
+    kept = _kept(args.checkpoint)
     try:
         receipt = read_receipt(_read_text(args.receipt, "receipt"))
     except ReceiptFieldError as e:
@@ -225,14 +265,23 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
         raise _UsageError(f"receipt {args.receipt}: field checkpoint: {e}") from e
     except IntegrityError as e:
         raise VerificationFailure(f"receipt {args.receipt}: {e}", index=receipt.index) from e
+    origin.check(verified.checkpoint.origin, f"receipt {args.receipt}'s checkpoint")
     where = ""
+    note = ""
     if args.against is not None:
         with _export_lines(args.against) as lines:
             report = verify_export(
-                lines, verifiers, want_sizes=[receipt.tree_size], want_indices=[receipt.index]
+                lines,
+                verifiers,
+                kept=kept,
+                want_sizes=[receipt.tree_size],
+                want_indices=[receipt.index],
+                origin=origin,
             )
         check_receipt_against_export(receipt, verified, report)
         where = f"; consistent with the export {args.against} (tree size {report.tree_size})"
+        if not report.kept:
+            note = TRUNCATION_NOT_CHECKED.format(what=f"the export's {report.tree_size} entries")
     elif args.target is not None:
         from rng_service.service.log_servicer import LogClient
 
@@ -241,9 +290,15 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
                 client.latest_checkpoint(),
                 verifiers,
                 source=f"the latest checkpoint of {args.target}",
-                origin=verified.checkpoint.origin,
+                origin=origin.origin,
             )
             size = head.checkpoint.size
+            for source, text in kept:
+                _check_kept_against_head(
+                    open_head(text, verifiers, source=source, origin=origin.origin),
+                    head,
+                    client.consistency_proof,
+                )
             if receipt.tree_size > size:
                 raise VerificationFailure(
                     f"the receipt's tree size {receipt.tree_size} is beyond {head.source}'s "
@@ -257,13 +312,44 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
                 inclusion_proof=client.inclusion_proof(receipt.index, size),
             )
         where = f"; consistent with the live log at {args.target} (tree size {size})"
+        if kept:
+            where += f" and with {len(kept)} kept checkpoint(s)"
+    else:
+        note = (
+            "NOT CHECKED: that the log still holds this entry. Offline, only the receipt's own "
+            "signed checkpoint is checked; whether the log was cut back or forked since needs "
+            "--target (the live log) or --against (an export), with --checkpoint "
+            "(docs/auditing.md)."
+        )
     entry = verified.entry
     print(
         f"OK: entry {entry.index} ({entry.kind}, table {entry.table_id}, round "
         f"{entry.round_id}) is in the log of size {verified.checkpoint.size} "
         f"({verified.checkpoint.origin}), signed by {', '.join(verified.key_names)}{where}"
     )
+    if note:
+        print(note)
     return 0
+
+
+def _check_kept_against_head(
+    kept: VerifiedHead, head: VerifiedHead, proof: Callable[[int, int], list[bytes]]
+) -> None:
+    """A checkpoint the auditor kept must be a prefix of the live log's (RFC 9162 2.1.4.2)."""
+    old, new = kept.checkpoint, head.checkpoint
+    if old.size > new.size:
+        raise VerificationFailure(
+            f"{kept.source} is for tree size {old.size}, beyond {head.source}'s size "
+            f"{new.size}: the log was cut back (entries deleted), or this is another log"
+        )
+    try:
+        verify_consistency(old.size, new.size, proof(old.size, new.size), old.root_hash,
+                           new.root_hash)  # fmt: skip
+    except ProofError as e:
+        raise VerificationFailure(
+            f"fork: {kept.source} (size {old.size}) is not consistent with {head.source} "
+            f"(size {new.size}): {e}"
+        ) from e
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -287,6 +373,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=_cmd_export)
 
     key_help = "verifier keys <name>+<id>+<base64>, or .vkey files (all the log's keys)"
+    origin_help = (
+        "the log's origin (first line of its checkpoints); default: the keys' name, which "
+        "a log's keys share with its origin (C2SP tlog-checkpoint); needed when they differ"
+    )
     p = sub.add_parser("verify", help="verify an export: entries, tree, every checkpoint")
     p.add_argument("export", help="the export file")
     p.add_argument("--key", action="extend", nargs="+", required=True, help=key_help)
@@ -296,6 +386,13 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         default=[],
         help="a signed checkpoint you kept earlier (file); the export must be consistent with it",
+    )
+    p.add_argument("--origin", help=origin_help)
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="accept an export with no entries or no checkpoint (it proves nothing; by "
+        "default it fails)",
     )
     p.add_argument(
         "--fast",
@@ -309,9 +406,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify-receipt", help="verify a receipt and that it is in the log")
     p.add_argument("receipt", help="the receipt JSON file (rng-service call --receipt-out)")
     p.add_argument("--key", action="extend", nargs="+", required=True, help=key_help)
+    p.add_argument("--origin", help=origin_help)
     against = p.add_mutually_exclusive_group()
     against.add_argument("--against", help="an export file to check the receipt against")
     against.add_argument("--target", help="a running service, HOST:PORT, to check against")
+    p.add_argument(
+        "--checkpoint",
+        action="extend",
+        nargs="+",
+        default=[],
+        help="with --against or --target: a signed checkpoint you kept earlier (file); the log "
+        "must be consistent with it (a log cut back below it fails)",
+    )
     p.set_defaults(fn=_cmd_verify_receipt)
     return parser
 

@@ -275,6 +275,8 @@ def _cmd_call(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify_receipt(args: argparse.Namespace) -> int:
+    from rng_service.audit import pinned_origin
+    from rng_service.errors import InvalidArgument
     from rng_service.log.receipt import receipt_from_json, verify_receipt
 
     try:
@@ -282,8 +284,15 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"error: cannot read {args.receipt}: {e.strerror}", file=sys.stderr)
         return 2
+    verifiers = _verifiers(args.key)
+    try:
+        origin = pinned_origin(verifiers, args.origin)  # type: ignore[arg-type]
+    except InvalidArgument as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     receipt = receipt_from_json(text)
-    checked = verify_receipt(receipt, _verifiers(args.key))  # type: ignore[arg-type]
+    checked = verify_receipt(receipt, verifiers)  # type: ignore[arg-type]
+    origin.check(checked.checkpoint.origin, f"receipt {args.receipt}'s checkpoint")
     print(
         f"OK: entry {checked.entry.index} ({checked.entry.kind}, table {checked.entry.table_id}, "
         f"round {checked.entry.round_id}) is in the log of size {checked.checkpoint.size} "
@@ -368,6 +377,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify-receipt", help="verify a receipt offline")
     p.add_argument("receipt", help="receipt file (from call spin --receipt-out)")
     p.add_argument("--key", action="append", required=True, help="verifier key (repeatable)")
+    p.add_argument(
+        "--origin",
+        help="the log's origin; default: the keys' name (a log's key is named by its origin)",
+    )
     p.set_defaults(fn=_cmd_verify_receipt)
     return parser
 

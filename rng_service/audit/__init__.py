@@ -13,17 +13,20 @@ from rng_service.audit.export import (
     ExportFormatError,
     ExportHeader,
     ExportReader,
+    MissingEntries,
     write_export,
 )
 from rng_service.audit.receipts import ReceiptFieldError, read_receipt
 from rng_service.audit.verify import (
     EntryChecker,
     ExportReport,
+    PinnedOrigin,
     VerificationFailure,
     VerifiedHead,
     check_receipt_against_export,
     check_receipt_against_head,
     open_head,
+    pinned_origin,
     verify_export,
 )
 
@@ -36,12 +39,15 @@ __all__ = [
     "ExportHeader",
     "ExportReader",
     "ExportReport",
+    "MissingEntries",
+    "PinnedOrigin",
     "ReceiptFieldError",
     "VerificationFailure",
     "VerifiedHead",
     "check_receipt_against_export",
     "check_receipt_against_head",
     "open_head",
+    "pinned_origin",
     "read_receipt",
     "verify_export",
     "write_export",

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from rng_service.errors import InvalidArgument
+from rng_service.errors import IntegrityError, InvalidArgument
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -36,11 +36,21 @@ __all__ = [
     "ExportFormatError",
     "ExportHeader",
     "ExportReader",
+    "MissingEntries",
     "write_export",
 ]
 
 EXPORT_FORMAT = "rng-audit-export/v1"
 """The value of the header's ``format`` field."""
+
+
+class MissingEntries(IntegrityError):
+    """The log being exported did not give every entry of its signed size: an integrity
+    failure of the log (``index``: the first one missing), not a format error."""
+
+    def __init__(self, message: str, *, index: int) -> None:
+        super().__init__(message)
+        self.index = index
 
 
 class ExportFormatError(InvalidArgument):
@@ -91,7 +101,8 @@ def write_export(
 ) -> int:
     """Writes an export: ``checkpoints`` as (note text, published_at_ns) in size order, then
     ``entries`` as (index, leaf hash, entry bytes) for indices 0 .. tree_size-1. Returns the
-    number of entries written; raises :class:`InvalidArgument` if they do not number tree_size.
+    number of entries written; raises :class:`MissingEntries` if an index is missing or they
+    do not number tree_size (the log lacks entries its checkpoint covers).
     """
     notes = list(checkpoints)
     out.write(
@@ -109,7 +120,12 @@ def write_export(
     written = 0
     for index, leaf, data in entries:
         if index != written:
-            raise InvalidArgument("entries", f"got index {index}, expected {written}")
+            raise MissingEntries(
+                f"the log has no entry {written} (the next one it gave is {index}), though its "
+                f"checkpoint of tree size {tree_size} covers it: an entry is missing from the "
+                f"log (deleted, or the store is damaged); no export was written",
+                index=written,
+            )
         out.write(
             _dumps(
                 {
@@ -122,7 +138,11 @@ def write_export(
         )
         written += 1
     if written != tree_size:
-        raise InvalidArgument("entries", f"{written} entries written, header says {tree_size}")
+        raise MissingEntries(
+            f"the log gave {written} entries, but its checkpoint covers {tree_size}: entries "
+            f"[{written}, {tree_size}) are missing from the log; no export was written",
+            index=written,
+        )
     return written
 
 

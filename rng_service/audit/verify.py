@@ -62,12 +62,14 @@ from rng_service.log.receipt import Receipt, VerifiedReceipt
 __all__ = [
     "EntryChecker",
     "ExportReport",
+    "PinnedOrigin",
     "VerificationFailure",
     "VerifiedHead",
     "canonical_entry_index",
     "check_receipt_against_export",
     "check_receipt_against_head",
     "open_head",
+    "pinned_origin",
     "verify_export",
 ]
 
@@ -90,6 +92,48 @@ class VerifiedHead:
 
 
 @dataclass(frozen=True, slots=True)
+class PinnedOrigin:
+    """The origin (checkpoint first line) a verifier expects, and where it came from."""
+
+    origin: str
+    source: str
+    """``--origin``, or the name of the given keys."""
+
+    def check(self, origin: str, what: str) -> None:
+        """Raises :class:`VerificationFailure` unless ``what`` (of log ``origin``) is of this
+        log."""
+        if origin != self.origin:
+            raise VerificationFailure(
+                f"{what} is of log {origin!r}, not of the expected log {self.origin!r} "
+                f"({self.source})"
+            )
+
+
+def pinned_origin(verifiers: Sequence[NoteVerifier], origin: str | None = None) -> PinnedOrigin:
+    """The origin a verifier must expect: ``origin`` if given (``--origin``), else the name of
+    the keys when they all have one name. C2SP tlog-checkpoint says a log's key name should be
+    its origin, so that name pins the log; keys of one log told apart by their key IDs share
+    it. Keys of several names pin nothing: :class:`InvalidArgument` (the caller must say which
+    log it expects), never a guess from the data under test.
+    """
+    if origin is not None:
+        if not origin.strip() or "\n" in origin:
+            raise InvalidArgument("origin", f"{origin!r} is not a checkpoint origin line")
+        return PinnedOrigin(origin, "--origin")
+    names = sorted({v.name for v in verifiers})
+    if not names:
+        raise InvalidArgument("key", "at least one verifier key is needed")
+    if len(names) > 1:
+        raise InvalidArgument(
+            "origin",
+            f"the keys have different names ({', '.join(names)}), so none of them stands for "
+            f"the log's origin: pass --origin with the log's origin (the first line of its "
+            f"checkpoints)",
+        )
+    return PinnedOrigin(names[0], f"the name of the key{'s' if len(verifiers) > 1 else ''}")
+
+
+@dataclass(frozen=True, slots=True)
 class ExportReport:
     """What a successful :func:`verify_export` established."""
 
@@ -101,6 +145,9 @@ class ExportReport:
     """Recomputed roots at the sizes asked for (``want_sizes``) and at every checkpoint's size."""
     leaves: dict[int, bytes] = field(default_factory=dict)
     """Recomputed leaf hashes at the indices asked for (``want_indices``)."""
+    kept: int = 0
+    """How many of ``heads`` were kept by the auditor (``kept``): with none, a truncated copy
+    of a longer log verifies (only a checkpoint from outside the export can show it)."""
 
 
 def open_head(
@@ -451,6 +498,8 @@ def verify_export(
     want_sizes: Iterable[int] = (),
     want_indices: Iterable[int] = (),
     check_entries: bool = True,
+    origin: PinnedOrigin | None = None,
+    allow_empty: bool = False,
 ) -> ExportReport:
     """Verifies a whole export (see the module docstring) with the given verifier keys.
 
@@ -460,6 +509,9 @@ def verify_export(
 
     ``kept``: (source name, signed note) of checkpoints the auditor kept from earlier; they must
     be consistent with the export too (a truncated or forked export fails against them).
+    ``origin``: the log the export must be of (:func:`pinned_origin`); None trusts the header.
+    An export with no entries or no checkpoint fails (it proves nothing) unless
+    ``allow_empty``.
     Returns an :class:`ExportReport`; raises :class:`VerificationFailure` at the first problem,
     :class:`~rng_service.audit.export.ExportFormatError` or :class:`InvalidArgument` for
     malformed input.
@@ -468,6 +520,16 @@ def verify_export(
         raise InvalidArgument("key", "at least one verifier key is needed")
     reader = ExportReader(lines)
     header = reader.header
+    if origin is not None:
+        origin.check(header.origin, "the export")
+    if not allow_empty and (header.tree_size == 0 or header.checkpoints == 0):
+        missing = "no entries" if header.tree_size == 0 else "no checkpoint"
+        raise VerificationFailure(
+            f"the export has {missing} (header: {header.tree_size} entries, "
+            f"{header.checkpoints} checkpoints): it proves nothing about the log. An empty log "
+            f"is accepted only with --allow-empty",
+            index=0,
+        )
     heads = [
         open_head(c.note, verifiers, source=f"checkpoint at line {c.line}", origin=header.origin)
         for c in reader.checkpoints()
@@ -582,6 +644,7 @@ def verify_export(
         heads=tuple(heads),
         roots=roots,
         leaves=leaves,
+        kept=len(kept),
     )
 
 

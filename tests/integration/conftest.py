@@ -66,7 +66,6 @@ def make_config(tmp_path: Path, **env: str) -> Config:
         "RNG_SERVICE__METRICS__PORT": "0",
         "RNG_SERVICE__STORAGE__PATH": str(tmp_path / "log.sqlite3"),
         "RNG_SERVICE__LOG__KEY_FILE": str(tmp_path / "key.pem"),
-        "RNG_SERVICE__LOG__KEY_NAME": "test-log",
         "RNG_SERVICE__LOG__ORIGIN": "test.example/log",
         **env,
     }

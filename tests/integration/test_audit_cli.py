@@ -528,13 +528,26 @@ def test_several_keys_and_checkpoints(
     other = tmp_path / "other.pem"
     generate_key_pair(other, name="other-key")
     vkey = exported.vkey.read_text().strip()
-    code, out = run(
-        ["verify", str(exported.export), "--key", str(other) + ".vkey", vkey,
-         "--checkpoint", str(exported.kept), str(exported.kept)],
-        capsys,
-    )  # fmt: skip
+    args = ["verify", str(exported.export), "--key", str(other) + ".vkey", vkey,
+            "--checkpoint", str(exported.kept), str(exported.kept)]  # fmt: skip
+    # Keys of two names pin no origin: the auditor must say which log it expects.
+    code, out = run(args, capsys)
+    assert code == 2, out
+    assert "the keys have different names (other-key, test.example/log)" in out
+    assert "pass --origin" in out
+    code, out = run([*args, "--origin", exported.origin], capsys)
     assert code == 0, out
     code, out = run(["verify", str(exported.export), "--key", str(other) + ".vkey"], capsys)
+    assert code == 1
+    assert (
+        "the export is of log 'test.example/log', not of the expected log 'other-key' "
+        "(the name of the key)"
+    ) in out
+    code, out = run(
+        ["verify", str(exported.export), "--key", str(other) + ".vkey", "--origin",
+         exported.origin],
+        capsys,
+    )  # fmt: skip
     assert code == 1
     assert "no signature from a known key" in out
 

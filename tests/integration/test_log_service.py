@@ -35,6 +35,8 @@ from rng_service.storage.sqlite import SqliteStorage
 from tests.fakes import CounterEntropy
 from tests.integration.conftest import Running, make_config, start
 
+ORIGIN = "test.example/log"  # make_config's log.origin, and its key's name
+
 
 def receipt_of(reply: object) -> Receipt:
     r = reply.receipt  # type: ignore[attr-defined]
@@ -52,6 +54,14 @@ def receipt_of(reply: object) -> Receipt:
 def key_of(path: Path) -> NoteVerifier:
     vkey = path.with_name(path.name + ".vkey").read_text().strip()
     return NoteVerifier.from_verifier_key(vkey)
+
+
+def _opens(note: str, keys: list[NoteVerifier]) -> bool:
+    try:
+        open_checkpoint(note.encode(), keys)
+    except UnverifiedNote:
+        return False
+    return True
 
 
 def all_leaf_hashes(running: Running) -> list[bytes]:
@@ -294,12 +304,12 @@ def test_key_rotation_across_a_restart(tmp_path: Path) -> None:
         running.stop()
 
     # Rotation: a new key becomes active, the old one is retired but stays published.
+    # Both keys are named by the log's origin (C2SP tlog-checkpoint); key IDs tell them apart.
     new_path = tmp_path / "key2.pem"
-    generate_key_pair(new_path, name="test-log-2026")
+    generate_key_pair(new_path, name=ORIGIN)
     rotated = make_config(
         tmp_path,
         RNG_SERVICE__LOG__KEY_FILE=str(new_path),
-        RNG_SERVICE__LOG__KEY_NAME="test-log-2026",
         RNG_SERVICE__LOG__RETIRED_KEYS="key.pem.vkey",
     )
     new_key = key_of(new_path)
@@ -312,13 +322,14 @@ def test_key_rotation_across_a_restart(tmp_path: Path) -> None:
         ]
         published = [NoteVerifier.from_verifier_key(k.verifier_key) for k in keys]
         for receipt in old_receipts:
-            assert verify_receipt(receipt, [old_key]).key_names == ("test-log",)
+            assert verify_receipt(receipt, [old_key]).key_names == (ORIGIN,)
             verify_receipt(receipt, published)
             with pytest.raises(UnverifiedNote):
                 verify_receipt(receipt, [new_key])
         new_receipt = receipt_of(running.spin("new0"))
         assert new_receipt.index == 5
-        assert verify_receipt(new_receipt, [new_key]).key_names == ("test-log-2026",)
+        assert verify_receipt(new_receipt, [new_key]).key_names == (ORIGIN,)
+        assert new_key.key_id != old_key.key_id
         with pytest.raises(UnverifiedNote):
             verify_receipt(new_receipt, [old_key])
         latest = running.log.GetLatestCheckpoint(log_pb2.GetLatestCheckpointRequest())
@@ -332,8 +343,8 @@ def test_key_rotation_across_a_restart(tmp_path: Path) -> None:
         )
         # The stored checkpoints signed by the old key are still served.
         stored = running.log.GetCheckpoints(log_pb2.GetCheckpointsRequest()).checkpoints
-        signers = {open_checkpoint(c.note.encode(), published)[1].key_names for c in stored}
-        assert ("test-log",) in signers
+        assert any(_opens(c.note, [old_key]) for c in stored)
+        assert any(_opens(c.note, [new_key]) for c in stored)
     finally:
         running.stop()
 
@@ -372,14 +383,10 @@ def test_refuses_to_start_on_a_store_that_forks_from_its_published_checkpoint(
 def test_rotation_with_a_co_signing_overlap_window(tmp_path: Path) -> None:
     config = make_config(tmp_path)
     old_key = key_of(config.log.key_file)
-    generate_key_pair(tmp_path / "next.pem", name="test-log-next")
+    generate_key_pair(tmp_path / "next.pem", name=ORIGIN)
     new_key = key_of(tmp_path / "next.pem")
-    # Overlap: the old key stays active, the new one co-signs every new checkpoint.
-    overlap = make_config(
-        tmp_path,
-        RNG_SERVICE__LOG__COSIGN_KEY_FILE="next.pem",
-        RNG_SERVICE__LOG__COSIGN_KEY_NAME="test-log-next",
-    )
+    # Overlap: the old key stays active, the new one (named by the origin too) co-signs.
+    overlap = make_config(tmp_path, RNG_SERVICE__LOG__COSIGN_KEY_FILE="next.pem")
     running = start(overlap)
     try:
         keys = running.log.GetPublicKeys(log_pb2.GetPublicKeysRequest()).keys
@@ -388,30 +395,29 @@ def test_rotation_with_a_co_signing_overlap_window(tmp_path: Path) -> None:
             (new_key.verifier_key(), False, True),
         ]
         receipt = receipt_of(running.spin("overlap0"))
-        assert verify_receipt(receipt, [old_key]).key_names == ("test-log",)
-        assert verify_receipt(receipt, [new_key]).key_names == ("test-log-next",)
+        assert verify_receipt(receipt, [old_key]).key_names == (ORIGIN,)
+        assert verify_receipt(receipt, [new_key]).key_names == (ORIGIN,)
         published = running.log.PublishCheckpoint(log_pb2.PublishCheckpointRequest())
         _, opened = open_checkpoint(published.note.encode(), [old_key, new_key])
-        assert opened.key_names == ("test-log", "test-log-next")
+        assert opened.key_names == (ORIGIN, ORIGIN)
     finally:
         running.stop()
     # End of the overlap: the new key is active, the old one retired.
     rotated = make_config(
         tmp_path,
         RNG_SERVICE__LOG__KEY_FILE=str(tmp_path / "next.pem"),
-        RNG_SERVICE__LOG__KEY_NAME="test-log-next",
         RNG_SERVICE__LOG__RETIRED_KEYS=old_key.verifier_key(),
     )
     running = start(rotated)
     try:
         keys = running.log.GetPublicKeys(log_pb2.GetPublicKeysRequest()).keys
-        assert [(k.name, k.active, k.cosigning) for k in keys] == [
-            ("test-log-next", True, False),
-            ("test-log", False, False),
+        assert [(k.verifier_key, k.active, k.cosigning) for k in keys] == [
+            (new_key.verifier_key(), True, False),
+            (old_key.verifier_key(), False, False),
         ]
         assert verify_receipt(receipt, [new_key]).checkpoint.size == 1
         later = receipt_of(running.spin("after0"))
-        assert verify_receipt(later, [new_key]).key_names == ("test-log-next",)
+        assert verify_receipt(later, [new_key]).key_names == (ORIGIN,)
         with pytest.raises(UnverifiedNote):
             verify_receipt(later, [old_key])
     finally:

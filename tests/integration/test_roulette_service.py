@@ -126,7 +126,7 @@ def test_receipt_verifies_with_the_public_key(running: Running, tmp_path: Path) 
     # Another key, or a changed entry, does not verify.
     from rng_service.log.keys import generate_key_pair
 
-    other = generate_key_pair(tmp_path / "other.pem", name="test-log", passphrase=None)
+    other = generate_key_pair(tmp_path / "other.pem", name="test.example/log", passphrase=None)
     with pytest.raises(IntegrityError):
         verify_receipt(receipt_of(reply), [NoteVerifier.from_verifier_key(other.verifier_key)])
     forged = receipt_of(reply)
@@ -395,8 +395,8 @@ def test_start_and_stop_are_logged_without_secrets(
     running.stop()
     events = [r.msg for r in caplog.records if isinstance(r.msg, dict)]
     started = next(e for e in events if e["event"] == "started")
-    assert started["key"]["name"] == "test-log"
-    assert started["key"]["verifier_key"].startswith("test-log+")
+    assert started["key"]["name"] == "test.example/log"
+    assert started["key"]["verifier_key"].startswith("test.example/log+")
     assert started["log"]["origin"] == "test.example/log"
     assert started["generator"]["self_test"] == "passed"
     stopped = next(e for e in events if e["event"] == "stopped")

@@ -23,14 +23,16 @@ from rng_service.audit import (
     EntryChecker,
     ExportFormatError,
     ExportReader,
+    MissingEntries,
     VerificationFailure,
     check_receipt_against_export,
     check_receipt_against_head,
     open_head,
+    pinned_origin,
     verify_export,
     write_export,
 )
-from rng_service.errors import InvalidArgument
+from rng_service.errors import IntegrityError, InvalidArgument
 from rng_service.log import merkle
 from rng_service.log.entry import EntryFormatError, GeneratorRef, LogEntry
 from rng_service.log.note import Checkpoint, Ed25519NoteSigner, sign_note
@@ -93,18 +95,63 @@ def test_round_trip_and_roots() -> None:
     assert entries[0].line == 7
 
 
-def test_empty_log() -> None:
+def test_an_empty_export_proves_nothing_unless_allowed() -> None:
     out = io.StringIO()
     write_export(out, origin=ORIGIN, checkpoints=[(_note(0), 1)], entries=[], tree_size=0)
-    report = verify_export(out.getvalue().splitlines(), KEYS)
+    lines = out.getvalue().splitlines()
+    with pytest.raises(VerificationFailure, match=r"the export has no entries .*--allow-empty"):
+        verify_export(lines, KEYS)
+    report = verify_export(lines, KEYS, allow_empty=True)
     assert report.root_hash == merkle.EMPTY_ROOT
+    nothing = io.StringIO()
+    write_export(nothing, origin=ORIGIN, checkpoints=[], entries=[], tree_size=0)
+    with pytest.raises(VerificationFailure, match=r"no entries \(header: 0 entries, 0 checkp"):
+        verify_export(nothing.getvalue().splitlines(), KEYS)
+    assert verify_export(nothing.getvalue().splitlines(), KEYS, allow_empty=True).heads == ()
 
 
-def test_writer_refuses_gaps_and_wrong_counts() -> None:
+def test_an_export_without_a_checkpoint_fails_before_reading_entries() -> None:
+    out = io.StringIO()
+    write_export(out, origin=ORIGIN, checkpoints=[], entries=[(0, LEAVES[0], DATA[0])],
+                 tree_size=1)  # fmt: skip
+    with pytest.raises(VerificationFailure, match="the export has no checkpoint"):
+        verify_export(out.getvalue().splitlines(), KEYS)
+    # Allowed empty or not, its entry is covered by no signature.
+    with pytest.raises(VerificationFailure, match="no signed checkpoint covers it"):
+        verify_export(out.getvalue().splitlines(), KEYS, allow_empty=True)
+
+
+def test_the_origin_is_pinned_by_option_or_by_the_key_name() -> None:
+    lines = _export().splitlines(keepends=True)
+    assert verify_export(lines, KEYS, origin=pinned_origin(KEYS, ORIGIN)).origin == ORIGIN
+    by_name = pinned_origin(KEYS)  # SIGNER is named "audit-test", not the origin
+    assert (by_name.origin, by_name.source) == ("audit-test", "the name of the key")
+    with pytest.raises(
+        VerificationFailure,
+        match="the export is of log 'audit.test/log', not of the expected log 'audit-test' "
+        r"\(the name of the key\)",
+    ):
+        verify_export(lines, KEYS, origin=by_name)
+    with pytest.raises(VerificationFailure, match=r"not of the expected log 'x.example/log'"):
+        verify_export(lines, KEYS, origin=pinned_origin(KEYS, "x.example/log"))
+    named = Ed25519NoteSigner(ORIGIN, Ed25519PrivateKey.from_private_bytes(b"\x03" * 32))
+    rotated = Ed25519NoteSigner(ORIGIN, Ed25519PrivateKey.from_private_bytes(b"\x04" * 32))
+    assert pinned_origin([named.verifier(), rotated.verifier()]).origin == ORIGIN
+    with pytest.raises(InvalidArgument, match=r"different names \(audit-test, audit.test/log\)"):
+        pinned_origin([named.verifier(), SIGNER.verifier()])
+    with pytest.raises(InvalidArgument, match="at least one verifier key"):
+        pinned_origin([])
+    with pytest.raises(InvalidArgument, match="origin"):
+        pinned_origin(KEYS, "")
+
+
+def test_writer_refuses_gaps_and_wrong_counts_as_integrity_failures() -> None:
     gap = [(0, LEAVES[0], DATA[0]), (2, LEAVES[2], DATA[2])]
-    with pytest.raises(InvalidArgument, match="got index 2, expected 1"):
+    with pytest.raises(MissingEntries, match=r"no entry 1 .*next one it gave is 2") as e:
         write_export(io.StringIO(), origin=ORIGIN, checkpoints=[], entries=gap, tree_size=3)
-    with pytest.raises(InvalidArgument, match="1 entries written, header says 2"):
+    assert isinstance(e.value, IntegrityError)
+    assert e.value.index == 1
+    with pytest.raises(MissingEntries, match=r"gave 1 entries, .* covers 2: entries \[1, 2\)"):
         write_export(io.StringIO(), origin=ORIGIN, checkpoints=[], entries=gap[:1], tree_size=2)
 
 

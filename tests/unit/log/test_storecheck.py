@@ -15,10 +15,11 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from rng_service.log import merkle
-from rng_service.log.note import Checkpoint, Ed25519NoteSigner, sign_note
+from rng_service.log.note import Checkpoint, Ed25519NoteSigner, NoteVerifier, sign_note
 from rng_service.log.storecheck import (
     VERIFIED_CHECKPOINT_KEY,
     StoreCheckFailed,
+    StoreCheckReport,
     check_store,
     record_verified,
 )
@@ -55,22 +56,21 @@ def checkpoint(size: int, leaves: list[bytes], *, signer: Ed25519NoteSigner = SI
     return CheckpointRecord(size, (1_767_225_600 + ts) * 10**9, sign_note(body, [signer]))
 
 
-def build(path: Path, n: int = N, *, signer_of: object = None) -> list[bytes]:
+def build(path: Path, n: int = N) -> list[bytes]:
     """An SQLite log of ``n`` opaque entries; the first half's checkpoints signed by OLD."""
     store = SqliteStorage(path)
     leaves: list[bytes] = []
-    group = 0
-    for start in range(0, n, GROUP):
+    for group, start in enumerate(range(0, n, GROUP), 1):
         end = min(start + GROUP, n)
         records = []
         for i in range(start, end):
             leaves.append(merkle.leaf_hash(data(i)))
-            records.append(
-                EntryRecord(
-                    i, data(i), leaves[i], "c", f"r{i}", b"\0" * 32, "opaque", "T", "R", "", i, end
-                )  # fmt: skip
-            )
-        group += 1
+            record = EntryRecord(
+                index=i, data=data(i), leaf_hash=leaves[i], client_id="c", request_id=f"r{i}",
+                request_digest=b"\0" * 32, kind="opaque", table_id="T", round_id="R",
+                session_id="", timestamp_ns=i, commit_size=end,
+            )  # fmt: skip
+            records.append(record)
         cp = None
         if group % EVERY == 0 or end == n:
             signer = OLD if end <= n // 2 else SIGNER
@@ -90,7 +90,9 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
-def check(path: Path, *, full: bool = True, page_size: int = 7, keys: list | None = None) -> object:  # type: ignore[type-arg]
+def check(
+    path: Path, *, full: bool = True, page_size: int = 7, keys: list[NoteVerifier] | None = None
+) -> StoreCheckReport:
     store = SqliteStorage(path)
     try:
         return check_store(
@@ -101,9 +103,11 @@ def check(path: Path, *, full: bool = True, page_size: int = 7, keys: list | Non
         store.close()
 
 
-def failure(path: Path, **kwargs: object) -> StoreCheckFailed:
+def failure(
+    path: Path, *, full: bool = True, keys: list[NoteVerifier] | None = None
+) -> StoreCheckFailed:
     with pytest.raises(StoreCheckFailed) as info:
-        check(path, **kwargs)  # type: ignore[arg-type]
+        check(path, full=full, keys=keys)
     return info.value
 
 
@@ -117,10 +121,10 @@ def sql(path: Path, statement: str, *params: object) -> None:
 def test_an_untouched_store_passes_in_full_on_any_page_size(db: Path) -> None:
     for page in (1, 5, 7, 4096):
         report = check(db, page_size=page)
-        assert report.tree_size == N  # type: ignore[attr-defined]
-        assert report.entries == N  # type: ignore[attr-defined]
-        assert report.full  # type: ignore[attr-defined]
-        assert report.root == merkle.root_from_leaf_hashes(  # type: ignore[attr-defined]
+        assert report.tree_size == N
+        assert report.entries == N
+        assert report.full
+        assert report.root == merkle.root_from_leaf_hashes(
             [merkle.leaf_hash(data(i)) for i in range(N)]
         )
     conn = sqlite3.connect(db)
@@ -129,18 +133,20 @@ def test_an_untouched_store_passes_in_full_on_any_page_size(db: Path) -> None:
         conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0],
     )
     conn.close()
-    assert report.nodes == stored_nodes  # type: ignore[attr-defined]
-    assert report.checkpoints == stored_checkpoints == 7  # type: ignore[attr-defined]
-    assert report.newest.size == N  # type: ignore[attr-defined]
+    assert report.nodes == stored_nodes
+    assert report.checkpoints == stored_checkpoints == 7
+    assert report.newest is not None
+    assert report.newest.size == N
 
 
-def test_incremental_starts_from_the_recorded_checkpoint(db: Path, tmp_path: Path) -> None:
+def test_incremental_starts_from_the_recorded_checkpoint(db: Path) -> None:
     store = SqliteStorage(db)
     first = check_store(store, KEYS, origin=ORIGIN)
     assert first.full
     assert "no verified checkpoint" in first.reason
     assert record_verified(store, first)
-    assert store.get_meta(VERIFIED_CHECKPOINT_KEY) == first.newest.note  # type: ignore[union-attr]
+    assert first.newest is not None
+    assert store.get_meta(VERIFIED_CHECKPOINT_KEY) == first.newest.note
     assert not record_verified(store, first)  # unchanged
     again = check_store(store, KEYS, origin=ORIGIN)
     assert (again.start, again.entries, again.full) == (N, 0, False)
@@ -296,7 +302,7 @@ def test_consistent_truncation_with_the_record_removed_passes_the_store_alone(db
     truncate(db, 24)
     sql(db, "DELETE FROM meta WHERE key = ?", VERIFIED_CHECKPOINT_KEY)
     report = check(db, full=False)
-    assert report.tree_size == 24  # type: ignore[attr-defined]
+    assert report.tree_size == 24
 
 
 def test_truncation_that_left_the_checkpoints(db: Path) -> None:
