@@ -34,6 +34,7 @@ ENV PATH=/opt/rng-service/bin:$PATH \
     RNG_SERVICE__SERVER__HOST=0.0.0.0 \
     RNG_SERVICE__METRICS__HOST=0.0.0.0 \
     RNG_SERVICE__STORAGE__PATH=/var/lib/rng-service/outcome-log.sqlite3 \
+    RNG_SERVICE__SERVER__LOCK_DIR=/var/lib/rng-service/run \
     RNG_SERVICE__LOG__KEY_FILE=/etc/rng-service/keys/log-signing-key.pem \
     RNG_SERVICE__TLS__CERT_FILE=/etc/rng-service/tls/server.pem \
     RNG_SERVICE__TLS__KEY_FILE=/etc/rng-service/tls/server.key \

@@ -94,7 +94,6 @@ chown "$uid:$gid" "$work/state" "$etc/keys" "$etc/tls"
 cat >"$etc/config.toml" <<'TOML'
 [log]
 origin = "check-image.local/log"
-key_name = "check-image"
 key_file = "/etc/rng-service/keys/log-signing-key.pem"
 
 [tls]
@@ -125,7 +124,7 @@ mount --bind "$WORK/etc" "$MNT/etc/rng-service"
 as_image() {
   chroot --userspec="$UIDGID" "$MNT" /usr/bin/env -i "${IMAGE_ENV[@]}" HOME=/var/lib/rng-service "$@"
 }
-as_image rng-service keygen --out /etc/rng-service/keys/log-signing-key.pem --name check-image \
+as_image rng-service keygen --out /etc/rng-service/keys/log-signing-key.pem --name check-image.local/log \
   >"$WORK/pubkey.txt"
 # Development certificates from the image's own dev-ca, into the temporary directory.
 as_image rng-service dev-ca --out /etc/rng-service/tls \

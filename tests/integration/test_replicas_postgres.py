@@ -48,8 +48,8 @@ from tests.postgres_cluster import Cluster
 pytestmark = pytest.mark.postgres
 
 REPO = Path(__file__).resolve().parents[2]
-KEY_NAME = "replicas-test"
 ORIGIN = "replicas.test.example/log"
+KEY_NAME = ORIGIN  # a log's key is named by its origin (C2SP tlog-checkpoint)
 KINDS = ("spin", "dice", "uniform")
 
 
