@@ -1,0 +1,317 @@
+"""The store checks itself: each edit an operator with database access could make, replayed on a
+real SQLite log written by the real service, is refused at start-up or by ``check-store``.
+
+The log is made once per module by ``rng-service serve`` (a subprocess) over two runs: the
+second start records the first run's last checkpoint as verified, so the log has a verified
+part (below ``verified``, checked again only by ``check-store`` or ``log.startup_check =
+"full"``) and a newer part (checked at every start). Each test edits a copy with sqlite3 while
+no service runs, as an operator would, and starts the service again or runs ``check-store``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rng_service.audit_cli import main as audit_main
+from rng_service.cli import main as cli_main
+from rng_service.log.keys import generate_key_pair
+from rng_service.log.storecheck import VERIFIED_CHECKPOINT_KEY
+from rng_service.service.client import RngClient
+
+ORIGIN = "integrity.test.example/log"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RNG_SERVICE__")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def write_config(
+    directory: Path,
+    key: Path,
+    *,
+    port: int = 0,
+    db: Path | None = None,
+    lock_dir: Path | None = None,
+    extra: str = "",
+) -> Path:
+    """A config file in ``directory``; ``extra``: more ``[log]`` lines."""
+    config = directory / "config.toml"
+    config.write_text(
+        "\n".join(
+            [
+                "[server]",
+                'host = "127.0.0.1"',
+                f"port = {port}",
+                f'lock_dir = "{lock_dir or directory / "run"}"',
+                "shutdown_grace_seconds = 2",
+                "[metrics]",
+                "enabled = false",
+                "[log]",
+                f'origin = "{ORIGIN}"',
+                f'key_file = "{key}"',
+                "publish_interval_seconds = 0.1",
+                extra,
+                "[storage]",
+                f'path = "{db or directory / "log.sqlite3"}"',
+                "",
+            ]
+        )
+    )
+    return config
+
+
+class Served:
+    """``rng-service serve --config FILE`` in a subprocess, up until :meth:`stop`."""
+
+    def __init__(self, config: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "rng_service.cli", "serve", "--config", str(config)],
+            cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.startswith("rng-service listening on"):
+            self.stop()
+            raise AssertionError(f"the service did not start: {line}{self.stderr}")
+        self.port = int(line.split(":")[1].split()[0].rstrip(","))
+        self.target = f"127.0.0.1:{self.port}"
+        self.stderr = ""
+
+    def spins(self, prefix: str, n: int) -> None:
+        with RngClient(self.target) as client:
+            for i in range(n):
+                client.spin(wheel="double_zero", table_id="T1", round_id=f"{prefix}{i}",
+                            request_id=f"{prefix}{i}")  # fmt: skip
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.stderr = self.proc.stderr.read() if self.proc.stderr else ""
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def serve_refused(config: Path) -> dict[str, Any]:
+    """Runs ``serve``, which must refuse to start: returns its ``startup_failed`` event."""
+    done = subprocess.run(
+        [sys.executable, "-m", "rng_service.cli", "serve", "--config", str(config)],
+        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "listening" not in done.stdout
+    events = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    failed = [e for e in events if e.get("event") == "startup_failed"]
+    assert failed, done.stderr
+    assert "Traceback" not in done.stderr
+    return failed[0]
+
+
+def check_store(config: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = cli_main(["check-store", "--config", str(config)])
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+@dataclass
+class Pristine:
+    directory: Path
+    key: Path
+    verified: int  # the size recorded as verified at the second start
+    size: int
+    kept: str  # the newest checkpoint note, as an auditor would have kept it
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Pristine:
+    directory = tmp_path_factory.mktemp("integrity")
+    key = directory / "key.pem"
+    generate_key_pair(key, name=ORIGIN)
+    config = write_config(directory, key)
+    for run, n in (("a", 24), ("b", 20)):
+        served = Served(config)
+        try:
+            served.spins(run, n)
+        finally:
+            served.stop()
+        assert '"event": "stopped"' in served.stderr, served.stderr
+    db = directory / "log.sqlite3"
+    conn = sqlite3.connect(db)
+    record = conn.execute("SELECT value FROM meta WHERE key = ?", (VERIFIED_CHECKPOINT_KEY,))
+    verified = int(bytes(record.fetchone()[0]).split(b"\n")[1])
+    size = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+    kept = bytes(conn.execute("SELECT note FROM checkpoints ORDER BY size DESC").fetchone()[0])
+    conn.close()
+    assert (verified, size) == (24, 44)
+    return Pristine(directory, key, verified, size, kept.decode())
+
+
+@pytest.fixture
+def log(pristine: Pristine, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the pristine log and a config for it: (config, database)."""
+    db = tmp_path / "log.sqlite3"
+    shutil.copy(pristine.directory / "log.sqlite3", db)
+    return write_config(tmp_path, pristine.key), db
+
+
+def sql(db: Path, statement: str, *params: object) -> None:
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute(statement, params)
+    conn.close()
+
+
+def test_an_untouched_log_starts_incrementally_and_check_store_runs_beside_it(
+    log: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, _ = log
+    served = Served(config)
+    try:
+        code, out = check_store(config, capsys)  # read-only, while the service serves the log
+        served.spins("c", 3)
+    finally:
+        served.stop()
+    assert code == 0, out
+    assert f"holds 44 entries of {ORIGIN}: every index present" in out
+    started = [json.loads(line) for line in served.stderr.splitlines() if "store_check" in line]
+    assert started[0]["mode"] == "incremental"
+    assert started[0]["checked_from"] == 24
+    assert started[0]["entries"] == 20
+
+
+def test_changed_entry_bytes(
+    pristine: Pristine, log: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, db = log
+    conn = sqlite3.connect(db)
+    data = bytes(conn.execute("SELECT data FROM entries WHERE idx = 30").fetchone()[0])
+    conn.close()
+    changed = data.replace(b'"number":"', b'"number":"1', 1)
+    assert changed != data
+    sql(db, "UPDATE entries SET data = ? WHERE idx = 30", changed)
+    failed = serve_refused(config)
+    assert "log store check failed: entry 30: its bytes hash to" in failed["error"]
+    assert "the entry's bytes (or its leaf hash) were changed" in failed["error"]
+    code, out = check_store(config, capsys)
+    assert code == 1
+    assert "FAILED" in out
+    assert "entry 30: its bytes hash to" in out
+
+
+def test_changed_entry_bytes_in_the_verified_part_need_the_full_check(
+    pristine: Pristine, log: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Below the recorded checkpoint the start-up check is incremental: check-store, or
+    log.startup_check = "full", finds the edit."""
+    config, db = log
+    sql(db, "UPDATE entries SET data = CAST('{}' AS BLOB) WHERE idx = 5")
+    served = Served(config)
+    served.stop()
+    code, out = check_store(config, capsys)
+    assert code == 1
+    assert "entry 5: its bytes hash to" in out
+    full = write_config(db.parent, pristine.key, extra='startup_check = "full"')
+    assert "entry 5: its bytes hash to" in serve_refused(full)["error"]
+
+
+def test_corrupted_checkpoint_signature(
+    log: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, db = log
+    conn = sqlite3.connect(db)
+    size, note = conn.execute(
+        "SELECT size, note FROM checkpoints WHERE size > 24 ORDER BY size LIMIT 1"
+    ).fetchone()
+    conn.close()
+    text, signature = bytes(note).decode().rsplit(" ", 1)
+    raw = bytearray(base64.b64decode(signature))
+    raw[10] ^= 0x01
+    corrupted = f"{text} {base64.b64encode(bytes(raw)).decode()}\n".encode()
+    sql(db, "UPDATE checkpoints SET note = ? WHERE size = ?", corrupted, size)
+    failed = serve_refused(config)
+    assert f"stored checkpoint of tree size {size} (published" in failed["error"]
+    assert "invalid signature for key" in failed["error"]
+    code, out = check_store(config, capsys)
+    assert code == 1
+    assert f"stored checkpoint of tree size {size}" in out
+
+
+def test_deleted_middle_row(log: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    config, db = log
+    sql(db, "DELETE FROM entries WHERE idx = 33")
+    failed = serve_refused(config)
+    assert "entry 33 is missing from the store" in failed["error"]
+    assert "a row was deleted" in failed["error"]
+    sql(db, "DELETE FROM entries WHERE idx = 7")
+    code, out = check_store(config, capsys)
+    assert code == 1
+    assert "entry 7 is missing from the store" in out
+
+
+def truncate(db: Path, size: int) -> None:
+    """Deletes the newest entries, their nodes and the checkpoints that covered them."""
+    sql(db, "DELETE FROM entries WHERE idx >= ?", size)
+    sql(db, "DELETE FROM nodes WHERE ((idx + 1) << level) > ?", size)
+    sql(db, "DELETE FROM checkpoints WHERE size > ?", size)
+
+
+def test_truncation_below_the_verified_checkpoint_is_refused(
+    pristine: Pristine, log: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, db = log
+    truncate(db, 20)
+    failed = serve_refused(config)
+    assert (
+        "the store's record of the last verified checkpoint is for tree size 24, beyond the "
+        "stored tree of 20 entries: entries [20, 24) were deleted"
+    ) in failed["error"]
+    # The full check alone sees a valid shorter log, and says what it cannot know.
+    code, out = check_store(config, capsys)
+    assert code == 0, out
+    assert "holds 20 entries" in out
+    assert "a shorter log (newest entries and their checkpoints deleted) passes" in out
+
+
+def test_what_the_store_alone_cannot_catch(
+    pristine: Pristine, log: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Entries, nodes, checkpoints and the record deleted consistently: the store is a valid
+    shorter log and the service starts. A checkpoint kept outside the database shows it (an
+    auditor's here; witnesses' cosignatures in the issue "Witnessed checkpoints")."""
+    config, db = log
+    truncate(db, 30)
+    sql(db, "DELETE FROM meta WHERE key = ?", VERIFIED_CHECKPOINT_KEY)
+    served = Served(config)
+    served.stop()
+    assert '"tree_size": 30' in served.stderr
+    export, kept = db.parent / "log.export", db.parent / "kept.note"
+    kept.write_text(pristine.kept)
+    assert audit_main(["export", "--db", str(db), "--out", str(export)]) == 0
+    vkey = str(pristine.key) + ".vkey"
+    assert audit_main(["verify", str(export), "--key", vkey]) == 0
+    out = capsys.readouterr().out
+    assert "NOT CHECKED: truncation" in out
+    assert audit_main(["verify", str(export), "--key", vkey, "--checkpoint", str(kept)]) == 1
+    err = capsys.readouterr().err
+    assert f"is for tree size {pristine.size}, but the export has only 30 entries" in err
+    assert "the export is truncated" in err
