@@ -103,9 +103,10 @@ class PinnedOrigin:
         """Raises :class:`VerificationFailure` unless ``what`` (of log ``origin``) is of this
         log."""
         if origin != self.origin:
+            hint = "" if self.source == "--origin" else "; --origin names another log's origin"
             raise VerificationFailure(
                 f"{what} is of log {origin!r}, not of the expected log {self.origin!r} "
-                f"({self.source})"
+                f"({self.source}{hint})"
             )
 
 

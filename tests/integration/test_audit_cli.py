@@ -9,7 +9,9 @@ message naming what is wrong and where for tampering, 2 for malformed input.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -299,9 +301,10 @@ def test_truncated_tail_against_a_kept_checkpoint(
         return [json.dumps(head) + "\n", *map(checkpoint_line, notes), *entries]
 
     path = tampered(exported, "truncated", change)
-    # Alone, the shortened export is self-consistent...
+    # Alone, the shortened export is self-consistent, and the output says what was not checked...
     code, out = verify(exported, path, capsys)
     assert code == 0, out
+    assert "NOT CHECKED: truncation. No kept checkpoint (--checkpoint)" in out
     # ...but not against the checkpoint the auditor kept.
     code, out = verify(exported, path, capsys, "--checkpoint", str(exported.kept))
     assert code == 1
@@ -433,6 +436,159 @@ def test_tampered_receipt(exported: Exported, capsys: pytest.CaptureFixture[str]
     code, out = run(["verify-receipt", str(path), "--key", str(exported.vkey)], capsys)
     assert code == 1
     assert "does not lead to the expected root" in out
+
+
+# -- a verifier that cannot pass on nothing: exit 1 exactly -----------------------------------
+
+
+def test_an_export_of_nothing_fails_unless_allowed(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = {"format": "rng-audit-export/v1", "origin": exported.origin, "tree_size": 0,
+             "checkpoints": 0}  # fmt: skip
+    path = exported.tmp / "empty.export"
+    path.write_text(json.dumps(empty) + "\n")
+    code, out = verify(exported, path, capsys)
+    assert code == 1, out
+    assert "the export has no entries (header: 0 entries, 0 checkpoints): it proves nothing" in out
+    code, out = verify(exported, path, capsys, "--allow-empty")
+    assert code == 0, out
+    assert "0 checkpoints (newest: tree size 0) verified, signed by nobody" in out
+    assert "NOT CHECKED: truncation" in out
+    # The empty tree's signed checkpoint alone is no better without --allow-empty.
+    only_head = tampered(
+        exported,
+        "empty-signed",
+        lambda _: [
+            json.dumps({**empty, "checkpoints": 1}) + "\n",
+            checkpoint_line(signed_checkpoint(exported, 0, hashlib.sha256(b"").digest())),
+        ],
+    )
+    code, out = verify(exported, only_head, capsys)
+    assert code == 1, out
+    assert "the export has no entries" in out
+    # Entries and no checkpoint: nothing signed.
+    unsigned = tampered(
+        exported,
+        "unsigned",
+        lambda lines: [
+            json.dumps({**header(lines), "checkpoints": 0}) + "\n",
+            *lines[first_entry_line(lines) :],
+        ],
+    )
+    code, out = verify(exported, unsigned, capsys)
+    assert code == 1, out
+    assert "the export has no checkpoint" in out
+
+
+def test_an_export_of_another_origin_is_not_this_log(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The header names its own origin; the verifier pins the one it expects: --origin, or the
+    key's name (the log's key is named by its origin). A log of another origin, even signed by
+    the same key, is refused."""
+
+    def relabel(lines: list[str]) -> list[str]:
+        head = {**header(lines), "origin": "evil.example/log"}
+        notes = []
+        for line in lines[1 : first_entry_line(lines)]:
+            text = json.loads(line)["note"].split("\n\n")[0] + "\n"
+            signer = load_signer(exported.key_file, name=exported.key_name)
+            notes.append(sign_note(text.replace(exported.origin, "evil.example/log", 1),
+                                   [signer]).decode())  # fmt: skip
+        return [json.dumps(head) + "\n", *map(checkpoint_line, notes),
+                *lines[first_entry_line(lines) :]]  # fmt: skip
+
+    path = tampered(exported, "other-origin", relabel)
+    code, out = verify(exported, path, capsys)
+    assert code == 1, out
+    assert (
+        f"the export is of log 'evil.example/log', not of the expected log '{exported.origin}' "
+        f"(the name of the key"
+    ) in out
+    code, out = verify(exported, path, capsys, "--origin", "evil.example/log")
+    assert code == 0, out  # what was asked for: every signature is the real key's
+    code, out = verify(exported, exported.export, capsys, "--origin", "evil.example/log")
+    assert code == 1, out
+    assert "not of the expected log 'evil.example/log' (--origin)" in out
+
+
+def test_receipts_are_checked_for_the_origin(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = ["--key", str(exported.vkey)]
+    code, out = run(["verify-receipt", str(exported.receipt), *key, "--origin", "x.example/log"],
+                    capsys)  # fmt: skip
+    assert code == 1, out
+    assert "checkpoint is of log 'test.example/log', not of the expected log 'x.example/log'" in (
+        out
+    )
+    code, out = run(["verify-receipt", str(exported.receipt), *key], capsys)
+    assert code == 0, out
+    assert "NOT CHECKED: that the log still holds this entry" in out
+    from rng_service.cli import main as service_main
+
+    vkey = exported.vkey.read_text().strip()
+    assert service_main(["verify-receipt", str(exported.receipt), "--key", vkey]) == 0
+    code = service_main(
+        ["verify-receipt", str(exported.receipt), "--key", vkey, "--origin", "x.example/log"]
+    )
+    assert code == 1
+    assert "not of the expected log 'x.example/log'" in capsys.readouterr().err
+
+
+def test_verify_receipt_with_a_kept_checkpoint(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = ["--key", str(exported.vkey)]
+    receipt = str(exported.receipt)
+    code, out = run(["verify-receipt", receipt, *key, "--checkpoint", str(exported.kept)], capsys)
+    assert code == 2
+    assert "--checkpoint needs --against or --target" in out
+    code, out = run(["verify-receipt", receipt, *key, "--target", str(exported.target),
+                     "--checkpoint", str(exported.kept)], capsys)  # fmt: skip
+    assert code == 0, out
+    assert "and with 1 kept checkpoint(s)" in out
+    code, out = run(["verify-receipt", receipt, *key, "--against", str(exported.export),
+                     "--checkpoint", str(exported.kept)], capsys)  # fmt: skip
+    assert code == 0, out
+    assert "NOT CHECKED" not in out
+    # A kept checkpoint larger than the live log: the log was cut back.
+    beyond = exported.tmp / "beyond.note"
+    beyond.write_text(signed_checkpoint(exported, 10_000, b"\x01" * 32))
+    code, out = run(["verify-receipt", receipt, *key, "--target", str(exported.target),
+                     "--checkpoint", str(beyond)], capsys)  # fmt: skip
+    assert code == 1, out
+    assert "is for tree size 10000, beyond the latest checkpoint of" in out
+    assert "the log was cut back" in out
+
+
+def test_an_entry_missing_while_exporting_is_an_integrity_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = make_config(tmp_path)
+    running = start(config)
+    try:
+        for i in range(6):
+            running.spin(f"gap{i}")
+        running.log.PublishCheckpoint(log_pb2.PublishCheckpointRequest())
+        # An operator deletes a row of the live SQLite log (the service is idle).
+        conn = sqlite3.connect(config.storage.path)
+        with conn:
+            conn.execute("DELETE FROM entries WHERE idx = 2")
+        conn.close()
+        out_file = tmp_path / "gap.export"
+        code, out = run(["export", "--target", f"127.0.0.1:{running.port}", "--out",
+                         str(out_file)], capsys)  # fmt: skip
+        assert code == 1, out
+        assert "FAILED: the log has no entry 2 (the next one it gave is 3)" in out
+        assert not out_file.exists()
+        code, out = run(["export", "--db", str(config.storage.path), "--out", str(out_file)],
+                        capsys)  # fmt: skip
+        assert code == 1, out
+        assert "the log has no entry 2" in out
+    finally:
+        running.stop()
 
 
 # -- malformed input: exit 2, one line naming the line or field ------------------------------
