@@ -103,7 +103,11 @@ class PinnedOrigin:
         """Raises :class:`VerificationFailure` unless ``what`` (of log ``origin``) is of this
         log."""
         if origin != self.origin:
-            hint = "" if self.source == "--origin" else "; --origin names another log's origin"
+            hint = (
+                ""
+                if self.source == "--origin"
+                else "; if the log's key is not named by its origin, pass --origin"
+            )
             raise VerificationFailure(
                 f"{what} is of log {origin!r}, not of the expected log {self.origin!r} "
                 f"({self.source}{hint})"

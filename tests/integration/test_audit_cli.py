@@ -697,7 +697,7 @@ def test_several_keys_and_checkpoints(
     assert code == 1
     assert (
         "the export is of log 'test.example/log', not of the expected log 'other-key' "
-        "(the name of the key)"
+        "(the name of the key; if the log's key is not named by its origin, pass --origin)"
     ) in out
     code, out = run(
         ["verify", str(exported.export), "--key", str(other) + ".vkey", "--origin",

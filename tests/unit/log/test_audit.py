@@ -129,7 +129,7 @@ def test_the_origin_is_pinned_by_option_or_by_the_key_name() -> None:
     with pytest.raises(
         VerificationFailure,
         match="the export is of log 'audit.test/log', not of the expected log 'audit-test' "
-        r"\(the name of the key\)",
+        r"\(the name of the key; if the log's key is not named by its origin, pass --origin\)",
     ):
         verify_export(lines, KEYS, origin=by_name)
     with pytest.raises(VerificationFailure, match=r"not of the expected log 'x.example/log'"):
