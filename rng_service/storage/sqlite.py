@@ -453,8 +453,11 @@ class SqliteStorage:
             chunk = wanted[start : start + _NODE_BATCH]
             values = ",".join("(?,?)" for _ in chunk)
             params = [x for coord in chunk for x in coord]
+            # A join from the coordinates, so that each is one primary-key search: SQLite
+            # plans "(level, idx) IN (VALUES ...)" as a scan of the whole nodes table.
             rows = self._read(
-                f"SELECT level, idx, hash FROM nodes WHERE (level, idx) IN (VALUES {values})",  # noqa: S608
+                f"SELECT n.level, n.idx, n.hash FROM (VALUES {values}) AS v "  # noqa: S608
+                "JOIN nodes AS n ON n.level = v.column1 AND n.idx = v.column2",
                 params,
             )
             for level, idx, value in rows:
