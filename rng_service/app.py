@@ -311,6 +311,19 @@ class Service:
             [(key, cert)], root_certificates=ca, require_client_auth=True
         )
 
+    def _warn_unless_key_named_by_origin(self) -> None:
+        cfg = self.config.log
+        if cfg.key_name != cfg.origin:
+            _log.warning(
+                {
+                    "event": "key_name_differs_from_origin",
+                    "key_name": cfg.key_name,
+                    "origin": cfg.origin,
+                    "message": "C2SP tlog-checkpoint: the key name should be the origin; "
+                    "auditors must then pass --origin (docs/auditing.md)",
+                }
+            )
+
     def _take_ownership(self) -> None:
         """One instance per gRPC port and per SQLite log (docs/operations.md, "One owner per
         log"): a second one stops here, naming the pid that holds what it wanted."""
@@ -356,8 +369,8 @@ class Service:
         except IntegrityError as e:
             raise StartupError(
                 f"log store check failed: {e}. Nothing was served; run `rng-service "
-                f'check-store` for the full check and see docs/operations.md ("The start-up '
-                f'check")'
+                f'check-store` for the full check and see docs/operations.md ("The log '
+                f"store's own check\")"
             ) from e
         except RngServiceError as e:
             raise StartupError(f"log store check could not read the store: {e}") from e
@@ -386,21 +399,11 @@ class Service:
         cosigners = self._load_cosigners()
         retired = self._load_retired_keys([signer, *cosigners])
         profiles = self._load_profiles()
-        if cfg.log.key_name != cfg.log.origin:
-            _log.warning(
-                {
-                    "event": "key_name_differs_from_origin",
-                    "key_name": cfg.log.key_name,
-                    "origin": cfg.log.origin,
-                    "message": "C2SP tlog-checkpoint: the key name should be the origin; "
-                    "auditors must then pass --origin (docs/auditing.md)",
-                }
-            )
+        self._warn_unless_key_named_by_origin()
         self._take_ownership()
         storage = self._open_storage()
         self._storage = storage
-        self._check_store(storage, [signer.verifier(), *(c.verifier() for c in cosigners),
-                                    *retired])  # fmt: skip
+        self._check_store(storage, [s.verifier() for s in (signer, *cosigners)] + retired)
         try:
             tree = MerkleTree.load(storage)
         except IntegrityError as e:

@@ -144,7 +144,7 @@ class LogSettings:
     #: Under concurrent load, how long the writer waits for more requests before committing a
     #: group (a lone request never waits): fewer, bigger groups cost fewer fsyncs and signatures.
     group_wait_seconds: float = 0.002
-    #: The store's own check at start-up (docs/operations.md, "The start-up check"):
+    #: The store's own check at start-up (docs/operations.md, "The log store's own check"):
     #: "incremental" checks what was stored since the last verified checkpoint, "full" all.
     startup_check: str = "incremental"
 
