@@ -23,7 +23,7 @@ from rng_service.log.storecheck import (
     check_store,
     record_verified,
 )
-from rng_service.storage.base import CheckpointRecord, EntryRecord, NodeRecord
+from rng_service.storage.base import CheckpointRecord, EntryRecord, LogStorage, NodeRecord
 from rng_service.storage.sqlite import SqliteStorage
 
 ORIGIN = "unit.example/log"
@@ -57,8 +57,17 @@ def checkpoint(size: int, leaves: list[bytes], *, signer: Ed25519NoteSigner = SI
 
 
 def build(path: Path, n: int = N) -> list[bytes]:
-    """An SQLite log of ``n`` opaque entries; the first half's checkpoints signed by OLD."""
+    """An SQLite log of ``n`` opaque entries (see :func:`fill`)."""
     store = SqliteStorage(path)
+    try:
+        return fill(store, n)
+    finally:
+        store.close()
+
+
+def fill(store: LogStorage, n: int = N) -> list[bytes]:
+    """Appends ``n`` opaque entries to an empty store; the first half's checkpoints are signed
+    by OLD (a retired key), the others by SIGNER. Returns the leaf hashes."""
     leaves: list[bytes] = []
     for group, start in enumerate(range(0, n, GROUP), 1):
         end = min(start + GROUP, n)
@@ -76,7 +85,6 @@ def build(path: Path, n: int = N) -> list[bytes]:
             signer = OLD if end <= n // 2 else SIGNER
             cp = checkpoint(end, leaves, signer=signer, ts=end)
         store.append(records, reference_nodes(leaves, start, end), cp)
-    store.close()
     return leaves
 
 

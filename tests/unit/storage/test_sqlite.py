@@ -146,3 +146,32 @@ def test_data_survives_reopen_byte_for_byte(db_path: Path) -> None:
         assert store.entries(0, 1) == [entry]
     finally:
         store.close()
+
+
+def test_read_only_reads_beside_a_writer_and_writes_nothing(db_path: Path) -> None:
+    writer = _open(db_path)
+    reader = SqliteStorage(db_path, read_only=True, busy_timeout_ms=50)
+    try:
+        writer.append([make_entry(0)], leaf_nodes([make_entry(0)]))
+        assert reader.tree_size() == 1  # a WAL reader sees what the writer committed
+        with pytest.raises(StorageUnavailable, match="readonly"):
+            reader.add_checkpoint(CheckpointRecord(1, 1, b"note"))
+        with pytest.raises(StorageUnavailable):
+            reader.set_meta("k", b"v")
+        writer.append([make_entry(1)], leaf_nodes([make_entry(1)]))  # the reader never blocks it
+        assert [e.index for e in reader.entries(0, 5)] == [0, 1]
+        assert reader.checkpoints() == []
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_read_only_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.sqlite3"
+    with pytest.raises(StorageUnavailable, match="cannot open"):
+        SqliteStorage(missing, read_only=True)
+    assert not missing.exists()
+    empty = tmp_path / "empty.sqlite3"
+    sqlite3.connect(empty).close()
+    with pytest.raises(SchemaVersionMismatch, match="not an rng-service log"):
+        SqliteStorage(empty, read_only=True)
