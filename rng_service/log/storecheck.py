@@ -40,22 +40,19 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from rng_service.errors import IntegrityError, InvalidArgument
 from rng_service.log.merkle import leaf_hash
 from rng_service.log.note import Checkpoint, NoteVerifier, open_note
 from rng_service.log.tree import MerkleTree
-from rng_service.storage.base import CheckpointRecord, EntryRecord, NodeRecord
+from rng_service.storage.base import CheckpointRecord, LogStorage, NodeRecord
 
 __all__ = [
     "VERIFIED_CHECKPOINT_KEY",
     "StoreCheckFailed",
     "StoreCheckReport",
-    "StoreReader",
-    "StoreWriter",
     "check_store",
     "record_verified",
 ]
@@ -79,31 +76,6 @@ class StoreCheckFailed(IntegrityError):
         super().__init__(message)
         self.index = index
         self.checkpoint_size = checkpoint_size
-
-
-class StoreReader(Protocol):
-    """The reads of :class:`~rng_service.storage.base.LogStorage` the check needs."""
-
-    def tree_size(self) -> int: ...
-
-    def entries(self, start: int, end: int) -> list[EntryRecord]: ...
-
-    def nodes(self, coords: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]: ...
-
-    def checkpoints(
-        self,
-        *,
-        min_size: int | None = None,
-        max_size: int | None = None,
-        since_ns: int | None = None,
-        until_ns: int | None = None,
-    ) -> list[CheckpointRecord]: ...
-
-    def get_meta(self, key: str) -> bytes | None: ...
-
-
-class StoreWriter(StoreReader, Protocol):
-    def set_meta(self, key: str, value: bytes) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +144,7 @@ class _Check:
     """One run of the check; see :func:`check_store`."""
 
     def __init__(
-        self, storage: StoreReader, verifiers: Sequence[NoteVerifier], origin: str, page: int
+        self, storage: LogStorage, verifiers: Sequence[NoteVerifier], origin: str, page: int
     ) -> None:
         self.storage = storage
         self.verifiers = verifiers
@@ -236,6 +208,8 @@ class _Check:
                     f"a row was deleted",
                     index=index,
                 )
+            # Each record is at hand here with its lookup columns: a check of those columns
+            # against the entry's signed bytes belongs here too.
             computed = leaf_hash(record.data)
             if computed != record.leaf_hash:
                 raise StoreCheckFailed(
@@ -338,7 +312,7 @@ class _Check:
 
 
 def check_store(
-    storage: StoreReader,
+    storage: LogStorage,
     verifiers: Sequence[NoteVerifier],
     *,
     origin: str,
@@ -414,7 +388,7 @@ def check_store(
     )
 
 
-def record_verified(storage: StoreWriter, report: StoreCheckReport) -> bool:
+def record_verified(storage: LogStorage, report: StoreCheckReport) -> bool:
     """Records the report's newest verified checkpoint for the next incremental check;
     returns whether the record changed."""
     newest = report.newest
