@@ -8,7 +8,13 @@ Commands:
                   (against an export, or the live log's latest checkpoint)
 
 Exit status: 0 when everything verifies, 1 when something does not (the message says what and
-at which index), 2 for usage errors, unreadable or malformed files and unreachable services.
+at which index): tampering, a fork, another log's origin, an export with nothing in it (unless
+``--allow-empty``), an entry the log does not give while exporting; 2 for usage errors (keys of
+several names and no ``--origin``), unreadable or malformed files and unreachable services.
+
+Which log: ``--origin``, or else the name of the ``--key`` keys (a log's key is named by its
+origin, C2SP tlog-checkpoint). Without a kept checkpoint (``--checkpoint``) the output says
+that truncation was not checked: a copy cut back to an older checkpoint verifies the same.
 
 A service with mTLS (docs/security.md) needs an auditor's certificate for ``--target``:
 ``rng-audit --ca CA --cert CERT --key KEY export --target HOST:PORT ...`` (the three go before
