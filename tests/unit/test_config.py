@@ -35,6 +35,24 @@ def test_shipped_dev_config_loads() -> None:
     root = Path(__file__).resolve().parents[2]
     config = load_config(root / "config/dev.toml", environ={}, base_dir=root)
     assert config.server.port == 50051
+    # The README's `rng-service pubkey --name rng-service.local-dev` names the dev log's key.
+    assert config.log.key_name == config.log.origin == "rng-service.local-dev"
+
+
+def test_the_key_is_named_by_the_origin_unless_named(tmp_path: Path) -> None:
+    config = load_config(None, environ={}, base_dir=tmp_path)
+    assert config.log.key_name == config.log.origin == "rng-service.local/log"
+    assert config.log.cosign_key_name == config.log.origin
+    assert config.log.startup_check == "incremental"
+    assert config.server.lock_dir == tmp_path / "var/run"
+    path = tmp_path / "c.toml"
+    path.write_text('[log]\norigin = "casino.example/rng-log"\n')
+    assert load_config(path, environ={}).log.key_name == "casino.example/rng-log"
+    path.write_text('[log]\norigin = "casino.example/rng-log"\nkey_name = "old-name"\n')
+    assert load_config(path, environ={}).log.key_name == "old-name"
+    path.write_text('[log]\norigin = "a log with spaces"\n')
+    with pytest.raises(ConfigError, match=r"log\.key_name: .*defaults to log\.origin"):
+        load_config(path, environ={})
 
 
 @pytest.mark.parametrize(
@@ -47,6 +65,7 @@ def test_shipped_dev_config_loads() -> None:
         ("[nope]\n", {}, "nope: unknown section"),
         ('[storage]\ndriver = "mysql"\n', {}, "storage.driver"),
         ('[log]\nkey_name = "a b"\n', {}, "log.key_name"),
+        ('[log]\nstartup_check = "never"\n', {}, "log.startup_check"),
         ("[log]\nmax_group_size = 0\n", {}, "log.max_group_size"),
         ("[generator]\nreseed_interval_requests = 0\n", {}, "generator.reseed_interval_requests"),
         ("", {"RNG_SERVICE__SERVER__PORT": "abc"}, "server.port"),
