@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from rng_service.errors import IntegrityError, InvalidArgument
 from rng_service.log.merkle import leaf_hash
-from rng_service.log.note import Checkpoint, NoteVerifier, open_note
+from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, open_note
 from rng_service.log.tree import MerkleTree
 from rng_service.storage.base import CheckpointRecord, LogStorage, NodeRecord
 
@@ -125,6 +125,8 @@ def _open(
     try:
         opened = open_note(note, verifiers)
         checkpoint = Checkpoint.parse(opened.text)
+    except MalformedNote as e:
+        raise StoreCheckFailed(f"{source}: {e}", checkpoint_size=size) from e
     except IntegrityError as e:
         raise StoreCheckFailed(
             f"{source}: {e}. Its signature must verify with one of the configured keys "

@@ -329,3 +329,13 @@ def test_truncation_that_left_the_nodes(db: Path) -> None:
         "the store holds Merkle node (level 0, index 24), which covers entry 24, but only 24"
         in (str(e))
     )
+
+
+def test_a_stored_note_that_is_not_a_signed_note(db: Path) -> None:
+    sql(db, "UPDATE checkpoints SET note = CAST('garbage' AS BLOB) WHERE size = 30")
+    e = failure(db)
+    assert e.checkpoint_size == 30
+    assert "stored checkpoint of tree size 30 (published 2026-01-01T00:00:30Z): note has no" in (
+        str(e)
+    )
+    assert "log.retired_keys" not in str(e)
