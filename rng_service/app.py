@@ -609,15 +609,17 @@ async def _serve(config: Config) -> int:
         _log.error({"event": "startup_failed", "error": str(e)})
         await service.stop(0)
         return 2
+    # The handlers before the readiness line: a SIGTERM sent as soon as it appears (a supervisor,
+    # a test) must stop the service gracefully, not kill it with the default action.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     print(
         f"rng-service listening on {config.server.host}:{endpoints.grpc_port}"
         + (f", metrics on :{endpoints.metrics_port}" if endpoints.metrics_port else ""),
         flush=True,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     _log.info(
         {"event": "shutdown_requested", "grace_seconds": config.server.shutdown_grace_seconds}
