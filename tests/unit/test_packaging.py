@@ -1,0 +1,64 @@
+"""Packaging: ``make install`` (an editable install) builds without a setuptools warning box.
+
+pip shows every warning its build backend emits as a ``BuildBackendWarning`` box, which
+``make run`` printed on a fresh clone. The cause was the flat layout without an explicit
+``package-dir``: setuptools then installs through a meta-path finder and warns about folders
+in the working directory that shadow the package. The test runs the backend's PEP 660 hook the
+way pip does (on a copy of the project) with setuptools' warnings made errors.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_HOOK = """
+import sys, warnings
+import setuptools.warnings
+warnings.simplefilter("error", setuptools.warnings.SetuptoolsWarning)
+from setuptools import build_meta
+print(getattr(build_meta, sys.argv[1])("dist"))
+"""
+
+
+def _build(tmp_path: Path, hook: str) -> Path:
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    for package in ("rng_service", "certification"):
+        shutil.copytree(
+            ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    (tmp_path / "tests").mkdir()  # a folder beside the packages, as in the checkout
+    proc = subprocess.run(
+        [sys.executable, "-c", _HOOK, hook],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    return tmp_path / "dist" / proc.stdout.strip().splitlines()[-1]
+
+
+def test_editable_install_emits_no_setuptools_warning(tmp_path: Path) -> None:
+    wheel = _build(tmp_path, "build_editable")
+    with zipfile.ZipFile(wheel) as zf:
+        pth = [n for n in zf.namelist() if n.endswith(".pth")]
+        assert len(pth) == 1
+        # A plain path entry (the checkout), not an import hook.
+        assert zf.read(pth[0]).decode().strip() == str(tmp_path)
+
+
+def test_the_wheel_holds_only_the_two_packages(tmp_path: Path) -> None:
+    wheel = _build(tmp_path, "build_wheel")
+    with zipfile.ZipFile(wheel) as zf:
+        top = {name.split("/")[0] for name in zf.namelist()}
+    dist_info = {name for name in top if name.endswith(".dist-info")}
+    assert len(dist_info) == 1
+    assert top - dist_info == {"rng_service", "certification"}
