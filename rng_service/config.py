@@ -1,9 +1,11 @@
 """Service configuration: frozen dataclasses built and validated once at start-up.
 
 Sources, later ones winning: the defaults below, a TOML file, then environment variables named
-``RNG_SERVICE__<SECTION>__<KEY>`` (for example ``RNG_SERVICE__SERVER__PORT=50052``). This module
-is the only one that reads configuration files or the environment. Every error names the
-setting and the values it allows (:class:`ConfigError`).
+``RNG_SERVICE__<SECTION>__<KEY>`` (for example ``RNG_SERVICE__SERVER__PORT=50052``). Any other
+variable whose name begins with ``RNG_SERVICE_`` is refused rather than ignored (a single
+underscore, ``RNG_SERVICE_SERVER_PORT``, is the usual slip), naming the double-underscore form
+to use. This module is the only one that reads configuration files or the environment. Every
+error names the setting and the values it allows (:class:`ConfigError`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ __all__ = [
 ]
 
 ENV_PREFIX = "RNG_SERVICE__"
+#: Every environment variable that starts like this is meant for the service: it must be a
+#: setting in the ``ENV_PREFIX`` form, or the start-up stops.
+_ENV_FAMILY = "RNG_SERVICE_"
 
 
 class ConfigError(Exception):
@@ -646,14 +651,11 @@ def load_config(
             data[section] = dict(values)
     env_keys: dict[str, set[str]] = {}
     for name, value in environ.items():
-        if not name.startswith(ENV_PREFIX):
+        if not name.startswith(_ENV_FAMILY):
             continue
         parts = name[len(ENV_PREFIX) :].lower().split("__")
-        if len(parts) != 2 or parts[0] not in _SECTIONS:
-            raise ConfigError(
-                f"{name}: not a setting (allowed: {ENV_PREFIX}<SECTION>__<KEY> with SECTION one of "
-                f"{', '.join(s.upper() for s in sorted(_SECTIONS))})"
-            )
+        if not name.startswith(ENV_PREFIX) or len(parts) != 2 or parts[0] not in _SECTIONS:
+            raise ConfigError(_env_name_error(name))
         data.setdefault(parts[0], {})[parts[1]] = value
         env_keys.setdefault(parts[0], set()).add(parts[1])
     sections = {
@@ -677,6 +679,25 @@ def load_config(
         storage=dataclasses.replace(config.storage, path=_resolve(base, config.storage.path)),
         tls=tls,
     )
+
+
+def _env_name_error(name: str) -> str:
+    """The error for an ``RNG_SERVICE_*`` variable that is not a setting, with the
+    double-underscore name it was most likely meant as."""
+    allowed = (
+        f"{ENV_PREFIX}<SECTION>__<KEY>, with double underscores, SECTION one of "
+        f"{', '.join(s.upper() for s in sorted(_SECTIONS))}"
+    )
+    # Words of the name after the family prefix, whatever underscores separate them; a section
+    # name (rate_limit) and a key (rate_per_second) may themselves hold single underscores.
+    words = [w for w in name[len(_ENV_FAMILY) :].lower().split("_") if w]
+    for cut in range(1, len(words)):
+        section, key = "_".join(words[:cut]), "_".join(words[cut:])
+        cls = _SECTIONS.get(section)
+        if cls is not None and key in {f.name for f in dataclasses.fields(cls)}:
+            wanted = f"{ENV_PREFIX}{section.upper()}__{key.upper()}"
+            return f"{name}: not a setting; use {wanted} for {section}.{key} (allowed: {allowed})"
+    return f"{name}: not a setting (allowed: {allowed})"
 
 
 def _resolve(base: Path, path: Path) -> Path:

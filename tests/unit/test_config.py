@@ -87,3 +87,53 @@ def test_errors_name_the_setting_and_allowed_values(
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not found"):
         load_config(tmp_path / "missing.toml", environ={})
+
+
+@pytest.mark.parametrize(
+    ("name", "wanted", "setting"),
+    [
+        # The usual slip: single underscores everywhere.
+        ("RNG_SERVICE_SERVER_PORT", "RNG_SERVICE__SERVER__PORT", "server.port"),
+        # Section and key names that hold underscores themselves.
+        ("RNG_SERVICE_RATE_LIMIT_BURST", "RNG_SERVICE__RATE_LIMIT__BURST", "rate_limit.burst"),
+        (
+            "RNG_SERVICE_LOG_PUBLISH_INTERVAL_SECONDS",
+            "RNG_SERVICE__LOG__PUBLISH_INTERVAL_SECONDS",
+            "log.publish_interval_seconds",
+        ),
+        # Half right: the double underscore after the prefix but not between section and key,
+        # or the other way round.
+        ("RNG_SERVICE__STORAGE_PATH", "RNG_SERVICE__STORAGE__PATH", "storage.path"),
+        ("RNG_SERVICE_METRICS__ENABLED", "RNG_SERVICE__METRICS__ENABLED", "metrics.enabled"),
+    ],
+)
+def test_single_underscore_environment_names_are_refused_naming_the_right_one(
+    tmp_path: Path, name: str, wanted: str, setting: str
+) -> None:
+    # A valid value: the name alone is the mistake. Silently ignoring it would leave the
+    # service on its default (the port, the storage path) with nobody told.
+    value = {"server.port": "6001", "storage.path": "x.sqlite3", "metrics.enabled": "false"}
+    env = {name: value.get(setting, "1")}
+    with pytest.raises(ConfigError) as info:
+        load_config(None, environ=env, base_dir=tmp_path)
+    text = str(info.value)
+    assert text.startswith(f"{name}: not a setting; use {wanted} for {setting} ")
+    assert "allowed: RNG_SERVICE__<SECTION>__<KEY>" in text
+    # The name it suggests is one the loader accepts.
+    load_config(None, environ={wanted: env[name]}, base_dir=tmp_path)
+
+
+def test_unknown_service_environment_name_lists_the_form_and_sections(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(None, environ={"RNG_SERVICE_PORTT": "1"}, base_dir=tmp_path)
+    text = str(info.value)
+    assert text.startswith("RNG_SERVICE_PORTT: not a setting (allowed: RNG_SERVICE__<SECTION>")
+    assert "use " not in text  # nothing close enough to suggest
+    assert "SERVER" in text
+    assert "RATE_LIMIT" in text
+
+
+def test_other_environment_names_are_left_alone(tmp_path: Path) -> None:
+    # Only the service's own family is checked: RNG_SERVICES_X or RNGSERVICE are not ours.
+    env = {"RNG_SERVICES_PORT": "1", "RNG_KEY_PASSPHRASE": "x", "RNG_LOG_DB_PASSWORD": "y"}
+    assert load_config(None, environ=env, base_dir=tmp_path).server.port == 50051
