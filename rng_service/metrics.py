@@ -4,16 +4,19 @@ The registry is injected (tests use a fresh one). The log layer reports through 
 :class:`rng_service.log.appender.AppendObserver` protocol, which :class:`Metrics` implements;
 the generator is read at scrape time through its ``status()``. No label ever carries a secret or
 an unbounded value (request ids, table ids): labels are outcome kinds, RPC method names, gRPC
-status codes and fixed states; refused calls add a reason, the caller's roles and, for configured
-clients only (a bounded set from the config), the client identity.
+status codes, fixed causes and states; refused calls add a reason, the caller's roles and, for
+configured clients only (a bounded set from the config), the client identity.
+
+Every RPC is counted with its status code, ``cause`` and ``class`` (``ok``, ``refusal`` or
+``failure``), from the one table :data:`rng_service.service.errors.STATUS_CAUSES`; the alert
+rules select on ``class``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
-import grpc
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -53,6 +56,13 @@ GAMES: dict[str, str] = {
 }
 
 
+class RpcStatus(Protocol):
+    """A row of :data:`rng_service.service.errors.STATUS_CAUSES` (hashable, a singleton)."""
+
+    @property
+    def labels(self) -> tuple[str, str, str]: ...
+
+
 def game_of(kind: str) -> str:
     """The ``game`` label of an outcome kind; batch kinds are the lab's; others "other"."""
     if kind.endswith("_batch"):
@@ -80,12 +90,13 @@ class Metrics:
         )
         self.rpc_duration = Histogram(
             "rng_rpc_duration_seconds",
-            "gRPC call latency, by method and status code.",
-            ["method", "code"],
+            "gRPC call latency, by method, status code, cause (a fixed word) and class (ok, "
+            "refusal: the caller's side, failure: the service's side).",
+            ["method", "code", "cause", "class"],
             buckets=_LATENCY_BUCKETS,
             registry=registry,
         )
-        self._rpc_children: dict[tuple[str, grpc.StatusCode], Histogram] = {}
+        self._rpc_children: dict[tuple[str, RpcStatus], Histogram] = {}
         self.append_duration = Histogram(
             "rng_log_append_duration_seconds",
             "Time to make one commit group durable (storage transaction).",
@@ -152,12 +163,13 @@ class Metrics:
         self.auth_denials.labels(method=method, reason=reason, role=role, client=client).inc()
 
     # RpcObserver
-    def rpc_finished(self, method: str, code: grpc.StatusCode, seconds: float) -> None:
-        # One labels() lookup per (method, code), not per call: children are never removed.
-        child = self._rpc_children.get((method, code))
+    def rpc_finished(self, method: str, status: RpcStatus, seconds: float) -> None:
+        # One labels() lookup per (method, status row), not per call: children are never
+        # removed, and rows are singletons hashed by identity.
+        child = self._rpc_children.get((method, status))
         if child is None:
-            child = self.rpc_duration.labels(method=method, code=code.name)
-            self._rpc_children[(method, code)] = child
+            child = self.rpc_duration.labels(method, *status.labels)
+            self._rpc_children[(method, status)] = child
         child.observe(seconds)
 
 

@@ -41,6 +41,7 @@ from rng_service.errors import (
     IntegrityError,
     Overloaded,
     RngServiceError,
+    ShuttingDown,
     StorageUnavailable,
     Unavailable,
 )
@@ -286,7 +287,7 @@ class Appender:
 
     def _enqueue(self, pending: _Pending) -> None:
         if self._stopped:
-            raise Unavailable("the log writer has stopped")
+            raise ShuttingDown("the log writer has stopped")
         with self._put_lock:  # the bound is exact with submitters on several threads too
             if self._queue.qsize() >= self._max_queue:
                 raise Overloaded("too many requests waiting for the log; retry later")

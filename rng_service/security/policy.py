@@ -132,10 +132,14 @@ class Principal:
 
 @dataclass(frozen=True, slots=True)
 class Denied:
-    """Why a call was refused: a fixed ``reason`` (a metric label) and the domain error."""
+    """A refused call: the domain error, whose ``cause`` is the fixed ``reason`` (a label of
+    both the denial and the RPC metrics)."""
 
-    reason: str
     error: Unauthenticated | PermissionDenied | Overloaded
+
+    @property
+    def reason(self) -> str:
+        return self.error.cause
 
 
 class TokenBucket:
@@ -192,15 +196,17 @@ class Policy:
             return Principal(self._by_identity[found.pop()])
         if found:
             return Denied(
-                "ambiguous_identity",
                 Unauthenticated(
                     "the client certificate names more than one configured client: "
-                    + ", ".join(sorted(found))
-                ),
+                    + ", ".join(sorted(found)),
+                    cause="ambiguous_identity",
+                )
             )
         return Denied(
-            "unconfigured_identity",
-            Unauthenticated("the client certificate's identity is not a configured client"),
+            Unauthenticated(
+                "the client certificate's identity is not a configured client",
+                cause="unconfigured_identity",
+            )
         )
 
     def check(
@@ -213,11 +219,11 @@ class Policy:
         if rule is None or rule.roles.isdisjoint(client.roles):
             allowed = ", ".join(sorted(r.value for r in rule.roles)) if rule else "nobody"
             return Denied(
-                "role",
                 PermissionDenied(
                     f"{method} is not allowed for client {client.identity!r} "
-                    f"(roles: {principal.role_label}; {method} needs: {allowed})"
-                ),
+                    f"(roles: {principal.role_label}; {method} needs: {allowed})",
+                    cause="role",
+                )
             )
         if rule.kind and Role.GAME_SERVER in client.roles:
             scope = self._scope(client, rule.kind, table_id, profile)
@@ -230,12 +236,12 @@ class Policy:
                 limit = client.rate_limit
                 assert limit is not None
                 return Denied(
-                    "rate_limit",
                     Overloaded(
                         f"rate limit of client {client.identity!r} exceeded "
                         f"({limit.rate_per_second:g} calls/s, burst {limit.burst}); "
-                        f"retry in {wait:.3f} s"
-                    ),
+                        f"retry in {wait:.3f} s",
+                        cause="rate_limit",
+                    )
                 )
         return None
 
@@ -245,23 +251,23 @@ class Policy:
     ) -> Denied | None:
         if ANY not in client.kinds and kind not in client.kinds:
             return Denied(
-                "kind",
                 PermissionDenied(
-                    f"outcome kind {kind!r} is not allowed for client {client.identity!r}"
-                ),
+                    f"outcome kind {kind!r} is not allowed for client {client.identity!r}",
+                    cause="kind",
+                )
             )
         if ANY not in client.tables and (table_id or "") not in client.tables:
             return Denied(
-                "table",
                 PermissionDenied(
-                    f"table_id {table_id or ''!r} is not allowed for client {client.identity!r}"
-                ),
+                    f"table_id {table_id or ''!r} is not allowed for client {client.identity!r}",
+                    cause="table",
+                )
             )
         if profile is not None and ANY not in client.profiles and profile not in client.profiles:
             return Denied(
-                "profile",
                 PermissionDenied(
-                    f"profile {profile!r} is not allowed for client {client.identity!r}"
-                ),
+                    f"profile {profile!r} is not allowed for client {client.identity!r}",
+                    cause="profile",
+                )
             )
         return None

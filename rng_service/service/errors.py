@@ -1,4 +1,5 @@
-"""The one table from domain errors to gRPC status codes, and the wrapper every RPC uses.
+"""The one table from domain errors to gRPC status codes, the table that classes every status
+an RPC ends with as a refusal or a failure, and the wrapper every RPC uses.
 
 ``rpc`` wraps a servicer coroutine: when the servicer has an ``authorizer``
 (:class:`rng_service.service.auth.Authorizer`) it authenticates and authorizes the caller first
@@ -6,15 +7,29 @@
 refused call runs nothing; it translates :class:`rng_service.errors.RngServiceError` subclasses
 to their status code (the first matching class in :data:`STATUS_TABLE`, most specific first),
 turns anything unexpected into INTERNAL without leaking details, and records the call's latency
-by method and status code.
+by method, status code, cause and class (:data:`STATUS_CAUSES`).
+
+Refusal or failure (:data:`STATUS_CAUSES`): every (status code, cause) pair a call can end with
+is classed once, here. A **refusal** is the caller's side: its request, identity, role, scope or
+rate, or it went away; the service works as designed, and the fix (if any) is with the client.
+A **failure** is the service's side: a correct call could not be served (generator, storage,
+capacity, a bug), and the operator acts. One status code can be either (RESOURCE_EXHAUSTED is a
+client's rate limit or the service's full queue), so the cause decides. The metric labels, the
+alert rules (``deploy/prometheus/alerts.yml`` select ``class="failure"`` and
+``class="refusal"``), the Grafana dashboard and the table in ``docs/operations.md`` (rendered by
+:func:`status_causes_markdown`; a test compares) all follow this one table. A new refusal or
+failure adds a row here (a test fails for an error class whose cause has none).
 """
 
 from __future__ import annotations
 
+import asyncio
+import enum
 import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, cast
 
 import grpc
@@ -23,7 +38,17 @@ from grpc import aio
 from rng_service import errors
 from rng_service.service.auth import Authorizer, leave
 
-__all__ = ["STATUS_TABLE", "RpcObserver", "rpc", "status_for"]
+__all__ = [
+    "STATUS_CAUSES",
+    "STATUS_TABLE",
+    "CallClass",
+    "RpcObserver",
+    "StatusCause",
+    "classify",
+    "rpc",
+    "status_causes_markdown",
+    "status_for",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -38,6 +63,7 @@ STATUS_TABLE: tuple[tuple[type[errors.RngServiceError], grpc.StatusCode], ...] =
     (errors.Overloaded, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (errors.Unavailable, grpc.StatusCode.UNAVAILABLE),
     (errors.IntegrityError, grpc.StatusCode.DATA_LOSS),
+    (errors.DeadlineExceeded, grpc.StatusCode.DEADLINE_EXCEEDED),
 )
 
 
@@ -48,13 +74,153 @@ def status_for(error: errors.RngServiceError) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
+class CallClass(enum.Enum):
+    """The ``class`` label of the RPC metric."""
+
+    OK = "ok"
+    REFUSAL = "refusal"  # the caller's side; the service works as designed
+    FAILURE = "failure"  # the service's side; the operator acts
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StatusCause:
+    """One row: a status code, a cause (a fixed word, the ``cause`` label), its class, and
+    what it means for an operator. Rows are singletons (compared and hashed by identity, which
+    keeps the per-call metric lookup cheap)."""
+
+    code: grpc.StatusCode
+    cause: str
+    call_class: CallClass
+    meaning: str
+
+    @property
+    def labels(self) -> tuple[str, str, str]:
+        """The metric's ``code``, ``cause`` and ``class`` label values."""
+        return (self.code.name, self.cause, self.call_class.value)
+
+
+_C = grpc.StatusCode
+_R = CallClass.REFUSAL
+_F = CallClass.FAILURE
+
+#: Every (status code, cause) an RPC ends with, other than OK. The FIRST row of a code is its
+#: default: it classes a cause this table does not know (an error class added without a row,
+#: or a status set by a handler's own ``abort``), so the label set stays bounded and nothing
+#: goes unclassed. Domain errors take their class's cause unless the raise site names one.
+STATUS_CAUSES: tuple[StatusCause, ...] = (
+    StatusCause(_C.INVALID_ARGUMENT, "invalid_argument", _R,
+        "a request field holds a value outside what is allowed; the message names the field "
+        "and the allowed values"),
+    StatusCause(_C.OUT_OF_RANGE, "out_of_range", _R,
+        "an index or tree size beyond the current log"),
+    StatusCause(_C.NOT_FOUND, "not_found", _R,
+        "the named entry does not exist (a leaf hash not in the log)"),
+    StatusCause(_C.ALREADY_EXISTS, "request_id_reused", _R,
+        "a request id reused with other parameters, or a raw output session already streamed: "
+        "the first outcome stands"),
+    StatusCause(_C.FAILED_PRECONDITION, "precondition", _R,
+        "the request depends on state the caller has not set up, for example a Fire Number "
+        "draw of another round, client or profile; every FailedPrecondition without a cause of "
+        "its own (round slot and order refusals) is classed here"),
+    StatusCause(_C.FAILED_PRECONDITION, "disabled", _R,
+        "the RPC is switched off in this deployment (StreamRawOutput without "
+        "certification.raw_stream_enabled)"),
+    StatusCause(_C.UNAUTHENTICATED, "unconfigured_identity", _R,
+        "a valid client certificate whose identity has no [[clients]] entry"),
+    StatusCause(_C.UNAUTHENTICATED, "ambiguous_identity", _R,
+        "the certificate's names match more than one [[clients]] entry"),
+    StatusCause(_C.UNAUTHENTICATED, "no_identity", _R,
+        "a TLS peer whose certificate carries no name"),
+    StatusCause(_C.PERMISSION_DENIED, "role", _R, "the method is outside the client's roles"),
+    StatusCause(_C.PERMISSION_DENIED, "table", _R, "a game server outside its tables"),
+    StatusCause(_C.PERMISSION_DENIED, "kind", _R, "a game server outside its outcome kinds"),
+    StatusCause(_C.PERMISSION_DENIED, "profile", _R, "a game server outside its game profiles"),
+    StatusCause(_C.RESOURCE_EXHAUSTED, "queue_full", _F,
+        "more requests wait for the log than log.max_queue: the service is behind (slow "
+        "storage, too little capacity)"),
+    StatusCause(_C.RESOURCE_EXHAUSTED, "rate_limit", _R,
+        "the client is over its own rate limit (token bucket)"),
+    StatusCause(_C.DEADLINE_EXCEEDED, "client_deadline", _F,
+        "the caller's deadline passed before the service answered (slow storage, an "
+        "overloaded service)"),
+    StatusCause(_C.DEADLINE_EXCEEDED, "session_time_limit", _R,
+        "a raw output session ran past certification.raw_stream_max_seconds (a lab reading "
+        "too slowly or asking for too much)"),
+    StatusCause(_C.CANCELLED, "client_cancelled", _R,
+        "the caller cancelled the call or closed its connection before the answer"),
+    StatusCause(_C.UNAVAILABLE, "unavailable", _F,
+        "any other reason the service cannot serve the call now (an internal error of the log "
+        "writer: the service log says which)"),
+    StatusCause(_C.UNAVAILABLE, "generator", _F,
+        "the generator latched its error state: fail closed (RngGeneratorDown)"),
+    StatusCause(_C.UNAVAILABLE, "storage", _F,
+        "the log store cannot commit or read (RngLogStorageUnavailable)"),
+    StatusCause(_C.UNAVAILABLE, "shutting_down", _F,
+        "the service is stopping (restart, upgrade); callers retry with the same request id"),
+    StatusCause(_C.DATA_LOSS, "integrity", _F,
+        "stored data failed verification (every IntegrityError): stop and investigate"),
+    StatusCause(_C.INTERNAL, "unexpected", _F,
+        "an unexpected exception; the service log has the traceback"),
+    StatusCause(_C.UNKNOWN, "unknown", _F, "a handler ended the call without a status code"),
+)  # fmt: skip
+
+_BY_KEY: dict[tuple[grpc.StatusCode, str], StatusCause] = {
+    (row.code, row.cause): row for row in STATUS_CAUSES
+}
+_DEFAULT: dict[grpc.StatusCode, StatusCause] = {}
+for _row in STATUS_CAUSES:
+    _DEFAULT.setdefault(_row.code, _row)
+del _row
+
+#: The row of a successful call (not a refusal or a failure, so not in the table).
+OK_STATUS = StatusCause(_C.OK, "ok", CallClass.OK, "the call succeeded")
+
+
+def classify(code: grpc.StatusCode, cause: str = "") -> StatusCause:
+    """The row of ``(code, cause)``; for a cause the table lacks, the code's default row; for a
+    code it lacks altogether, a failure with cause ``unclassified`` (bounded: one per code)."""
+    if code is _C.OK:
+        return OK_STATUS
+    row = _BY_KEY.get((code, cause))
+    if row is not None:
+        return row
+    default = _DEFAULT.get(code)
+    if default is None:
+        default = _DEFAULT[code] = StatusCause(
+            code, "unclassified", _F, "a status code this table does not class"
+        )
+    return default
+
+
+def status_causes_markdown() -> str:
+    """:data:`STATUS_CAUSES` as the Markdown table of docs/operations.md."""
+    lines = [
+        "| Status code | `cause` | `class` | Meaning |",
+        "|---|---|---|---|",
+    ]
+    for row in STATUS_CAUSES:
+        default = " (default)" if _DEFAULT[row.code] is row else ""
+        lines.append(
+            f"| {row.code.name} | `{row.cause}`{default} | {row.call_class.value} | {row.meaning} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 class RpcObserver(Protocol):
-    def rpc_finished(self, method: str, code: grpc.StatusCode, seconds: float) -> None: ...
+    def rpc_finished(self, method: str, status: StatusCause, seconds: float) -> None: ...
 
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 Handler = Callable[[Any, Req, aio.ServicerContext[Req, Resp]], Awaitable[Resp]]
+
+
+def _cancelled(context: aio.ServicerContext[Any, Any]) -> StatusCause:
+    """A handler cancelled by gRPC: the caller's deadline passed, or it went away."""
+    remaining = context.time_remaining()
+    if remaining is not None and remaining <= 0:
+        return _BY_KEY[(_C.DEADLINE_EXCEEDED, "client_deadline")]
+    return _BY_KEY[(_C.CANCELLED, "client_cancelled")]
 
 
 def rpc(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
@@ -66,7 +232,7 @@ def rpc(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
             observer: RpcObserver | None = getattr(self, "rpc_observer", None)
             authorizer: Authorizer | None = getattr(self, "authorizer", None)
             started = time.perf_counter()
-            code = grpc.StatusCode.OK
+            status = OK_STATUS
             try:
                 # Authorizer.authorized, without a generator context manager on every call.
                 if authorizer is None:
@@ -78,20 +244,25 @@ def rpc(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
                     leave(token)
             except errors.RngServiceError as e:
                 code = status_for(e)
+                status = classify(code, e.cause)
                 await context.abort(code, str(e))
                 raise  # unreachable: abort raises
             except aio.AbortError:
-                # aio contexts answer None until a code is set
+                # aio contexts answer None until a code is set; the code's default cause
                 code = cast("grpc.StatusCode | None", context.code()) or grpc.StatusCode.UNKNOWN
+                status = classify(code)
+                raise
+            except asyncio.CancelledError:
+                status = _cancelled(context)
                 raise
             except Exception:
-                code = grpc.StatusCode.INTERNAL
+                status = classify(grpc.StatusCode.INTERNAL)
                 _log.exception("unexpected error in %s", method)
-                await context.abort(code, "internal error; see the service log")
+                await context.abort(status.code, "internal error; see the service log")
                 raise
             finally:
                 if observer is not None:
-                    observer.rpc_finished(method, code, time.perf_counter() - started)
+                    observer.rpc_finished(method, status, time.perf_counter() - started)
 
         return handler
 

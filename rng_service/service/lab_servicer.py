@@ -34,11 +34,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-import grpc
 from grpc import aio
 
 from rng_service._proto.rng.v1 import lab_pb2, lab_pb2_grpc
-from rng_service.errors import AlreadyExists, FailedPrecondition
+from rng_service.errors import AlreadyExists, DeadlineExceeded, FailedPrecondition
 from rng_service.log.appender import Appender, DrawRequest
 from rng_service.log.entry import JsonValue
 from rng_service.sampling import RandomSource
@@ -122,7 +121,8 @@ class LabServicer(lab_pb2_grpc.LabServiceServicer):
         if generator is None:
             raise FailedPrecondition(
                 "the raw output stream is disabled: this service is not configured for "
-                "certification (set certification.raw_stream_enabled = true)"
+                "certification (set certification.raw_stream_enabled = true)",
+                cause="disabled",
             )
         deadline = self._monotonic() + self._max_seconds
         ids = request_ids(request.context, request.HasField("context"))
@@ -187,8 +187,7 @@ class LabServicer(lab_pb2_grpc.LabServiceServicer):
                 raise TimeoutError
             await asyncio.wait_for(context.write(message), timeout=remaining)
         except TimeoutError:
-            await context.abort(
-                grpc.StatusCode.DEADLINE_EXCEEDED,
+            raise DeadlineExceeded(
                 f"the raw output session ran longer than certification.raw_stream_max_seconds "
-                f"({self._max_seconds:g} s); use a new request_id for the rest",
-            )
+                f"({self._max_seconds:g} s); use a new request_id for the rest"
+            ) from None

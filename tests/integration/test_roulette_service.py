@@ -342,6 +342,11 @@ def test_generator_error_state_is_unavailable_and_not_serving(
             .decode()
         )
         assert "rng_generator_up 0.0" in text
+        # counted as the service's failure (fires RngRpcErrorRate), with its cause
+        assert (
+            'rng_rpc_duration_seconds_count{cause="generator",class="failure",'
+            'code="UNAVAILABLE",method="SpinRoulette"} 2.0' in text
+        )
     finally:
         running.stop()
 
@@ -355,6 +360,16 @@ def test_storage_that_cannot_commit_returns_nothing(tmp_path: Path) -> None:
         with pytest.raises(grpc.RpcError) as info:
             running.spin("lost")
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+        failures = running.service.registry.get_sample_value(
+            "rng_rpc_duration_seconds_count",
+            {
+                "method": "SpinRoulette",
+                "code": "UNAVAILABLE",
+                "cause": "storage",
+                "class": "failure",
+            },
+        )
+        assert failures == 1
         storage.failing = False
         retry = running.spin("lost")  # nothing was logged for it: a first draw now
         assert not retry.receipt.replayed
@@ -379,7 +394,10 @@ def test_health_serving_and_metrics_exposed(running: Running) -> None:
         .decode()
     )
     assert 'rng_outcomes_total{client="default",game="roulette",kind="roulette_spin"} 1.0' in text
-    assert 'rng_rpc_duration_seconds_count{code="OK",method="SpinRoulette"} 1.0' in text
+    assert (
+        'rng_rpc_duration_seconds_count{cause="ok",class="ok",code="OK",method="SpinRoulette"} 1.0'
+        in text
+    )
     assert "rng_log_commit_group_size_bucket" in text
     assert "rng_generator_up 1.0" in text
     assert "rng_generator_reseeds_total" in text

@@ -121,6 +121,11 @@ class Secure:
         value = self.service.registry.get_sample_value("rng_auth_denials_total", labels)
         return value or 0.0
 
+    def calls(self, method: str, code: str, cause: str, klass: str) -> float:
+        labels = {"method": method, "code": code, "cause": cause, "class": klass}
+        value = self.service.registry.get_sample_value("rng_rpc_duration_seconds_count", labels)
+        return value or 0.0
+
 
 def secure_config(tmp: Path, toml: str = CLIENTS_TOML) -> Config:
     path = tmp / "config.toml"
@@ -346,6 +351,7 @@ def test_a_game_server_outside_its_tables_kinds_or_profiles_is_denied(
     assert name in (info.value.details() or "")
     assert secure.size() == before
     assert secure.denials(method=method, reason=reason, role="game_server", client="game-2") == 1
+    assert secure.calls(method, "PERMISSION_DENIED", reason, "refusal") == 1
     events = [r.msg for r in caplog.records if isinstance(r.msg, dict)]
     assert {
         "event": "denied",
@@ -441,6 +447,9 @@ def test_rate_limit_per_client_then_refill(secure: Secure) -> None:
         )
         >= 1
     )
+    # a client's rate limit is a refusal: the RPC metric says so, apart from a full queue
+    assert secure.calls("SpinRoulette", "RESOURCE_EXHAUSTED", "rate_limit", "refusal") >= 1
+    assert secure.calls("SpinRoulette", "RESOURCE_EXHAUSTED", "queue_full", "failure") == 0
     # other clients have their own buckets
     CALLS["RollDice"](secure, "game-1", "rl-other")
     secure.clock.advance(1.0)  # 1 call/s: one token back

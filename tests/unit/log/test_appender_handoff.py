@@ -211,8 +211,9 @@ def test_full_queue_is_overloaded_until_the_writer_drains_it() -> None:
             a.submit_async(request("s1")),
             asyncio.wrap_future(a.submit(request("s2"))),
         ]
-        with pytest.raises(Overloaded):
+        with pytest.raises(Overloaded) as full:
             a.submit(request("s3"))
+        assert full.value.cause == "queue_full"  # the service's side, not a client's rate
         with pytest.raises(Overloaded):
             a.submit_async(request("s3"))
         a.start()
@@ -244,8 +245,9 @@ def test_stop_finishes_everything_submitted_before_it() -> None:
         assert [r.receipt.index for r in results] == list(range(100))
         with pytest.raises(Unavailable, match="stopped"):
             a.submit_async(request("late"))
-        with pytest.raises(Unavailable, match="stopped"):
+        with pytest.raises(Unavailable, match="stopped") as late:
             a.submit(request("late"))
+        assert late.value.cause == "shutting_down"
 
     asyncio.run(main())
     assert storage.tree_size() == 200
