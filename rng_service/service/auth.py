@@ -13,9 +13,11 @@ drawn or logged for a refused call.
 The identity is matched against the configured clients (:mod:`rng_service.security.policy`):
 an identity that is not configured gets UNAUTHENTICATED, a configured client outside its role,
 tables, kinds or profiles PERMISSION_DENIED, one over its rate limit RESOURCE_EXHAUSTED. Each
-refusal is one structured ``denied`` log event and one count of ``rng_auth_denials`` (method,
-reason, role and, for configured clients only, the client). In plaintext development mode every
-caller is the one default client with every role.
+refusal is one count of ``rng_auth_denials`` (method, reason, role and, for configured clients
+only, the client) and a structured ``denied`` log event, at most one per (reason, client) every
+:data:`REFUSAL_LOG_INTERVAL` seconds (:class:`RefusalLog`): a misbehaving client cannot flood the
+log, and the refusals held back are counted in one ``denied_suppressed`` line. In plaintext
+development mode every caller is the one default client with every role.
 
 The authenticated caller is kept in a context variable for the duration of the call, so a
 servicer asks :func:`caller_id` for the idempotency scope instead of trusting the request.
@@ -23,10 +25,12 @@ servicer asks :func:`caller_id` for the idempotency scope instead of trusting th
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar, Token
+from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
 from rng_service.clock import Clock
@@ -40,7 +44,14 @@ from rng_service.security.policy import (
     RateLimit,
 )
 
-__all__ = ["Authorizer", "DenialObserver", "caller_id", "leave"]
+__all__ = [
+    "REFUSAL_LOG_INTERVAL",
+    "Authorizer",
+    "DenialObserver",
+    "RefusalLog",
+    "caller_id",
+    "leave",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -53,6 +64,95 @@ SAN_PROPERTY = "x509_subject_alternative_name"
 _MAX_LOGGED_IDENTITY = 128
 
 _CALLER: ContextVar[Principal | None] = ContextVar("rng_service_caller", default=None)
+
+#: Seconds between two ``denied`` log lines of one (reason, client).
+REFUSAL_LOG_INTERVAL = 10.0
+
+#: ``schedule(delay_seconds, callback)``: runs ``callback`` later (``loop.call_later``).
+Schedule = Callable[[float, Callable[[], None]], Any]
+
+
+@dataclass(slots=True)
+class _Window:
+    until: float  # monotonic end of the quiet interval that the last line opened
+    suppressed: int = 0  # refusals held back in it
+    pending: bool = False  # a summary is scheduled for ``until``
+
+
+class RefusalLog:
+    """Writes refusal log lines, at most one per key every ``interval`` seconds.
+
+    The first refusal of a key writes its line and opens a quiet interval; refusals during it
+    are only counted, and when it ends one ``denied_suppressed`` line gives their number (and
+    opens the next interval, so a steady stream of refusals writes one line per interval). Keys
+    are (reason, client) with ``client`` a configured identity or ``unconfigured``, so their set
+    is bounded by the configuration, whatever identities callers present. The end of an
+    interval is scheduled on the running event loop (``schedule`` replaces it in tests); outside
+    a loop the count is written before the key's next line instead. Metrics count every
+    refusal; only the log is thinned.
+    """
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        *,
+        monotonic: Callable[[], float],
+        interval: float = REFUSAL_LOG_INTERVAL,
+        schedule: Schedule | None = None,
+    ) -> None:
+        self._log = logger
+        self._monotonic = monotonic
+        self._interval = interval
+        self._schedule = schedule
+        self._windows: dict[tuple[str, str], _Window] = {}
+
+    def refused(self, key: tuple[str, str], event: dict[str, Any]) -> None:
+        """Writes ``event`` (a ``denied`` line) unless ``key`` wrote one less than an interval
+        ago; then it is counted for the interval's summary."""
+        now = self._monotonic()
+        window = self._windows.get(key)
+        if window is not None and now < window.until:
+            window.suppressed += 1
+            if not window.pending and self._later(window.until - now, key):
+                window.pending = True
+            return
+        if window is not None and window.suppressed:
+            self._summary(key, window.suppressed)  # no loop ran the end of the interval
+        self._windows[key] = _Window(until=now + self._interval)
+        self._log.warning(event)
+
+    def _later(self, delay: float, key: tuple[str, str]) -> bool:
+        schedule = self._schedule
+        if schedule is None:
+            try:
+                schedule = asyncio.get_running_loop().call_later
+            except RuntimeError:  # no event loop: the next line carries the count
+                return False
+        schedule(max(0.0, delay), lambda: self._interval_ended(key))
+        return True
+
+    def _interval_ended(self, key: tuple[str, str]) -> None:
+        window = self._windows.get(key)
+        if window is None or not window.suppressed:
+            return
+        self._summary(key, window.suppressed)
+        window.until = self._monotonic() + self._interval
+        window.suppressed = 0
+        window.pending = False
+
+    def _summary(self, key: tuple[str, str], count: int) -> None:
+        reason, client = key
+        self._log.warning(
+            {
+                "event": "denied_suppressed",
+                "reason": reason,
+                "client": client,
+                "suppressed": count,
+                "message": f"{count} more refusal(s) of this reason and client were not "
+                f"logged (at most one line per {self._interval:g} s; rng_auth_denials_total "
+                "counts them all)",
+            }
+        )
 
 
 def leave(token: Token[Principal | None]) -> None:
@@ -110,6 +210,7 @@ class Authorizer:
         self._policy = policy
         self._fixed = fixed
         self._observer = observer
+        self.refusal_log = RefusalLog(_log, monotonic=policy.clock.monotonic)
 
     @classmethod
     def mtls(
@@ -145,7 +246,7 @@ class Authorizer:
             found = (
                 self._policy.identify(names)
                 if names
-                else Denied("no_identity", Unauthenticated("no client certificate"))
+                else Denied(Unauthenticated("no client certificate", cause="no_identity"))
             )
             if isinstance(found, Denied):
                 self._refuse(method, found, None, names[:1])
@@ -178,7 +279,8 @@ class Authorizer:
         client = principal.identity if principal is not None else "unconfigured"
         if self._observer is not None:
             self._observer.denied(method=method, reason=denied.reason, role=role, client=client)
-        _log.warning(
+        self.refusal_log.refused(
+            (denied.reason, client),
             {
                 "event": "denied",
                 "method": method,
@@ -187,6 +289,6 @@ class Authorizer:
                 "identity": names[0][:_MAX_LOGGED_IDENTITY] if names else None,
                 "configured": principal is not None,
                 "message": str(denied.error),
-            }
+            },
         )
         raise denied.error
