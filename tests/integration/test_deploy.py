@@ -24,6 +24,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import grpc
 import pytest
 
 from rng_service.app import Service
@@ -421,6 +422,7 @@ def test_alerts_cover_the_operations_issue(alert_rules: list[dict[str, Any]]) ->
         "RngLogStorageUnavailable",
         "RngCheckpointStale",
         "RngRpcErrorRate",
+        "RngRpcRefusals",
         "RngSpinRouletteLatencyHigh",
     }
     down = next(rule for rule in alert_rules if rule["alert"] == "RngGeneratorDown")
@@ -459,6 +461,79 @@ def test_alerts_use_only_exported_metrics(
         assert not unknown, f"{rule['alert']} uses unknown metrics {unknown}"
     for name in FUTURE_METRICS:
         assert name in header, f"alerts.yml does not list the future metric {name}"
+
+
+_SERIES = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)\{(?P<labels>.*)\}$")
+
+
+def _series_labels(series: str) -> tuple[str, dict[str, str]]:
+    m = _SERIES.match(series.strip())
+    assert m, series
+    labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group("labels")))
+    return m.group("name"), labels
+
+
+def _rpc_matchers(expr: str) -> list[str]:
+    """The label matchers of every rng_rpc_duration_seconds selector in an expression."""
+    return re.findall(r"rng_rpc_duration_seconds_\w+\{([^}]*)\}", expr)
+
+
+def test_rpc_rules_and_panels_class_calls_by_the_tables_class_label(
+    alert_rules: list[dict[str, Any]], dashboard: dict[str, Any]
+) -> None:
+    """Refusal or failure is decided by the one table (the ``class`` label), never by a list of
+    status codes in a rule or a panel, which would drift from it."""
+    exprs = [(r["alert"], r["expr"]) for r in alert_rules] + dashboard_queries(dashboard)
+    classes = set()
+    for where, expr in exprs:
+        for matchers in _rpc_matchers(expr):
+            assert "code" not in re.findall(r"(\w+)\s*[!=]~?", matchers), (where, matchers)
+            classes.update(re.findall(r'class="(\w+)"', matchers))
+    assert classes == {"failure", "refusal"}
+    rules = {r["alert"]: r["expr"] for r in alert_rules}
+    assert 'class="failure"' in rules["RngRpcErrorRate"]
+    assert 'class="refusal"' in rules["RngRpcRefusals"]
+
+
+def test_alert_unit_tests_show_a_refusal_burst_quiet_and_an_error_burst_firing() -> None:
+    """The promtool scenario itself (run by test_metrics_promtool.py): its RPC series carry
+    the labels the service exports, each with the class the table gives, and the error alert
+    fires for the instance with failures and not for the one with (many more) refusals."""
+    from rng_service.service.errors import classify
+
+    spec = _load_yaml(DEPLOY / "prometheus" / "alerts_test.yml")
+    group = next(
+        t
+        for t in spec["tests"]
+        if any(a["alertname"] == "RngRpcErrorRate" for a in t["alert_rule_test"])
+    )
+    per_instance: dict[str, dict[str, float]] = {}
+    for item in group["input_series"]:
+        name, labels = _series_labels(item["series"])
+        assert name == "rng_rpc_duration_seconds_count"
+        assert set(labels) == {"job", "instance", "method", "code", "cause", "class"}
+        row = classify(grpc.StatusCode[labels["code"]], labels["cause"])
+        assert (row.cause, row.call_class.value) == (labels["cause"], labels["class"]), labels
+        step = float(item["values"].split("+")[1].split("x")[0])
+        klass = per_instance.setdefault(labels["instance"], {})
+        klass[labels["class"]] = klass.get(labels["class"], 0.0) + step
+    fired = [
+        {a["exp_labels"]["instance"] for a in test["exp_alerts"]}
+        for test in group["alert_rule_test"]
+        if test["alertname"] == "RngRpcErrorRate" and test["exp_alerts"]
+    ]
+    assert fired
+    refusal_burst = [
+        i for i, c in per_instance.items() if c.get("refusal", 0) > 0.3 * sum(c.values())
+    ]
+    error_burst = [
+        i for i, c in per_instance.items() if c.get("failure", 0) > 0.01 * sum(c.values())
+    ]
+    assert refusal_burst
+    assert error_burst
+    for instances in fired:
+        assert set(error_burst) <= instances
+        assert not set(refusal_burst) & instances
 
 
 # --- dashboard --------------------------------------------------------------------------------
@@ -514,6 +589,7 @@ def test_dashboard_has_the_operations_panels(dashboard: dict[str, Any]) -> None:
         "rng_entropy_health_test_failures_total",
         "rng_entropy_read_bytes_total",
         "rng_log_last_checkpoint_timestamp_seconds",
+        "rng_auth_denials_total",  # refusals by client
     ):
         assert metric in exprs, metric
 
