@@ -156,16 +156,72 @@ DEV_CA_BANNER = """\
 ************************************************************************"""
 
 
+def _client_spec(spec: str) -> tuple[str, str | None, tuple[str, ...]]:
+    """``NAME[:ROLE[:TABLES]]`` of ``dev-ca --client`` as (identity, role or None, tables)."""
+    from rng_service.security.policy import Role
+
+    roles = [r.value for r in Role]
+    name, _, rest = spec.partition(":")
+    role, _, table_list = rest.partition(":")
+    where = f"--client {spec!r}"
+    if not rest:
+        return name, None, ()
+    if role not in roles:
+        raise SystemExit(
+            f"error: {where}: role {role!r} is not allowed (allowed: {', '.join(roles)}; "
+            "the form is NAME[:ROLE[:TABLES]])"
+        )
+    tables = tuple(dict.fromkeys(t.strip() for t in table_list.split(","))) if table_list else ()
+    if role == Role.GAME_SERVER.value:
+        if not tables or "" in tables:
+            raise SystemExit(
+                f"error: {where}: a game server needs its tables (allowed: comma-separated "
+                f"table ids, for example {name}:game_server:T1,T2, or * for any table)"
+            )
+    elif table_list:
+        raise SystemExit(
+            f"error: {where}: tables are for role game_server only (allowed: {name}:{role})"
+        )
+    return name, role, tables
+
+
+def _toml_string(text: str) -> str:
+    # A TOML basic string: JSON's escapes are TOML's (ensure_ascii=False: no surrogate pairs).
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _client_entry(identity: str, role: str | None, tables: tuple[str, ...]) -> str:
+    """The least-privilege ``[[clients]]`` entry of one ``dev-ca --client`` (or, without a
+    role, a comment saying why there is none)."""
+    if role is None:
+        return (
+            f"# {identity}: no role given, so no entry: this certificate may call only the gRPC\n"
+            "# health and reflection services (everything else answers UNAUTHENTICATED), which\n"
+            f"# is all a health check needs. For more: --client {identity}:ROLE[:TABLES]."
+        )
+    lines = [
+        "[[clients]]",
+        f"identity = {_toml_string(identity)}",
+        f"roles = [{_toml_string(role)}]",
+    ]
+    if tables:
+        lines.append(f"tables = [{', '.join(_toml_string(t) for t in tables)}]")
+    return "\n".join(lines)
+
+
 def _cmd_dev_ca(args: argparse.Namespace) -> int:
     import datetime as dt
 
     from rng_service.clock import SystemClock
     from rng_service.security.certs import write_dev_ca
 
+    specs = [_client_spec(spec) for spec in args.client or []]
     now = dt.datetime.fromtimestamp(SystemClock().now_ns() / 1e9, tz=dt.UTC)
     out = Path(args.out)
     try:
-        files = write_dev_ca(out, args.client or [], now=now, days=args.days, overwrite=args.force)
+        files = write_dev_ca(
+            out, [name for name, _, _ in specs], now=now, days=args.days, overwrite=args.force
+        )
     except (ValueError, FileExistsError) as e:
         raise SystemExit(f"error: {e} (use --force to replace existing files)") from None
     except OSError as e:
@@ -173,17 +229,18 @@ def _cmd_dev_ca(args: argparse.Namespace) -> int:
     print(DEV_CA_BANNER.format(out=out), file=sys.stderr)
     print("# add to the service's config file:")
     print(
-        f'[tls]\ncert_file = "{files.server_cert}"\nkey_file = "{files.server_key}"\n'
-        f'client_ca_file = "{files.ca_cert}"'
+        f"[tls]\ncert_file = {_toml_string(str(files.server_cert))}\n"
+        f"key_file = {_toml_string(str(files.server_key))}\n"
+        f"client_ca_file = {_toml_string(str(files.ca_cert))}"
     )
-    print(
-        "# One entry per client. Give each the least it needs: replace the role and narrow the\n"
-        "# tables. A certificate used only for health checks needs NO entry (health is open to\n"
-        "# any valid certificate; everything else then answers UNAUTHENTICATED)."
-    )
-    for identity in files.clients:
-        print(f'\n[[clients]]\nidentity = "{identity}"')
-        print('roles = ["game_server"]  # or "auditor", "lab", "operator"\ntables = ["T1"]')
+    if specs:
+        print(
+            "\n# One entry per client, with the least it needs: its role and, for a game server,\n"
+            "# its tables (narrow it further with kinds and profiles: docs/security.md, Roles)."
+        )
+    for identity, role, tables in specs:
+        print()
+        print(_client_entry(identity, role, tables))
     for identity, (cert, key) in files.clients.items():
         print(f"# {identity}: --ca {files.ca_cert} --cert {cert} --key {key}", file=sys.stderr)
     return 0
@@ -343,7 +400,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("dev-ca", help="write a development CA and mTLS certificates")
     p.add_argument("--out", required=True, help="directory for the PEM files (keys mode 0600)")
     p.add_argument(
-        "--client", action="append", help="a client identity to certify (repeatable), e.g. game-1"
+        "--client",
+        action="append",
+        metavar="NAME[:ROLE[:TABLES]]",
+        help="a client identity to certify (repeatable); with a role (game_server, auditor, lab, "
+        "operator) and, for a game server, its comma-separated tables, its least-privilege "
+        "[[clients]] entry is printed: game-1:game_server:T1,T2, auditor-1:auditor. A plain "
+        "NAME gets a certificate and no entry (health checks only)",
     )
     p.add_argument("--days", type=int, default=365, help="validity in days (default 365)")
     p.add_argument("--force", action="store_true", help="replace existing files")

@@ -333,7 +333,7 @@ def test_compose_mounts_exactly_the_tls_files_read_only(
     text = COMPOSE.read_text(encoding="utf-8") + DEPLOY_CONFIG.read_text(encoding="utf-8")
     assert "rng-service dev-ca --out tls" in text
     made = {"ca.pem", "server.pem", "server.key"}
-    for m in re.finditer(r"--client (\S+)", text):
+    for m in re.finditer(r"--client ([^:\s]+)", text):  # NAME[:ROLE[:TABLES]]
         made |= {f"{m.group(1)}.pem", f"{m.group(1)}.key"}
     assert {source.removeprefix("./tls/") for source, _ in tls_mounts.values()} <= made
 

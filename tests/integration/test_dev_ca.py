@@ -1,0 +1,132 @@
+"""``rng-service dev-ca --client NAME[:ROLE[:TABLES]]`` prints least-privilege entries.
+
+The printed ``[tls]`` and ``[[clients]]`` lines are pasted, as printed, into a config file; a
+service started with it over mTLS lets each identity do what its role allows and nothing more:
+the auditor reads the log but cannot draw (PERMISSION_DENIED), the game server draws on its own
+tables only and reads nothing, and a plain NAME (no role) gets no entry, so only the health
+service answers it. The role-by-method expectations come from docs/security.md ("Roles").
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import grpc
+import pytest
+
+from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc
+from rng_service.cli import main as rng_service_main
+from rng_service.config import load_config
+from rng_service.service.client import ClientError, ClientTls, RngClient
+from tests.integration.conftest import make_config, start
+
+CLIENTS = ["game-1:game_server:T1,T2", "auditor-1:auditor", "lab-1:lab", "healthcheck"]
+
+
+def dev_ca(out: Path, capsys: pytest.CaptureFixture[str], *clients: str) -> str:
+    capsys.readouterr()
+    args = ["dev-ca", "--out", str(out)]
+    for client in clients:
+        args += ["--client", client]
+    assert rng_service_main(args) == 0
+    return capsys.readouterr().out
+
+
+def test_printed_entries_are_least_privilege(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    printed = tomllib.loads(dev_ca(tmp_path / "tls", capsys, *CLIENTS))
+    entries = {c["identity"]: c for c in printed["clients"]}
+    assert entries == {
+        "game-1": {"identity": "game-1", "roles": ["game_server"], "tables": ["T1", "T2"]},
+        "auditor-1": {"identity": "auditor-1", "roles": ["auditor"]},  # no tables, no draws
+        "lab-1": {"identity": "lab-1", "roles": ["lab"]},
+    }
+    # every --client has its certificate, the plain NAME too
+    for name in ("game-1", "auditor-1", "lab-1", "healthcheck"):
+        assert (tmp_path / "tls" / f"{name}.pem").is_file()
+
+
+def test_pasted_as_printed_the_auditor_cannot_draw_and_the_game_server_only_on_its_tables(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    certs = tmp_path / "tls"
+    config_file = tmp_path / "config.toml"
+    config_file.write_text(dev_ca(certs, capsys, *CLIENTS), encoding="utf-8")  # pasted
+    base = make_config(tmp_path)
+    config = load_config(
+        config_file,
+        environ={
+            "RNG_SERVICE__SERVER__PORT": "0",
+            "RNG_SERVICE__METRICS__ENABLED": "false",
+            "RNG_SERVICE__STORAGE__PATH": str(base.storage.path),
+            "RNG_SERVICE__LOG__KEY_FILE": str(base.log.key_file),
+            "RNG_SERVICE__LOG__KEY_NAME": base.log.key_name,
+            "RNG_SERVICE__LOG__ORIGIN": base.log.origin,
+        },
+        base_dir=tmp_path,
+    )
+    assert config.tls.enabled
+    running = start(config)
+    target = f"127.0.0.1:{running.port}"
+
+    def tls(identity: str) -> ClientTls:
+        return ClientTls.from_files(
+            certs / "ca.pem", certs / f"{identity}.pem", certs / f"{identity}.key"
+        )
+
+    def spin(identity: str, table: str, request_id: str) -> str:
+        with RngClient(target, tls=tls(identity), timeout=10) as client:
+            try:
+                client.spin(
+                    wheel="double_zero", table_id=table, round_id="R1", request_id=request_id
+                )
+            except ClientError as e:
+                return e.code
+        return "OK"
+
+    def read_entries(identity: str) -> str:
+        with grpc.secure_channel(target, tls(identity).credentials()) as channel:
+            stub = log_pb2_grpc.LogServiceStub(channel)
+            try:
+                stub.GetEntries(log_pb2.GetEntriesRequest(start=0, end=1), timeout=10)
+            except grpc.RpcError as e:
+                return str(e.code().name)
+        return "OK"
+
+    try:
+        assert spin("game-1", "T1", "g-1") == "OK"
+        assert spin("game-1", "T2", "g-2") == "OK"
+        assert spin("game-1", "T3", "g-3") == "PERMISSION_DENIED"  # not its table
+        assert spin("auditor-1", "T1", "a-1") == "PERMISSION_DENIED"  # an auditor never draws
+        assert spin("lab-1", "T1", "l-1") == "PERMISSION_DENIED"  # batches only
+        assert spin("healthcheck", "T1", "h-1") == "UNAUTHENTICATED"  # no entry
+        assert read_entries("auditor-1") == "OK"
+        assert read_entries("game-1") == "PERMISSION_DENIED"
+        assert read_entries("healthcheck") == "UNAUTHENTICATED"
+        with RngClient(target, tls=tls("healthcheck"), timeout=10) as client:
+            assert client.health() == "SERVING"
+        assert running.service.appender is not None
+        assert running.service.appender.tree_size == 2  # the two allowed spins only
+    finally:
+        running.stop()
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("game-1:game_server", "a game server needs its tables"),
+        ("game-1:game_server:", "a game server needs its tables"),
+        ("game-1:game_server:T1,,T2", "a game server needs its tables"),
+        ("auditor-1:auditor:T1", "tables are for role game_server only"),
+        ("x:admin", "role 'admin' is not allowed (allowed: game_server, auditor, lab, operator"),
+    ],
+)
+def test_bad_client_specs_are_refused_before_anything_is_written(
+    tmp_path: Path, spec: str, message: str
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        rng_service_main(["dev-ca", "--out", str(tmp_path / "tls"), "--client", spec])
+    assert message in str(info.value.code)
+    assert not (tmp_path / "tls").exists()
