@@ -1,21 +1,72 @@
 # syntax=docker/dockerfile:1
-# Multi-stage build of rng-service. The base is replaceable (podman build --build-arg BASE_IMAGE=...).
-ARG BASE_IMAGE=python:3.11-slim
+# Multi-stage build of rng-service from pinned inputs (docs/operations.md, "The container image"):
+#
+# - the Debian base: BASE_IMAGE, the Debian project's official bookworm image of 2025-12-29
+#   (debuerreotype build of the snapshot.debian.org state DEBIAN_SNAPSHOT), pinned by digest, so
+#   an engine pulls exactly those bytes or fails. The digest is the linux/amd64 image's, as
+#   published in the Debian image checksums of that build (github.com/debuerreotype/
+#   docker-debian-artifacts); for another architecture, take its digest from the same table;
+# - Debian packages: python3 from snapshot.debian.org at DEBIAN_SNAPSHOT (the base's own date),
+#   verified by apt against the Debian archive keyring, so they never drift either;
+# - Python packages: requirements/image.txt, every distribution pinned with its sha256
+#   (`make lock` regenerates it from pyproject.toml with pip-compile --generate-hashes), installed
+#   with --require-hashes and wheels only; the project itself is built offline from the locked
+#   setuptools and wheel.
+#
+# The base is replaceable: scripts/build-image.sh passes a debootstrap base (no registry is
+# reachable on the development machines) and the DEBIAN_SNAPSHOT that base corresponds to. Both
+# are recorded in the image's labels.
+ARG BASE_IMAGE=docker.io/library/debian:bookworm-20251229@sha256:4216e8fe27fdd803d2822d08ed9de39825a41a47e34c32b71a23ac074f91eaf4
+ARG DEBIAN_SNAPSHOT=20251229T000000Z
 
-FROM ${BASE_IMAGE} AS build
+FROM ${BASE_IMAGE} AS base
+ARG DEBIAN_SNAPSHOT
+# python3 and its venv module from the snapshot, unless the base has them already (the
+# debootstrap base of scripts/build-image.sh does). Check-Valid-Until=false: a snapshot's Release
+# file is signed but its validity window has long passed, by design.
+RUN if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then \
+      printf '%s\n' "Types: deb" \
+        "URIs: http://snapshot.debian.org/archive/debian/${DEBIAN_SNAPSHOT}" \
+        "Suites: bookworm bookworm-updates" "Components: main" \
+        "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" "" \
+        "Types: deb" \
+        "URIs: http://snapshot.debian.org/archive/debian-security/${DEBIAN_SNAPSHOT}" \
+        "Suites: bookworm-security" "Components: main" \
+        "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" \
+        > /etc/apt/sources.list.d/debian.sources \
+      && rm -f /etc/apt/sources.list \
+      && apt-get -o Acquire::Check-Valid-Until=false update \
+      && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+           python3 python3-venv \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi
+
+FROM base AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
-# Dependencies first, in their own layer: rebuilt only when pyproject.toml changes.
+# Dependencies first, in their own layer: rebuilt only when the lock changes. Every file pip
+# fetches must match a hash in the lock (--require-hashes); only wheels (no sdist builds with
+# unpinned build tools); --no-deps because the lock is the whole closure (pip check below).
+COPY requirements/image.txt requirements/image.txt
 RUN python3 -m venv /opt/rng-service \
- && /opt/rng-service/bin/pip install --no-cache-dir --upgrade pip \
- && python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
- && /opt/rng-service/bin/pip install --no-cache-dir -r /tmp/requirements.txt
+ && /opt/rng-service/bin/pip install --no-cache-dir --disable-pip-version-check \
+      --require-hashes --only-binary=:all: --no-deps -r requirements/image.txt \
+ && cp requirements/image.txt /opt/rng-service/requirements-image.txt
+COPY pyproject.toml README.md ./
 COPY rng_service ./rng_service
 COPY certification ./certification
-RUN /opt/rng-service/bin/pip install --no-cache-dir --no-deps . \
+# The project itself: built here from the locked setuptools and wheel, nothing fetched.
+RUN /opt/rng-service/bin/pip install --no-cache-dir --disable-pip-version-check \
+      --no-index --no-deps --no-build-isolation . \
  && /opt/rng-service/bin/pip check
 
-FROM ${BASE_IMAGE}
+FROM base
+ARG BASE_IMAGE
+ARG DEBIAN_SNAPSHOT
+LABEL org.opencontainers.image.title="rng-service" \
+      org.opencontainers.image.description="Certified RNG and audited outcome service" \
+      org.opencontainers.image.base.name="${BASE_IMAGE}" \
+      io.rng-service.debian-snapshot="${DEBIAN_SNAPSHOT}" \
+      io.rng-service.python-lock="requirements/image.txt"
 COPY --from=build /opt/rng-service /opt/rng-service
 RUN (getent group rng >/dev/null || groupadd --system --gid 10001 rng) \
  && (getent passwd rng >/dev/null || useradd --system --uid 10001 --gid rng --home-dir /var/lib/rng-service --shell /usr/sbin/nologin rng) \
@@ -47,10 +98,11 @@ EXPOSE 50051 9464
 # The standard gRPC health service over mTLS with the `healthcheck` client certificate. Health is
 # not role-checked: any certificate from the client CA may call it, so the healthcheck identity
 # needs no [[clients]] entry, and without one it may call nothing else (UNAUTHENTICATED).
-# 127.0.0.1 is in the development server certificate's subjectAltName; a production server
-# certificate must name it too (or change --target to a name it carries).
+# --config reads the same file and RNG_SERVICE__* variables as the CMD, so the check follows the
+# configured server.port; with server.host 0.0.0.0 it calls 127.0.0.1, which the server
+# certificate must name (the development certificate does).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
-  CMD ["rng-service", "call", "--target", "127.0.0.1:50051", "--timeout", "4", \
+  CMD ["rng-service", "call", "--config", "/etc/rng-service/config.toml", "--timeout", "4", \
        "--ca", "/etc/rng-service/tls/ca.pem", \
        "--cert", "/etc/rng-service/tls/healthcheck.pem", \
        "--key", "/etc/rng-service/tls/healthcheck.key", "health"]

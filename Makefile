@@ -8,7 +8,13 @@ STAMP := $(VENV)/.installed
 CONFIG ?= config/dev.toml
 PYTEST_ARGS ?=
 
-.PHONY: help install system-deps proto layers lint test test-fast run soak bench image clean
+# The image's Python lock (make lock): resolved for the image's Python, 3.11 on Debian bookworm.
+LOCK := requirements/image.txt
+LOCK_PY ?= $(shell command -v python3.11)
+LOCK_VENV := .venv-lock
+PIP_TOOLS := pip-tools==7.6.2
+
+.PHONY: help install system-deps proto layers lint test test-fast run soak bench image lock clean
 
 help:
 	@echo "make run     start the service on 127.0.0.1:50051 (SQLite under ./var, development key)"
@@ -18,6 +24,8 @@ help:
 	@echo "make bench   full benchmarks (writes bench/results/*.json)"
 	@echo "make soak    long soak and load runs"
 	@echo "make image   build and check localhost/rng-service:dev with podman (as root)"
+	@echo "make lock    regenerate requirements/image.txt, the image's hash-locked Python packages"
+	@echo "             (UPGRADE=1: newest versions allowed by pyproject.toml)"
 
 $(STAMP): pyproject.toml
 	@test -n "$(PY)" || { echo "error: Python 3.11 or newer is needed (python3.11 not found on PATH)"; exit 1; }
@@ -59,8 +67,25 @@ soak: install system-deps
 bench: install system-deps
 	$(BIN)/python -m bench
 
-image:
+# Installs exactly $(LOCK) (pip --require-hashes in the Dockerfile), then checks the image's
+# packages against it (scripts/check-image.sh).
+image: $(LOCK)
 	bash scripts/build-image.sh && bash scripts/check-image.sh
 
+# pip-compile (pip-tools) pins pyproject.toml's dependencies, their dependencies and the build
+# backend (setuptools, wheel) with the sha256 of every file PyPI has for each pinned version.
+# Only PyPI is asked (the local pip configuration's extra indexes and find-links are ignored),
+# so the hashes are those an image build downloads. Existing pins are kept unless UPGRADE=1.
+lock:
+	@test -n "$(LOCK_PY)" || { echo "error: make lock needs python3.11 (the image's Python) on PATH, or LOCK_PY=..."; exit 1; }
+	@$(LOCK_PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11) or sys.platform != "linux")' \
+	  || { echo "error: make lock resolves for the image: Python 3.11 on Linux ($(LOCK_PY) is not)"; exit 1; }
+	@test -x $(LOCK_VENV)/bin/pip-compile || { $(LOCK_PY) -m venv $(LOCK_VENV) \
+	  && $(LOCK_VENV)/bin/pip install --quiet --disable-pip-version-check '$(PIP_TOOLS)'; }
+	env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null \
+	  $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
+	  --build-deps-for wheel --no-emit-index-url --index-url https://pypi.org/simple \
+	  $(if $(UPGRADE),--upgrade) --output-file $(LOCK) pyproject.toml
+
 clean:
-	rm -rf $(VENV) var build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .import_linter_cache
+	rm -rf $(VENV) $(LOCK_VENV) var build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .import_linter_cache

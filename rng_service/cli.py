@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
+DEFAULT_TARGET = "127.0.0.1:50051"
+
 DEV_BANNER = """\
 ************************************************************************
 *  DEVELOPMENT KEY: {path}
@@ -270,13 +272,30 @@ def _verifiers(keys: list[str]) -> list[object]:
     return [NoteVerifier.from_verifier_key(k) for k in keys]
 
 
+def _call_target(args: argparse.Namespace) -> str:
+    """``--target``, or with ``--config`` the configured gRPC port on this host (the image's
+    HEALTHCHECK: the same file and ``RNG_SERVICE__*`` variables as ``serve``)."""
+    if args.config is None:
+        return str(args.target or DEFAULT_TARGET)
+    if args.target:
+        raise SystemExit("error: call: give --target or --config, not both")
+    server = load_config(Path(args.config)).server
+    host = server.host
+    if host in ("0.0.0.0", ""):  # noqa: S104  (every IPv4 interface: call its loopback)
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return f"[{host}]:{server.port}" if ":" in host else f"{host}:{server.port}"
+
+
 def _cmd_call(args: argparse.Namespace) -> int:
     from rng_service.log.receipt import receipt_to_json, verify_receipt
     from rng_service.service.client import ClientError, RngClient
 
     tls = _client_tls(args)
+    target = _call_target(args)
     try:
-        with RngClient(args.target, timeout=args.timeout, tls=tls) as client:
+        with RngClient(target, timeout=args.timeout, tls=tls) as client:
             if args.what == "keys":
                 print(json.dumps(client.public_keys(), indent=2))
                 return 0
@@ -413,7 +432,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=_cmd_dev_ca)
 
     p = sub.add_parser("call", help="call a running service")
-    p.add_argument("--target", default="127.0.0.1:50051")
+    p.add_argument("--target", help=f"HOST:PORT of the service (default {DEFAULT_TARGET})")
+    p.add_argument(
+        "--config",
+        help="instead of --target: the service's config file; calls server.port on this host "
+        "(127.0.0.1 when server.host is 0.0.0.0), after the RNG_SERVICE__* variables, as serve",
+    )
     p.add_argument("--timeout", type=float, default=10.0)
     p.add_argument("--ca", help="mTLS: CA certificate (PEM) that issued the service's certificate")
     p.add_argument("--cert", help="mTLS: this client's certificate (PEM)")

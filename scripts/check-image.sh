@@ -4,13 +4,16 @@
 # `podman image mount` (read-only) and its entry point is run under chroot as the image's user:
 #
 #   1. the image's user is not root (numeric uid resolved through the image's /etc/passwd);
-#   2. a HEALTHCHECK is configured, and the entry point is rng-service;
+#   2. a HEALTHCHECK is configured, and the entry point is rng-service; the labels name the
+#      Debian snapshot and the base, and the Python packages in the image are exactly those of
+#      requirements/image.txt (the lock file this checkout has, also copied into the image);
 #   3. `rng-service --help` and the HEALTHCHECK's own `rng-service call ... health` parser exit 0;
 #   4. smoke test: in private mount and network namespaces, with the root filesystem read-only, a
 #      tmpfs on /tmp, a writable state directory on /var/lib/rng-service and a read-only
 #      /etc/rng-service (config.toml, keys/, and tls/ with development certificates that the
 #      image's own `rng-service dev-ca` writes into a temporary directory), the image's CMD starts
-#      on 0.0.0.0 with mTLS; the HEALTHCHECK's exact command answers over mTLS; a plaintext client
+#      on 0.0.0.0 with mTLS on the port its config names (not the default: the HEALTHCHECK must
+#      follow it); the HEALTHCHECK's exact command answers over mTLS; a plaintext client
 #      is refused; a spin over mTLS works for a configured game server and is UNAUTHENTICATED for
 #      the healthcheck identity; `rng-audit export --target` over mTLS as an auditor verifies;
 #      /metrics is served; SIGTERM stops it cleanly.
@@ -65,6 +68,31 @@ entrypoint=$(inspect '{{join .Config.Entrypoint " "}}')
 [ "$entrypoint" = "rng-service" ] || fail "ENTRYPOINT is '$entrypoint', expected rng-service"
 ok "ENTRYPOINT: $entrypoint, CMD: $(inspect '{{join .Config.Cmd " "}}')"
 
+# --- 2b. pinned inputs: labels and the Python lock ------------------------------------------------
+label() { inspect "{{index .Config.Labels \"$1\"}}"; }
+snapshot=$(label io.rng-service.debian-snapshot)
+[[ $snapshot =~ ^([0-9]{8}T[0-9]{6}Z|unpinned)$ ]] || fail "label io.rng-service.debian-snapshot is '$snapshot'"
+[ -n "$(label org.opencontainers.image.base.name)" ] || fail "no org.opencontainers.image.base.name label"
+if [ "$snapshot" = unpinned ]; then
+  [ -n "$(label io.rng-service.debian-inrelease-sha256)" ] \
+    || fail "an unpinned base without the io.rng-service.debian-inrelease-sha256 label"
+  ok "Debian base: unpinned snapshot, built from $(label io.rng-service.debian-mirror) bookworm InRelease of $(label io.rng-service.debian-release-date) (sha256 $(label io.rng-service.debian-inrelease-sha256))"
+else
+  ok "Debian base: snapshot $snapshot ($(label org.opencontainers.image.base.name))"
+fi
+lock=requirements/image.txt
+cmp -s "$lock" "$mnt/opt/rng-service/requirements-image.txt" \
+  || fail "the image was built from another lock than $lock (rebuild: scripts/build-image.sh)"
+# Every locked distribution is installed at its locked version, and nothing else is (pip and the
+# project itself apart).
+sed -n 's/^\([A-Za-z0-9._-]*\)==\([^ ;\\]*\).*/\1==\2/p' "$lock" | tr 'A-Z_.' 'a-z--' | sort >"$work/locked.txt"
+chroot "$mnt" /usr/bin/env -i /opt/rng-service/bin/python -m pip freeze --all --disable-pip-version-check 2>/dev/null \
+  | grep -v -e '^pip==' -e '^rng-service' | sed 's/ @ .*//' | tr 'A-Z_.' 'a-z--' | sort >"$work/installed.txt"
+[ -s "$work/locked.txt" ] || fail "no pins read from $lock"
+diff "$work/locked.txt" "$work/installed.txt" >"$work/lock.diff" \
+  || { cat "$work/lock.diff" >&2; fail "the image's Python packages differ from $lock"; }
+ok "Python packages: exactly the $(wc -l <"$work/locked.txt") pins of $lock (sha256 $(sha256sum "$lock" | cut -c1-16)...)"
+
 # The image's environment, so the entry point runs as it would in a container.
 mapfile -t image_env < <(inspect '{{range .Config.Env}}{{println .}}{{end}}' | sed '/^$/d')
 in_image() {  # in_image ROOT CMD...: run CMD under chroot ROOT as the image's user and environment
@@ -81,7 +109,7 @@ in_image "$mnt" rng-service call --help >/dev/null || fail "rng-service call --h
 ok "the HEALTHCHECK's command line parses (rng-service call --help)"
 
 # --- 4. serve with a read-only root, over mTLS -------------------------------------------------
-# In private mount and network namespaces (unshare -m -n): the image's own ports (50051 and 9464
+# In private mount and network namespaces (unshare -m -n): the image's own ports (gRPC and 9464
 # on 0.0.0.0, as in a container) without clashing with the host, and the HEALTHCHECK's command
 # run exactly as configured. Every client runs in those namespaces through nsenter.
 command -v nsenter >/dev/null 2>&1 || fail "nsenter is not installed (util-linux)"
@@ -91,7 +119,11 @@ mkdir -p "$work/state" "$etc/keys" "$etc/tls"
 chown "$uid:$gid" "$work/state" "$etc/keys" "$etc/tls"
 # Clients as in deploy/config/rng-service.toml: a game server and an auditor; the identity
 # "healthcheck" has no entry (the health service is not role-checked).
-cat >"$etc/config.toml" <<'TOML'
+grpc_port=50061   # not the default 50051: the HEALTHCHECK (call --config) must follow it
+cat >"$etc/config.toml" <<TOML
+[server]
+port = $grpc_port
+
 [log]
 origin = "check-image.local/log"
 key_file = "/etc/rng-service/keys/log-signing-key.pem"
@@ -128,7 +160,8 @@ as_image rng-service keygen --out /etc/rng-service/keys/log-signing-key.pem --na
   >"$WORK/pubkey.txt"
 # Development certificates from the image's own dev-ca, into the temporary directory.
 as_image rng-service dev-ca --out /etc/rng-service/tls \
-  --client healthcheck --client check-game --client check-auditor >"$WORK/dev-ca.txt" 2>&1
+  --client healthcheck --client check-game:game_server:CHECK --client check-auditor:auditor \
+  >"$WORK/dev-ca.txt" 2>&1
 mount -o remount,bind,ro "$MNT/etc/rng-service"
 if touch "$MNT/opt/rng-service/.rw-test" 2>/dev/null; then echo "root filesystem is writable" >&2; exit 1; fi
 if touch "$MNT/etc/rng-service/tls/.rw-test" 2>/dev/null; then echo "/etc/rng-service is writable" >&2; exit 1; fi
@@ -173,17 +206,17 @@ done
 [ -n "$healthy" ] || { cat "$work/serve.log" "$work/health.txt" >&2; fail "the HEALTHCHECK got no healthy answer within 30 s"; }
 ok "the image's CMD serves mTLS on 0.0.0.0 with a read-only root; the HEALTHCHECK answers $(tr '\n' ' ' <"$work/health.txt")"
 if grep -q plaintext "$work/serve.log"; then cat "$work/serve.log" >&2; fail "the service logged plaintext mode"; fi
-if in_ns rng-service call --target 127.0.0.1:50051 --timeout 3 health >"$work/plain.txt" 2>&1; then
+if in_ns rng-service call --target "127.0.0.1:$grpc_port" --timeout 3 health >"$work/plain.txt" 2>&1; then
   fail "a plaintext health check was answered"
 fi
 ok "a plaintext client is refused ($(tail -1 "$work/plain.txt" | cut -c1-80))"
 tls_as check-game
-in_ns rng-service call --target 127.0.0.1:50051 "${tls_args[@]}" spin --wheel double_zero \
+in_ns rng-service call --target "127.0.0.1:$grpc_port" "${tls_args[@]}" spin --wheel double_zero \
   --table CHECK --round R1 --request-id check-image-1 >"$work/spin.txt" 2>&1 \
   || { cat "$work/spin.txt" "$work/serve.log" >&2; fail "a spin over mTLS failed"; }
 ok "spin over mTLS as check-game: $(head -1 "$work/spin.txt")"
 tls_as healthcheck
-if in_ns rng-service call --target 127.0.0.1:50051 "${tls_args[@]}" spin --wheel double_zero \
+if in_ns rng-service call --target "127.0.0.1:$grpc_port" "${tls_args[@]}" spin --wheel double_zero \
      --table CHECK --round R2 >"$work/hc-spin.txt" 2>&1; then
   fail "the healthcheck identity could spin"
 fi
@@ -191,7 +224,7 @@ grep -q UNAUTHENTICATED "$work/hc-spin.txt" \
   || { cat "$work/hc-spin.txt" >&2; fail "a spin as healthcheck did not end UNAUTHENTICATED"; }
 ok "the healthcheck identity may not spin (UNAUTHENTICATED)"
 tls_as check-auditor
-in_ns rng-audit "${tls_args[@]}" export --target 127.0.0.1:50051 --out /tmp/log.export \
+in_ns rng-audit "${tls_args[@]}" export --target "127.0.0.1:$grpc_port" --out /tmp/log.export \
   >"$work/export.txt" 2>&1 || { cat "$work/export.txt" >&2; fail "rng-audit export --target over mTLS failed"; }
 in_ns rng-audit verify /tmp/log.export --key /etc/rng-service/keys/log-signing-key.pem.vkey \
   >"$work/verify.txt" 2>&1 || { cat "$work/export.txt" "$work/verify.txt" >&2; fail "rng-audit verify failed"; }

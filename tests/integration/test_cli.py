@@ -71,6 +71,52 @@ def test_health(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
     assert (code, out.strip()) == (0, "SERVING")
 
 
+def test_health_with_config_calls_the_configured_port(
+    running: Running, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The image's HEALTHCHECK form: the service's config file instead of --target.
+    config = tmp_path / "c.toml"
+    config.write_text(f'[server]\nhost = "127.0.0.1"\nport = {running.port}\n')
+    code, out, _ = run(capsys, "call", "--config", str(config), "health")
+    assert (code, out.strip()) == (0, "SERVING")
+    # the environment overrides the file, as for serve
+    other = tmp_path / "other.toml"
+    other.write_text("[server]\nport = 1\n")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RNG_SERVICE__SERVER__PORT", str(running.port))
+        code, out, _ = run(capsys, "call", "--config", str(other), "health")
+    assert (code, out.strip()) == (0, "SERVING")
+
+
+@pytest.mark.parametrize(
+    ("host", "target"),
+    [
+        ("0.0.0.0", "127.0.0.1:7001"),  # every interface: call this host's loopback
+        ("::", "[::1]:7001"),
+        ("127.0.0.1", "127.0.0.1:7001"),
+        ("::1", "[::1]:7001"),
+        ("localhost", "localhost:7001"),
+    ],
+)
+def test_call_config_target(tmp_path: Path, host: str, target: str) -> None:
+    from argparse import Namespace
+
+    from rng_service.cli import _call_target
+
+    config = tmp_path / "c.toml"
+    config.write_text(f'[server]\nhost = "{host}"\nport = 7001\n')
+    assert _call_target(Namespace(config=str(config), target=None)) == target
+
+
+def test_call_target_and_config_together_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("")
+    with pytest.raises(SystemExit, match="give --target or --config, not both"):
+        main(["call", "--config", str(config), "--target", "127.0.0.1:1", "health"])
+
+
 def test_unreachable_service_is_a_message(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(
         capsys, "call", "--target", "127.0.0.1:1", "--timeout", "2", "spin",

@@ -18,6 +18,7 @@ import datetime as dt
 import json
 import re
 import shutil
+import socket
 import sqlite3
 import tomllib
 from pathlib import Path
@@ -32,6 +33,7 @@ from rng_service.cli import main as rng_service_main
 from rng_service.config import Config, check_transport, load_config
 from rng_service.metrics import GeneratorCollector
 from tests.integration.conftest import make_config, start
+from tests.integration.dockerfile import instructions as dockerfile_instructions
 
 try:
     import yaml  # PyYAML, from the project's dev extra
@@ -192,8 +194,28 @@ def test_compose_config_points_storage_at_sqlite_on_the_volume(compose: dict[str
     assert config.metrics.port == 9464
     published = {str(p).rsplit(":", 1)[-1] for p in svc["ports"]}
     assert {str(config.server.port), str(config.metrics.port)} <= published
-    # PostgreSQL is present for the coming driver, and the file says so
-    assert "PostgreSQL storage" in COMPOSE.read_text(encoding="utf-8")
+    # PostgreSQL is there for the postgres driver, and both files say how to switch to it
+    # (with the compose service's host, database and user), never that it is missing
+    compose_text = COMPOSE.read_text(encoding="utf-8")
+    config_text = (COMPOSE.parent / source).read_text(encoding="utf-8")
+    postgres = compose["services"]["postgres"]["environment"]
+    db, user = postgres["POSTGRES_DB"], postgres["POSTGRES_USER"]
+    dsn = f'postgres_dsn = "host=postgres dbname={db} user={user}"'
+    for text in (compose_text, config_text):
+        assert 'driver = "postgres"' in text
+        assert dsn in text
+        assert "not written yet" not in text
+        assert "once that issue lands" not in text
+    # the commented settings are valid as they stand
+    switched = load_config(
+        None,
+        environ={
+            "RNG_SERVICE__STORAGE__DRIVER": "postgres",
+            "RNG_SERVICE__STORAGE__POSTGRES_DSN": dsn.split('"')[1],
+            "RNG_SERVICE__STORAGE__POSTGRES_PASSWORD_ENV": "RNG_LOG_DB_PASSWORD",
+        },
+    )
+    assert switched.storage.driver == "postgres"
 
 
 def test_compose_prometheus_loads_config_and_alerts(compose: dict[str, Any]) -> None:
@@ -218,26 +240,9 @@ def test_prometheus_scrapes_the_service_and_loads_the_alerts() -> None:
 # --- TLS: Dockerfile, compose file and compose config agree ---------------------------------
 
 
-def _dockerfile_instructions() -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) of the Dockerfile, continuation lines joined, comments dropped."""
-    instructions: list[tuple[str, str]] = []
-    current = ""
-    for line in DOCKERFILE.read_text(encoding="utf-8").splitlines():
-        if not current and (not line.strip() or line.lstrip().startswith("#")):
-            continue
-        if line.rstrip().endswith("\\"):
-            current += line.rstrip()[:-1] + " "
-            continue
-        current += line
-        word, _, rest = current.strip().partition(" ")
-        instructions.append((word.upper(), rest.strip()))
-        current = ""
-    return instructions
-
-
 def dockerfile_env() -> dict[str, str]:
     env: dict[str, str] = {}
-    for word, rest in _dockerfile_instructions():
+    for word, rest in dockerfile_instructions():
         if word == "ENV":
             for item in rest.split():
                 key, _, value = item.partition("=")
@@ -248,7 +253,7 @@ def dockerfile_env() -> dict[str, str]:
 def dockerfile_exec_form(instruction: str) -> list[str]:
     """The exec-form argv of the last CMD or of the HEALTHCHECK's CMD."""
     found: list[str] = []
-    for word, rest in _dockerfile_instructions():
+    for word, rest in dockerfile_instructions():
         if word == instruction == "CMD":
             found = json.loads(rest)
         elif word == instruction == "HEALTHCHECK":
@@ -274,11 +279,15 @@ def test_dockerfile_healthcheck_uses_mtls_and_the_image_expects_tls() -> None:
     health = dockerfile_exec_form("HEALTHCHECK")
     assert health[:2] == ["rng-service", "call"]
     assert health[-1] == "health"
-    assert _option(health, "--target") == f"127.0.0.1:{image_config.server.port}"
+    # The check reads the CMD's own config file (and the same RNG_SERVICE__* variables), so it
+    # follows the configured port; a fixed --target would not.
+    assert "--target" not in health
+    cmd = dockerfile_exec_form("CMD")
+    assert cmd == ["serve", "--config", "/etc/rng-service/config.toml"]
+    assert _option(health, "--config") == _option(cmd, "--config")
     assert _option(health, "--ca") == f"{TLS_DIR}/ca.pem"
     assert _option(health, "--cert") == f"{TLS_DIR}/healthcheck.pem"
     assert _option(health, "--key") == f"{TLS_DIR}/healthcheck.key"
-    assert dockerfile_exec_form("CMD") == ["serve", "--config", "/etc/rng-service/config.toml"]
 
 
 @pytest.fixture(scope="module")
@@ -342,17 +351,24 @@ def test_the_healthcheck_works_over_mtls_with_the_compose_config(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The compose config's [tls] and [[clients]], with development certificates in place of
-    /etc/rng-service/tls: the Dockerfile's HEALTHCHECK command answers SERVING, the healthcheck
+    /etc/rng-service/tls and the gRPC port changed in the file: the Dockerfile's HEALTHCHECK
+    command (its --config naming that file) finds the port and answers SERVING, the healthcheck
     identity may not draw, the game server draws for its tables only, plaintext is refused."""
     from rng_service.security.certs import write_dev_ca
     from rng_service.service.client import ClientError, ClientTls, RngClient
 
     certs = tmp_path / "tls"
     write_dev_ca(certs, ["game-1", "auditor-1", "healthcheck"], now=dt.datetime.now(dt.UTC))
+    with socket.socket() as probe:  # a free loopback port, not the default 50051
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    text = DEPLOY_CONFIG.read_text(encoding="utf-8")
+    assert text.count("port = 50051\n") == 1
+    config_file = tmp_path / "config.toml"
+    config_file.write_text(text.replace("port = 50051\n", f"port = {port}\n"), encoding="utf-8")
     base = make_config(tmp_path)
     environ = {
-        "RNG_SERVICE__SERVER__HOST": "127.0.0.1",
-        "RNG_SERVICE__SERVER__PORT": "0",
+        "RNG_SERVICE__SERVER__HOST": "127.0.0.1",  # tests listen on loopback only
         "RNG_SERVICE__METRICS__ENABLED": "false",
         "RNG_SERVICE__STORAGE__PATH": str(base.storage.path),
         "RNG_SERVICE__LOG__KEY_FILE": str(base.log.key_file),
@@ -361,7 +377,7 @@ def test_the_healthcheck_works_over_mtls_with_the_compose_config(
     local = {TLS_DIR + "/" + p.name: str(p) for p in certs.iterdir()}
     tls = load_config(DEPLOY_CONFIG, environ={}).tls
     config = load_config(
-        DEPLOY_CONFIG,
+        config_file,
         environ={
             **environ,
             "RNG_SERVICE__TLS__CERT_FILE": local[tls.cert_file],
@@ -369,11 +385,13 @@ def test_the_healthcheck_works_over_mtls_with_the_compose_config(
             "RNG_SERVICE__TLS__CLIENT_CA_FILE": local[tls.client_ca_file],
         },
     )
+    assert config.server.port == port
     running = start(config)
     try:
         target = f"127.0.0.1:{running.port}"
         health = dockerfile_exec_form("HEALTHCHECK")[2:]  # after "rng-service call"
-        health[health.index("--target") + 1] = target
+        # As in the container: the CMD's config file (here with 0.0.0.0, so 127.0.0.1 is called)
+        health[health.index("--config") + 1] = str(config_file)
         for option in ("--ca", "--cert", "--key"):
             health[health.index(option) + 1] = local[_option(health, option)]
         capsys.readouterr()

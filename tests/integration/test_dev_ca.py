@@ -17,9 +17,9 @@ import pytest
 
 from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc
 from rng_service.cli import main as rng_service_main
-from rng_service.config import load_config
 from rng_service.service.client import ClientError, ClientTls, RngClient
-from tests.integration.conftest import make_config, start
+from tests.integration.conftest import start
+from tests.integration.test_security import secure_config
 
 CLIENTS = ["game-1:game_server:T1,T2", "auditor-1:auditor", "lab-1:lab", "healthcheck"]
 
@@ -52,21 +52,7 @@ def test_pasted_as_printed_the_auditor_cannot_draw_and_the_game_server_only_on_i
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     certs = tmp_path / "tls"
-    config_file = tmp_path / "config.toml"
-    config_file.write_text(dev_ca(certs, capsys, *CLIENTS), encoding="utf-8")  # pasted
-    base = make_config(tmp_path)
-    config = load_config(
-        config_file,
-        environ={
-            "RNG_SERVICE__SERVER__PORT": "0",
-            "RNG_SERVICE__METRICS__ENABLED": "false",
-            "RNG_SERVICE__STORAGE__PATH": str(base.storage.path),
-            "RNG_SERVICE__LOG__KEY_FILE": str(base.log.key_file),
-            "RNG_SERVICE__LOG__KEY_NAME": base.log.key_name,
-            "RNG_SERVICE__LOG__ORIGIN": base.log.origin,
-        },
-        base_dir=tmp_path,
-    )
+    config = secure_config(tmp_path, dev_ca(certs, capsys, *CLIENTS))  # pasted as printed
     assert config.tls.enabled
     running = start(config)
     target = f"127.0.0.1:{running.port}"
