@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,20 @@ class Running:
             ),
             timeout=30,
         )  # fmt: skip
+
+
+def wait_for_sample(
+    running: Running, name: str, labels: dict[str, str], *, at_least: float = 1.0
+) -> float | None:
+    """A metric sample of the running service, waiting (at most 5 s) until it reaches
+    ``at_least``: the RPC metric is recorded just after the status is sent, so a client can
+    have its answer a moment before the count moves. Returns the value then, or the last seen."""
+    deadline = time.monotonic() + 5.0
+    while True:
+        value = running.service.registry.get_sample_value(name, labels)
+        if (value or 0.0) >= at_least or time.monotonic() > deadline:
+            return value
+        time.sleep(0.01)
 
 
 def make_config(tmp_path: Path, **env: str) -> Config:

@@ -38,7 +38,7 @@ from rng_service.security.certs import IssuedCert, issue_ca, issue_client
 from rng_service.security.policy import METHODS, Role
 from rng_service.service.client import ClientTls, RngClient
 from tests.fakes import CounterEntropy
-from tests.integration.conftest import Running, make_config, start
+from tests.integration.conftest import Running, make_config, start, wait_for_sample
 
 PROFILE = "mega_fire_blaze_example"
 DZ = outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO
@@ -121,9 +121,13 @@ class Secure:
         value = self.service.registry.get_sample_value("rng_auth_denials_total", labels)
         return value or 0.0
 
-    def calls(self, method: str, code: str, cause: str, klass: str) -> float:
+    def calls(self, method: str, code: str, cause: str, klass: str, at_least: float = 1) -> float:
+        """The RPC metric's count (waiting briefly for ``at_least``: it is recorded just after
+        the client has its status)."""
         labels = {"method": method, "code": code, "cause": cause, "class": klass}
-        value = self.service.registry.get_sample_value("rng_rpc_duration_seconds_count", labels)
+        value = wait_for_sample(
+            self.running, "rng_rpc_duration_seconds_count", labels, at_least=at_least
+        )
         return value or 0.0
 
 
@@ -449,7 +453,7 @@ def test_rate_limit_per_client_then_refill(secure: Secure) -> None:
     )
     # a client's rate limit is a refusal: the RPC metric says so, apart from a full queue
     assert secure.calls("SpinRoulette", "RESOURCE_EXHAUSTED", "rate_limit", "refusal") >= 1
-    assert secure.calls("SpinRoulette", "RESOURCE_EXHAUSTED", "queue_full", "failure") == 0
+    assert secure.calls("SpinRoulette", "RESOURCE_EXHAUSTED", "queue_full", "failure", 0) == 0
     # other clients have their own buckets
     CALLS["RollDice"](secure, "game-1", "rl-other")
     secure.clock.advance(1.0)  # 1 call/s: one token back
