@@ -26,7 +26,7 @@ import hashlib
 import json
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from importlib import resources
 from pathlib import Path
@@ -49,6 +49,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SEGMENT_DESIGNATIONS",
     "SEGMENT_MODES",
+    "DocumentReader",
     "MegaFireBlazeProfile",
     "PayoutRule",
     "ProfileId",
@@ -56,9 +57,11 @@ __all__ = [
     "WeightTable",
     "builtin_profile_names",
     "canonical_json",
+    "document_identity",
     "load_builtin_profile",
     "load_profile_file",
     "parse_profile",
+    "parse_toml_document",
 ]
 
 V = TypeVar("V", int, str)
@@ -224,6 +227,8 @@ class MegaFireBlazeProfile:
     segments: SegmentRule
     jackpot: WeightTable[str]
     payouts: tuple[PayoutRule, ...]
+    #: The canonical JSON bytes (RFC 8785) whose SHA-256 is ``id.sha256``.
+    canonical: bytes = field(default=b"", repr=False, compare=False)
 
     def payout(self, bet: str) -> PayoutRule:
         for rule in self.payouts:
@@ -232,7 +237,7 @@ class MegaFireBlazeProfile:
         raise InvalidArgument("bet", f"unknown bet type {bet!r}", allowed=allowed_list(BET_TYPES))
 
 
-class _Reader:
+class DocumentReader:
     """Strict access to a parsed TOML document, naming file and key in every error."""
 
     def __init__(self, source: str) -> None:
@@ -326,25 +331,41 @@ _TOP_KEYS = (
 )
 
 
-def parse_profile(data: bytes, source: str) -> MegaFireBlazeProfile:
-    """Parse and validate a profile; ``source`` (a file name) is named in every error."""
-    r = _Reader(source)
+def parse_toml_document(data: bytes, source: str) -> tuple[dict[str, object], bytes]:
+    """A TOML document (profile or paytable) and its canonical JSON bytes; errors name
+    ``source``. The canonical bytes are what a document's SHA-256 identity is taken over."""
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise InvalidArgument(source, f"not a valid UTF-8 TOML document: {e}") from e
-    unknown = sorted(set(doc) - set(_TOP_KEYS))
-    if unknown:
-        raise r.fail(unknown[0], "unknown key", allowed=allowed_list(_TOP_KEYS))
-    digest = hashlib.sha256(canonical_json(doc, where=source)).hexdigest()
+    return doc, canonical_json(doc, where=source)
+
+
+def document_identity(
+    r: DocumentReader, doc: Mapping[str, object], canonical: bytes
+) -> tuple[ProfileId, bool, str]:
+    """The common head of every document: ``schema = 1``, ``name``, ``version``, ``example``
+    and ``description``; returns (identity, example, description)."""
     r.integer(doc, "schema", SCHEMA_VERSION, SCHEMA_VERSION)
     name = r.string(doc, "name")
     if not name or not all(c.isascii() and (c.isalnum() or c in "_-.") for c in name):
         raise r.fail("name", f"bad name {name!r}", allowed="ASCII letters, digits, _ - .")
     version = r.integer(doc, "version", 1, _MAX_JSON_INT)
-    r.string(doc, "game", ("mega_fire_blaze",))
     example = r.boolean(doc, "example")
     description = r.string(doc, "description")
+    ident = ProfileId(name=name, version=version, sha256=hashlib.sha256(canonical).hexdigest())
+    return ident, example, description
+
+
+def parse_profile(data: bytes, source: str) -> MegaFireBlazeProfile:
+    """Parse and validate a profile; ``source`` (a file name) is named in every error."""
+    r = DocumentReader(source)
+    doc, canonical = parse_toml_document(data, source)
+    unknown = sorted(set(doc) - set(_TOP_KEYS))
+    if unknown:
+        raise r.fail(unknown[0], "unknown key", allowed=allowed_list(_TOP_KEYS))
+    ident, example, description = document_identity(r, doc, canonical)
+    r.string(doc, "game", ("mega_fire_blaze",))
 
     r.table(doc, "fire_numbers", ("counts", "weights"))
     fire_counts = r.weights(doc, "fire_numbers", "counts", FIRE_NUMBER_COUNTS)
@@ -379,7 +400,7 @@ def parse_profile(data: bytes, source: str) -> MegaFireBlazeProfile:
             )
         )
     return MegaFireBlazeProfile(
-        id=ProfileId(name=name, version=version, sha256=digest),
+        id=ident,
         example=example,
         description=description,
         fire_counts=fire_counts,
@@ -387,10 +408,11 @@ def parse_profile(data: bytes, source: str) -> MegaFireBlazeProfile:
         segments=segments,
         jackpot=jackpot,
         payouts=tuple(payouts),
+        canonical=canonical,
     )
 
 
-def _segments(r: _Reader, doc: Mapping[str, object]) -> SegmentRule:
+def _segments(r: DocumentReader, doc: Mapping[str, object]) -> SegmentRule:
     key = "bonus.segments"
     seg = r.table(doc, key, ("mode", "designations", "weights", "layout"))
     mode = r.string(doc, f"{key}.mode", SEGMENT_MODES)
