@@ -295,17 +295,21 @@ def parse_paytable(data: bytes, source: str) -> PaytableDocument:
     game = r.string(doc, "game", GAMES)
     citation = r.string(doc, "citation")
     if not citation.strip():
-        raise r.fail("citation", "must name the rule the paytable comes from")
+        raise r.fail(
+            "citation",
+            "must name the rule the paytable comes from",
+            allowed="a citation such as '58 Pa. Code 617b.4(h)(1)'",
+        )
     tables = doc.get("paytables")
     if not isinstance(tables, Mapping) or not tables:
-        raise r.fail("paytables", "must hold at least one [paytables.<id>] table")
+        raise r.fail("paytables", "missing or empty", allowed="one or more [paytables.<id>] tables")
     out: dict[str, Paytable] = {}
     for table_id, cells in tables.items():
         key = f"paytables.{table_id}"
         if not _TABLE_ID.fullmatch(table_id):
             raise r.fail(key, f"bad paytable id {table_id!r}", allowed="1-32 of A-Z a-z 0-9 _")
         if not isinstance(cells, Mapping):
-            raise r.fail(key, "must be a table of category = payout")
+            raise r.fail(key, "must be a table", allowed=f"category = payout ({_PAYOUT_ALLOWED})")
         order = _categories(r, game, key, list(cells))
         pays: dict[str, Payout] = {}
         for category in order:
