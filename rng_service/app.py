@@ -276,11 +276,29 @@ class Service:
         return list(dict.fromkeys(v for v in verifiers if v not in signing))
 
     def _load_profiles(self) -> ProfileRegistry:
-        """The shipped game profiles, validated once; they never change while serving."""
+        """The operator's profiles and paytables (``[profiles] directory``) and, only with
+        ``allow_examples``, the shipped examples; validated once, never changed while serving.
+        An error names the setting, the file and the key."""
+        cfg = self.config.profiles
         try:
-            return ProfileRegistry.load_builtin()
+            registry = ProfileRegistry.load(
+                directory=cfg.directory or None, allow_examples=cfg.allow_examples
+            )
         except RngServiceError as e:
-            raise StartupError(f"game profile: {e}") from e
+            raise StartupError(f"profiles.directory: {e}") from e
+        _log.info(
+            {
+                "event": "profiles_loaded",
+                "directory": cfg.directory or None,
+                "allow_examples": cfg.allow_examples,
+                "profiles": [
+                    {"name": d.id.name, "version": d.id.version, "sha256": d.id.sha256,
+                     "example": d.example}
+                    for d in registry.all()
+                ],
+            }
+        )  # fmt: skip
+        return registry
 
     def _build_authorizer(self) -> Authorizer:
         """mTLS: callers are their certificate identities from ``[[clients]]``. Plaintext

@@ -29,6 +29,7 @@ __all__ = [
     "GeneratorSettings",
     "LogSettings",
     "MetricsSettings",
+    "ProfilesSettings",
     "RateLimitSettings",
     "ServerSettings",
     "StorageSettings",
@@ -351,6 +352,27 @@ class CertificationSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ProfilesSettings:
+    """The game profiles and paytables the service serves (docs/games.md, "Approved profiles")."""
+
+    #: The operator's approved profiles and paytables: every ``*.toml`` in this directory is
+    #: loaded and validated at start-up ("" = none; relative paths: to the config's base).
+    directory: str = ""
+    #: Also serve the shipped example profiles (``example = true``), and accept example
+    #: documents in ``directory``. Development and lab set-ups only: an example is not an
+    #: approved paytable.
+    allow_examples: bool = False
+
+    def __post_init__(self) -> None:
+        _require(
+            self.directory == self.directory.strip() and "\n" not in self.directory,
+            "profiles.directory",
+            "'' or a directory path",
+            self.directory,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class TlsSettings:
     """mTLS on the gRPC port (docs/security.md). All three files, or none: without them the
     port is plaintext, which is allowed on a loopback address only (:func:`check_transport`)."""
@@ -535,6 +557,7 @@ class Config:
     tls: TlsSettings = field(default_factory=TlsSettings)
     rate_limit: RateLimitSettings = field(default_factory=RateLimitSettings)
     certification: CertificationSettings = field(default_factory=CertificationSettings)
+    profiles: ProfilesSettings = field(default_factory=ProfilesSettings)
     #: ``[[clients]]``: identities and roles (used when mTLS is on; docs/security.md).
     clients: tuple[ClientSettings, ...] = ()
 
@@ -672,9 +695,15 @@ def load_config(
             key_file=str(_resolve(base, Path(tls.key_file))),
             client_ca_file=str(_resolve(base, Path(tls.client_ca_file))),
         )
+    profiles = config.profiles
+    if profiles.directory:
+        profiles = dataclasses.replace(
+            profiles, directory=str(_resolve(base, Path(profiles.directory)))
+        )
     return dataclasses.replace(
         config,
         server=dataclasses.replace(config.server, lock_dir=_resolve(base, config.server.lock_dir)),
+        profiles=profiles,
         log=dataclasses.replace(config.log, key_file=_resolve(base, config.log.key_file)),
         storage=dataclasses.replace(config.storage, path=_resolve(base, config.storage.path)),
         tls=tls,

@@ -60,8 +60,10 @@ __all__ = [
     "document_identity",
     "load_builtin_profile",
     "load_profile_file",
+    "parse_canonical_json",
     "parse_profile",
     "parse_toml_document",
+    "profile_from_document",
 ]
 
 V = TypeVar("V", int, str)
@@ -357,10 +359,36 @@ def document_identity(
     return ident, example, description
 
 
+def _no_float(text: str) -> object:
+    raise ValueError(f"number {text} is not an integer")
+
+
+def parse_canonical_json(data: bytes, source: str) -> tuple[dict[str, object], bytes]:
+    """A document given as its canonical JSON bytes (what ``GetProfile`` returns), parsed; it
+    is refused unless encoding it again gives the same bytes, so its SHA-256 is its identity."""
+    try:
+        doc = json.loads(data.decode("utf-8"), parse_float=_no_float, parse_constant=_no_float)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise InvalidArgument(source, f"not a JSON document: {e}", allowed="canonical JSON") from e
+    if not isinstance(doc, dict):
+        raise InvalidArgument(source, "not a JSON object", allowed="canonical JSON object")
+    if canonical_json(doc, where=source) != data:
+        raise InvalidArgument(source, "not in canonical form", allowed="RFC 8785 canonical JSON")
+    return doc, data
+
+
 def parse_profile(data: bytes, source: str) -> MegaFireBlazeProfile:
-    """Parse and validate a profile; ``source`` (a file name) is named in every error."""
-    r = DocumentReader(source)
+    """Parse and validate a profile file (TOML); ``source`` (a file name) is named in every
+    error."""
     doc, canonical = parse_toml_document(data, source)
+    return profile_from_document(doc, canonical, source)
+
+
+def profile_from_document(
+    doc: Mapping[str, object], canonical: bytes, source: str
+) -> MegaFireBlazeProfile:
+    """Validate a parsed profile document whose canonical bytes are ``canonical``."""
+    r = DocumentReader(source)
     unknown = sorted(set(doc) - set(_TOP_KEYS))
     if unknown:
         raise r.fail(unknown[0], "unknown key", allowed=allowed_list(_TOP_KEYS))

@@ -43,7 +43,7 @@ ANY = "*"
 class Role(enum.Enum):
     GAME_SERVER = "game_server"  # draws single outcomes for its own tables
     AUDITOR = "auditor"  # reads the log: entries, proofs, checkpoints (exports use these)
-    LAB = "lab"  # batch and stream draws for certification testing
+    LAB = "lab"  # batch, stream and single draws for certification testing
     OPERATOR = "operator"  # publishes checkpoints (and future reload/rotation RPCs)
 
 
@@ -58,7 +58,10 @@ class MethodRule:
     kind: str = ""
 
 
-_GAME = frozenset({Role.GAME_SERVER})
+#: Single outcomes: game servers, within their tables, kinds and profiles; and labs, under
+#: their own identity (its own idempotency scope and rounds), to measure return to player
+#: (``rng-certify rtp --live``) for the kinds no batch draws.
+_GAME = frozenset({Role.GAME_SERVER, Role.LAB})
 _READ = frozenset({Role.AUDITOR})
 
 #: Every RPC by its short name. Public keys and profile descriptions are public, so every
@@ -76,6 +79,7 @@ METHODS: Mapping[str, MethodRule] = {
     "DrawUniformIntegers": MethodRule(_GAME, "uniform_int"),
     "DrawWeighted": MethodRule(_GAME, "weighted_choice"),
     "ListProfiles": MethodRule(ALL_ROLES),
+    "GetProfile": MethodRule(ALL_ROLES),
     "DrawBatch": MethodRule(frozenset({Role.LAB})),
     "StreamBatch": MethodRule(frozenset({Role.LAB})),
     # rng.v1.LogService

@@ -289,6 +289,40 @@ class RngClient:
         reply = self._call(self._outcomes.ListProfiles, outcomes_pb2.ListProfilesRequest())
         return [_plain(p) for p in reply.profiles]
 
+    def profile(
+        self, *, name: str = "", version: int | None = None, sha256: str = ""
+    ) -> tuple[dict[str, Any], bytes]:
+        """A loaded profile or paytable (``GetProfile``): its description and canonical bytes."""
+        request = outcomes_pb2.GetProfileRequest(name=name)
+        if version is not None:
+            request.version = version
+        if sha256:
+            request.sha256 = sha256
+        reply = self._call(self._outcomes.GetProfile, request)
+        return _plain(reply.profile), reply.canonical
+
+    def batch(
+        self,
+        *,
+        count: int,
+        wheel: str | None = None,
+        dice: tuple[int, int] | None = None,
+        uniform: tuple[int, int] | None = None,
+        **ids: str,
+    ) -> OutcomeResult:
+        """``DrawBatch`` (lab role): ``count`` spins of ``wheel`` (single_zero, double_zero),
+        rolls of ``dice`` = (dice, sides), or integers in ``uniform`` = (low, high)."""
+        request = outcomes_pb2.DrawBatchRequest(context=_context(ids), count=count)
+        if wheel is not None:
+            if wheel not in _WHEELS:
+                raise ClientError("INVALID_ARGUMENT", f"wheel must be one of {', '.join(_WHEELS)}")
+            request.roulette.wheel = _WHEELS[wheel]
+        elif dice is not None:
+            request.dice.count, request.dice.sides = dice
+        elif uniform is not None:
+            request.uniform.low, request.uniform.high = uniform
+        return self._outcome("DrawBatch", request)
+
     def public_keys(self) -> list[dict[str, Any]]:
         reply = self._call(self._log.GetPublicKeys, log_pb2.GetPublicKeysRequest())
         return [

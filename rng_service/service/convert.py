@@ -19,6 +19,7 @@ from rng_service.log.entry import LogEntry
 from rng_service.outcomes import cards, generic
 from rng_service.outcomes.profiles import MegaFireBlazeProfile
 from rng_service.outcomes.roulette import WHEEL_ORDER, WheelType
+from rng_service.settlement.paytables import PaytableDocument
 from rng_service.storage.base import EntryRecord
 
 __all__ = [
@@ -171,9 +172,13 @@ def field_prefix(prefix: str) -> Iterator[None]:
         raise InvalidArgument(f"{prefix}.{e.field}", text, allowed=e.allowed) from None
 
 
-def profile_ref(profile: MegaFireBlazeProfile) -> outcomes_pb2.ProfileRef:
+def profile_ref(profile: MegaFireBlazeProfile | PaytableDocument) -> outcomes_pb2.ProfileRef:
+    """The document's identity and whether its canonical form says ``example = true``."""
     return outcomes_pb2.ProfileRef(
-        name=profile.id.name, version=profile.id.version, sha256=profile.id.sha256
+        name=profile.id.name,
+        version=profile.id.version,
+        sha256=profile.id.sha256,
+        example=profile.example,
     )
 
 

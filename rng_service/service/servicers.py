@@ -63,7 +63,8 @@ from rng_service.service.convert import (
     wheel_positions,
 )
 from rng_service.service.errors import RpcObserver, rpc
-from rng_service.service.profiles import PROFILE_KIND, ProfileRegistry
+from rng_service.service.profiles import ProfileRegistry, document_kind
+from rng_service.settlement.documents import Document
 from rng_service.storage.base import EntryRecord
 
 __all__ = [
@@ -172,6 +173,15 @@ def _batch_from_proto(
             to_proto=lambda o: outcomes_pb2.UniformBatchResult(values=o["values"]),
         )
     raise InvalidArgument("kind", "is required", allowed="roulette, dice, uniform")
+
+
+def _game_profile(document: Document) -> outcomes_pb2.GameProfile:
+    return outcomes_pb2.GameProfile(
+        id=profile_ref(document),
+        kind=document_kind(document),
+        example=document.example,
+        description=document.description,
+    )
 
 
 class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
@@ -460,15 +470,25 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
         ],
     ) -> outcomes_pb2.ListProfilesResponse:
         return outcomes_pb2.ListProfilesResponse(
-            profiles=[
-                outcomes_pb2.GameProfile(
-                    id=profile_ref(p),
-                    kind=PROFILE_KIND,
-                    example=p.example,
-                    description=p.description,
-                )
-                for p in self._profiles.all()
-            ]
+            profiles=[_game_profile(d) for d in self._profiles.all()]
+        )
+
+    @rpc("GetProfile")
+    async def GetProfile(
+        self,
+        request: outcomes_pb2.GetProfileRequest,
+        context: aio.ServicerContext[
+            outcomes_pb2.GetProfileRequest, outcomes_pb2.GetProfileResponse
+        ],
+    ) -> outcomes_pb2.GetProfileResponse:
+        selector = request.WhichOneof("selector")
+        document = self._profiles.find(
+            request.name,
+            version=request.version if selector == "version" else None,
+            sha256=request.sha256 if selector == "sha256" else "",
+        )
+        return outcomes_pb2.GetProfileResponse(
+            profile=_game_profile(document), canonical=document.canonical
         )
 
     @rpc("DrawBatch")

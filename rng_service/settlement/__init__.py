@@ -11,7 +11,8 @@ also gives the exact distribution of that return, from the exact outcome distrib
 ``roulette_up`` (58 Pa. Code 617b.4), ``blazing_7s`` (617c.2), ``sic_bo`` (ch. 625a, as amended
 by 49 Pa.B. 4956), ``mega_fire_blaze`` (617b.7(h) with the bonus game of 617b.7(g)),
 ``six_card_bonus`` (641a.6(e), 641a.12(h), 643a.6(e), 643a.12(g)); ``paytables`` holds the
-paytable document format and the shipped paytables; ``returns`` the moments of a return
+paytable document format and the shipped paytables; ``documents`` reads a profile or a
+paytable from a file or from its canonical bytes; ``returns`` the moments of a return
 distribution. docs/games.md has every paytable, its RTP and the readings of ambiguous text.
 
 Must not: draw random values, perform I/O beyond reading paytable documents, or import
@@ -20,6 +21,7 @@ anything above the outcomes layer (no log, storage, service, grpc, database or m
 
 __all__ = [
     "blazing_7s",
+    "documents",
     "mega_fire_blaze",
     "paytables",
     "returns",

@@ -63,6 +63,7 @@ __all__ = [
     "load_builtin_paytables",
     "load_paytable_file",
     "parse_paytable",
+    "paytable_from_document",
 ]
 
 #: The longest Roulette Up streak a paytable may price (617b.4(h) prices up to 8; progressive
@@ -283,10 +284,17 @@ def _categories(r: DocumentReader, game: str, key: str, cells: Sequence[str]) ->
 
 
 def parse_paytable(data: bytes, source: str) -> PaytableDocument:
-    """Parse and validate a paytable document; ``source`` (a file name) is named in every
+    """Parse and validate a paytable file (TOML); ``source`` (a file name) is named in every
     error, with the key (``source:paytables.A.8``) and the values allowed."""
-    r = DocumentReader(source)
     doc, canonical = parse_toml_document(data, source)
+    return paytable_from_document(doc, canonical, source)
+
+
+def paytable_from_document(
+    doc: Mapping[str, object], canonical: bytes, source: str
+) -> PaytableDocument:
+    """Validate a parsed paytable document whose canonical bytes are ``canonical``."""
+    r = DocumentReader(source)
     unknown = sorted(set(doc) - set(_TOP_KEYS))
     if unknown:
         raise r.fail(unknown[0], "unknown key", allowed=allowed_list(_TOP_KEYS))

@@ -31,7 +31,7 @@ DZ = outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO
 @pytest.fixture(scope="module")
 def svc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     tmp: Path = tmp_path_factory.mktemp("outcome-rpcs")
-    r = start(make_config(tmp))
+    r = start(make_config(tmp, RNG_SERVICE__PROFILES__ALLOW_EXAMPLES="true"))
     try:
         yield r
     finally:

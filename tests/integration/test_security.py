@@ -142,6 +142,7 @@ def secure_config(tmp: Path, toml: str = CLIENTS_TOML) -> Config:
         "RNG_SERVICE__LOG__KEY_FILE": str(base.log.key_file),
         "RNG_SERVICE__LOG__KEY_NAME": base.log.key_name,
         "RNG_SERVICE__LOG__ORIGIN": base.log.origin,
+        "RNG_SERVICE__PROFILES__ALLOW_EXAMPLES": "true",
     }
     return load_config(path, environ=environ, base_dir=tmp)
 
@@ -199,10 +200,10 @@ def _raw(s: Secure, identity: str, rid: str) -> Any:
 
 def _bonus(s: Secure, identity: str, rid: str) -> Any:
     """The bonus needs the caller's own Fire Number draw of the same round; only a game
-    server can make one, so other roles name entry 0 (refused before it is read)."""
+    server or a lab can make one, so other roles name entry 0 (refused before it is read)."""
     stub = outcomes_pb2_grpc.OutcomeServiceStub(s.channel(identity))
     index = 0
-    if identity == ROLE_CLIENT[Role.GAME_SERVER]:
+    if identity in (ROLE_CLIENT[Role.GAME_SERVER], ROLE_CLIENT[Role.LAB]):
         fire = stub.SelectFireNumbers(
             outcomes_pb2.SelectFireNumbersRequest(
                 context=ctx(f"fire-{rid}", round_id=rid), profile=PROFILE
@@ -245,6 +246,7 @@ CALLS: dict[str, Call] = {
         "DrawWeighted", lambda r: o.DrawWeightedRequest(context=ctx(r), weights=[1, 2], count=1)
     ),
     "ListProfiles": _outcome("ListProfiles", lambda r: o.ListProfilesRequest()),
+    "GetProfile": _outcome("GetProfile", lambda r: o.GetProfileRequest(name=PROFILE)),
     "DrawBatch": _outcome(
         "DrawBatch",
         lambda r: o.DrawBatchRequest(context=ctx(r), count=10, dice=o.DiceBatch(count=1, sides=6)),

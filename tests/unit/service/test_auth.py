@@ -90,8 +90,12 @@ def authorizer(
 
 def test_each_role_has_its_methods() -> None:
     by_role = {r: sorted(m for m, rule in METHODS.items() if r in rule.roles) for r in Role}
-    public = ["GetPublicKeys", "ListProfiles"]
-    assert by_role[Role.LAB] == sorted(["DrawBatch", "StreamBatch", "StreamRawOutput", *public])
+    public = ["GetProfile", "GetPublicKeys", "ListProfiles"]
+    single = sorted(m for m, rule in METHODS.items() if rule.kind)
+    assert len(single) == 9
+    assert by_role[Role.LAB] == sorted(
+        ["DrawBatch", "StreamBatch", "StreamRawOutput", *single, *public]
+    )
     assert by_role[Role.OPERATOR] == sorted(["GetLatestCheckpoint", "PublishCheckpoint", *public])
     assert by_role[Role.AUDITOR] == sorted(
         ["FindEntries", "GetCheckpoints", "GetConsistencyProof", "GetEntries",

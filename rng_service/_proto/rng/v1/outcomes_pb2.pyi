@@ -120,14 +120,16 @@ class DrawMultiBallResponse(_message.Message):
     def __init__(self, balls: _Optional[_Iterable[_Union[RouletteSpin, _Mapping]]] = ..., receipt: _Optional[_Union[_common_pb2.Receipt, _Mapping]] = ...) -> None: ...
 
 class ProfileRef(_message.Message):
-    __slots__ = ("name", "version", "sha256")
+    __slots__ = ("name", "version", "sha256", "example")
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     SHA256_FIELD_NUMBER: _ClassVar[int]
+    EXAMPLE_FIELD_NUMBER: _ClassVar[int]
     name: str
     version: int
     sha256: str
-    def __init__(self, name: _Optional[str] = ..., version: _Optional[int] = ..., sha256: _Optional[str] = ...) -> None: ...
+    example: bool
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[int] = ..., sha256: _Optional[str] = ..., example: _Optional[bool] = ...) -> None: ...
 
 class ListProfilesRequest(_message.Message):
     __slots__ = ()
@@ -150,6 +152,24 @@ class ListProfilesResponse(_message.Message):
     PROFILES_FIELD_NUMBER: _ClassVar[int]
     profiles: _containers.RepeatedCompositeFieldContainer[GameProfile]
     def __init__(self, profiles: _Optional[_Iterable[_Union[GameProfile, _Mapping]]] = ...) -> None: ...
+
+class GetProfileRequest(_message.Message):
+    __slots__ = ("name", "version", "sha256")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    version: int
+    sha256: str
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[int] = ..., sha256: _Optional[str] = ...) -> None: ...
+
+class GetProfileResponse(_message.Message):
+    __slots__ = ("profile", "canonical")
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
+    CANONICAL_FIELD_NUMBER: _ClassVar[int]
+    profile: GameProfile
+    canonical: bytes
+    def __init__(self, profile: _Optional[_Union[GameProfile, _Mapping]] = ..., canonical: _Optional[bytes] = ...) -> None: ...
 
 class SelectFireNumbersRequest(_message.Message):
     __slots__ = ("context", "profile")

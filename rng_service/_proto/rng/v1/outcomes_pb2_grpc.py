@@ -85,6 +85,11 @@ class OutcomeServiceStub:
                 request_serializer=rng_dot_v1_dot_outcomes__pb2.ListProfilesRequest.SerializeToString,
                 response_deserializer=rng_dot_v1_dot_outcomes__pb2.ListProfilesResponse.FromString,
                 _registered_method=True)
+        self.GetProfile = channel.unary_unary(
+                '/rng.v1.OutcomeService/GetProfile',
+                request_serializer=rng_dot_v1_dot_outcomes__pb2.GetProfileRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_outcomes__pb2.GetProfileResponse.FromString,
+                _registered_method=True)
         self.DrawBatch = channel.unary_unary(
                 '/rng.v1.OutcomeService/DrawBatch',
                 request_serializer=rng_dot_v1_dot_outcomes__pb2.DrawBatchRequest.SerializeToString,
@@ -177,7 +182,17 @@ class OutcomeServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListProfiles(self, request, context):
-        """The game profiles this service loaded at start-up (they do not change while it runs).
+        """The game profiles and paytables this service loaded at start-up (they do not change while
+        it runs).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetProfile(self, request, context):
+        """One loaded profile or paytable by name and version, or by SHA-256: its canonical bytes
+        (RFC 8785 JSON), whose SHA-256 every entry drawn under it records, so anyone can re-derive
+        an entry's outcome from the entry and these bytes. NOT_FOUND if none is loaded.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -252,6 +267,11 @@ def add_OutcomeServiceServicer_to_server(servicer, server):
                     servicer.ListProfiles,
                     request_deserializer=rng_dot_v1_dot_outcomes__pb2.ListProfilesRequest.FromString,
                     response_serializer=rng_dot_v1_dot_outcomes__pb2.ListProfilesResponse.SerializeToString,
+            ),
+            'GetProfile': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetProfile,
+                    request_deserializer=rng_dot_v1_dot_outcomes__pb2.GetProfileRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_outcomes__pb2.GetProfileResponse.SerializeToString,
             ),
             'DrawBatch': grpc.unary_unary_rpc_method_handler(
                     servicer.DrawBatch,
@@ -535,6 +555,33 @@ class OutcomeService:
             '/rng.v1.OutcomeService/ListProfiles',
             rng_dot_v1_dot_outcomes__pb2.ListProfilesRequest.SerializeToString,
             rng_dot_v1_dot_outcomes__pb2.ListProfilesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetProfile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.OutcomeService/GetProfile',
+            rng_dot_v1_dot_outcomes__pb2.GetProfileRequest.SerializeToString,
+            rng_dot_v1_dot_outcomes__pb2.GetProfileResponse.FromString,
             options,
             channel_credentials,
             insecure,
