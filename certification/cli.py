@@ -8,10 +8,11 @@ Subcommands::
     rng-certify power [--replicates R] [--confidence C] --json OUT [--html OUT]
     rng-certify collect (--live HOST:PORT | --lab-seed SEED) [--kind NAME=COUNT]
                         [--time-limit S] --output RECORDS [--bits-output FILE]
-    rng-certify report [--outcomes JSON] [--nist JSON] [--power JSON] --html OUT
+    rng-certify report [--outcomes JSON] [--nist JSON] [--power JSON] [--rtp JSON] --html OUT
     rng-certify all [--records RECORDS] [--bits FILE --format F] --out DIR
     rng-certify dieharder (--lab-seed SEED | --input FILE | --live HOST:PORT) [--test N]
                           [--json OUT] [--ca F --cert F --key F]
+    rng-certify rtp [--live HOST:PORT [--rounds N] [--game NAME[=N]]] [--json OUT] [--html OUT]
 
 ``nist`` cuts the file into as many whole sequences of N bits (default 10^6) as it holds, runs
 the NIST SP 800-22 battery on each (optionally in J worker processes, spawn start method),
@@ -42,6 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from certification.report import render_json, render_summary
+from certification.rtp.command import add_rtp_parser
 from certification.sp800_22 import Bits, TestResult, assess, run_tests
 
 if TYPE_CHECKING:
@@ -393,17 +395,16 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from certification.report.html import render_html
 
-    docs = {
-        name: (_read_json(path) if path is not None else None)
-        for name, path in (("outcomes", args.outcomes), ("nist", args.nist), ("power", args.power))
-    }
+    sources = (("outcomes", args.outcomes), ("nist", args.nist), ("power", args.power),
+               ("rtp", args.rtp))  # fmt: skip
+    docs = {name: (_read_json(path) if path is not None else None) for name, path in sources}
     if all(d is None for d in docs.values()):
-        raise InputError("give at least one of --outcomes, --nist, --power")
+        raise InputError("give at least one of --outcomes, --nist, --power, --rtp")
     try:
         page = render_html(
-            outcomes=docs["outcomes"], nist=docs["nist"], power=docs["power"],
+            outcomes=docs["outcomes"], nist=docs["nist"], power=docs["power"], rtp=docs["rtp"],
             generated_at=_now(),
-            inputs=[str(p) for p in (args.outcomes, args.nist, args.power) if p is not None],
+            inputs=[str(p) for _, p in sources if p is not None],
         )  # fmt: skip
     except (KeyError, TypeError) as e:
         raise InputError(f"a JSON document is not an rng-certify report ({e!r})") from e
@@ -417,6 +418,10 @@ def _document_passed(document: dict[str, object]) -> bool:
     suite = document.get("suite")
     if isinstance(suite, dict):
         return suite.get("passed") is True
+    if document.get("format") == "rng-certify-rtp/v1":
+        from certification.report.rtp import rtp_passed
+
+        return rtp_passed(document)
     return document.get("passed") is True
 
 
@@ -685,6 +690,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--outcomes", type=Path, metavar="JSON")
     report.add_argument("--nist", type=Path, metavar="JSON")
     report.add_argument("--power", type=Path, metavar="JSON")
+    report.add_argument("--rtp", type=Path, metavar="JSON", help="rng-certify rtp --json output")
     report.add_argument("--html", type=Path, required=True, metavar="OUT")
     report.set_defaults(handler=_cmd_report)
 
@@ -742,6 +748,7 @@ def _parser() -> argparse.ArgumentParser:
     dh.add_argument("--executable", default="dieharder")
     dh.add_argument("--json", type=Path, metavar="OUT")
     dh.set_defaults(handler=_cmd_dieharder)
+    add_rtp_parser(commands)
     return parser
 
 

@@ -13,6 +13,8 @@ Sections, each present when its document is given:
   and one per test, and a table of the section 4.2 decisions per test.
 * **Power study** (``rng-certify power``): the rejection rate against sample size per
   generator (log scale) and the table of sizes at which each bad generator is caught.
+* **Return to player** (``rng-certify rtp``): rendered by
+  :func:`certification.report.rtp.render_rtp_section`.
 
 Every plot is an ``<svg>`` with the class ``plot`` and a kind class (``p-value-histogram``,
 ``frequency-chart``, ``residual-chart``, ``power-chart``) so a reader, or a test, can find
@@ -25,6 +27,8 @@ import html
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from certification.report.rtp import render_rtp_section, rtp_passed
 
 __all__ = ["MAX_BARS", "render_html"]
 
@@ -409,12 +413,13 @@ def render_html(
     outcomes: Mapping[str, Any] | None = None,
     nist: Mapping[str, Any] | None = None,
     power: Mapping[str, Any] | None = None,
+    rtp: Mapping[str, Any] | None = None,
     generated_at: str,
     inputs: Sequence[str] = (),
     title: str = "RNG certification evidence",
 ) -> str:
     """The report page for the given documents (at least one)."""
-    if outcomes is None and nist is None and power is None:
+    if outcomes is None and nist is None and power is None and rtp is None:
         raise ValueError("render_html needs at least one document")
     verdicts = []
     if outcomes is not None:
@@ -423,6 +428,8 @@ def render_html(
         verdicts.append(("NIST SP 800-22", bool(nist["suite"]["passed"])))
     if power is not None:
         verdicts.append(("Power study", bool(power["passed"])))
+    if rtp is not None:
+        verdicts.append(("Return to player", rtp_passed(rtp)))
     summary = "".join(
         f"<li>{_e(name)}: <span class='{'pass' if ok else 'failv'}'>"
         f"{'PASSED' if ok else 'FAILED'}</span></li>"
@@ -444,5 +451,7 @@ def render_html(
         body.append(_nist_section(nist))
     if power is not None:
         body.append(_power_section(power))
+    if rtp is not None:
+        body.append(render_rtp_section(rtp))
     body.append("</body></html>\n")
     return "\n".join(body)

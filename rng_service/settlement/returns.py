@@ -12,7 +12,7 @@ Must not: draw random values or perform I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from types import MappingProxyType
@@ -36,6 +36,15 @@ class ReturnDistribution:
     """Return per unit staked -> exact probability; the probabilities sum to 1."""
 
     probabilities: Mapping[Fraction, Fraction]
+    #: Return to player: the expected return per unit staked.
+    rtp: Fraction = field(init=False)
+    variance: Fraction = field(init=False)
+
+    def __post_init__(self) -> None:
+        mean = sum((v * p for v, p in self.probabilities.items()), Fraction(0))
+        var = sum(((v - mean) ** 2 * p for v, p in self.probabilities.items()), Fraction(0))
+        object.__setattr__(self, "rtp", mean)
+        object.__setattr__(self, "variance", var)
 
     @classmethod
     def of(cls, pairs: Iterable[tuple[Fraction, Fraction]]) -> ReturnDistribution:
@@ -53,18 +62,8 @@ class ReturnDistribution:
         return cls(MappingProxyType(dict(sorted(merged.items()))))
 
     @property
-    def rtp(self) -> Fraction:
-        """Return to player: the expected return per unit staked."""
-        return sum((v * p for v, p in self.probabilities.items()), Fraction(0))
-
-    @property
     def house_edge(self) -> Fraction:
         return 1 - self.rtp
-
-    @property
-    def variance(self) -> Fraction:
-        mean = self.rtp
-        return sum(((v - mean) ** 2 * p for v, p in self.probabilities.items()), Fraction(0))
 
     @property
     def standard_deviation(self) -> Decimal:

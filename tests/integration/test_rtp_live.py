@@ -1,0 +1,111 @@
+"""``rng-certify rtp --live`` against an in-process service on the deterministic lab generator
+(fixed seed, so every measured figure and verdict is the same on every run): 10^5 rounds of a
+low-variance wager in one batch call, and every game through the service with the entries'
+log indexes accounted for."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from certification.cli import main
+from tests.integration.lab_service import LabService, start_lab_service
+
+
+@pytest.fixture
+def lab() -> Iterator[LabService]:
+    service = start_lab_service(b"rtp-live-test")
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+def _rows(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {row["key"]: row for row in doc["rows"]}
+
+
+def test_sic_bo_small_over_10_5_rounds_measures_its_exact_rtp(
+    lab: LabService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "rtp.json"
+    cpu = time.process_time()
+    status = main(["rtp", "--live", lab.target, "--game", "sic_bo=100000", "--run-id", "small",
+                   "--json", str(out)])  # fmt: skip
+    cpu = time.process_time() - cpu
+    assert status == 0
+    doc = json.loads(out.read_text())
+    small = _rows(doc)["sic_bo/A/small"]
+    # Small wins on 105 of the 216 rolls (totals 4-10 less 222 and 333) and pays 1 to 1.
+    assert Fraction(small["rtp"]["fraction"]) == Fraction(210, 216)
+    live = small["live"]
+    assert live["rounds"] == 100_000
+    assert live["judged"] is True
+    lo, hi = (float(x) for x in live["ci99"])
+    assert lo <= float(Fraction(210, 216)) <= hi
+    assert live["exact_inside"] is True
+    # Width 2 z sigma / sqrt(N), sigma = sqrt(1 - (35/36)^2) for a 0-or-2 return.
+    sigma = math.sqrt(4 * (105 / 216) * (111 / 216))
+    assert hi - lo == pytest.approx(2 * 2.5758293 * sigma / math.sqrt(100_000), rel=1e-4)
+    # One DrawBatch call: one entry, index 0, which holds every roll.
+    game = doc["live"]["games"][0]
+    assert (game["game"], game["entries"], game["log_indexes"]) == ("sic_bo", 1, "0")
+    assert lab.storage.tree_size() == 1
+    entry = json.loads(lab.storage.entries(0, 1)[0].data)
+    assert entry["kind"] == "dice_roll_batch"
+    assert entry["params"]["count"] == 100_000
+    assert doc["live"]["family"]["passed"] is True
+    with capsys.disabled():
+        print(f"\n[rtp --live sic_bo 10^5 rounds: {cpu:.2f} s CPU in this process (client, "
+              f"service and exact figures); play {doc['live']['cpu_seconds']} s CPU, "
+              f"{doc['live']['wall_seconds']} s wall]")  # fmt: skip
+
+
+def test_every_game_through_the_service(lab: LabService, tmp_path: Path) -> None:
+    out, page = tmp_path / "rtp.json", tmp_path / "rtp.html"
+    plan = {"roulette_up": 20_000, "blazing_7s": 4_000, "sic_bo": 20_000,
+            "mega_fire_blaze": 400, "six_card_bonus": 400}  # fmt: skip
+    argv = ["rtp", "--live", lab.target, "--run-id", "all", "--json", str(out), "--html", str(page)]
+    for game, n in plan.items():
+        argv += ["--game", f"{game}={n}"]
+    assert main(argv) == 0
+    doc = json.loads(out.read_text())
+    live = doc["live"]
+    # Every entry the rounds used is listed, and together they are the whole log.
+    used = sum(g["entries"] for g in live["games"])
+    assert used == lab.storage.tree_size()
+    assert live["games"][0]["first_index"] == 0
+    assert max(g["last_index"] for g in live["games"]) == used - 1
+    wheels = [(g["game"], g["wheel"]) for g in live["games"]]
+    assert wheels == [
+        ("roulette_up", "single_zero"), ("roulette_up", "double_zero"),
+        ("blazing_7s", "single_zero"), ("blazing_7s", "double_zero"),
+        ("sic_bo", None), ("mega_fire_blaze", None), ("six_card_bonus", None),
+    ]  # fmt: skip
+    # Six Card Bonus: one shuffle per round; Mega Fire Blaze: one Fire Number draw per round,
+    # one spin batch and a bonus game only for the rounds that need it.
+    by_game = {g["game"]: g for g in live["games"]}
+    assert by_game["six_card_bonus"]["entries"] == 400
+    assert 401 <= by_game["mega_fire_blaze"]["entries"] < 440
+    kinds = {json.loads(r.data)["kind"] for r in lab.storage.entries(0, used)}
+    assert kinds == {"roulette_spin_batch", "dice_roll_batch", "multiball", "fire_numbers",
+                     "mega_fire_blaze_bonus", "card_shuffle"}  # fmt: skip
+    rows = _rows(doc)
+    measured = [r for r in rows.values() if "live" in r]
+    assert len(measured) == live["family"]["wagers"] == 90
+    # The double zero wheel used as a single zero wheel has no batch form: priced, not played.
+    assert all("live" not in r for k, r in rows.items() if "double_zero_as_single_zero" in k)
+    judged = [r for r in measured if r["live"]["judged"]]
+    assert len(judged) == live["family"]["judged"] >= 40
+    assert all(r["live"]["exact_inside_family"] for r in judged)
+    assert live["family"]["passed"] is True
+    html = page.read_text()
+    assert html.count('<table class="rtp-table"') == 5
+    assert 'data-key="sic_bo/B/big"' in html
