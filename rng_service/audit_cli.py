@@ -6,6 +6,9 @@ Commands:
   verify          recompute an export's RFC 6962 tree and check every signed checkpoint
   verify-receipt  check a receipt's signature and proof, and that it belongs to the log
                   (against an export, or the live log's latest checkpoint)
+  profiles        the game profiles an export's entries were drawn under: each SHA-256 with
+                  its entries, resolved to its document (shipped examples, --profile files, or
+                  GetProfile on --target), and which of them are EXAMPLE profiles
 
 Exit status: 0 when everything verifies, 1 when something does not (the message says what and
 at which index): tampering, a fork, another log's origin, an export with nothing in it (unless
@@ -29,6 +32,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
+import json
 import os
 import sys
 import tempfile
@@ -37,6 +42,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from rng_service.audit import (
+    ExportReader,
     PinnedOrigin,
     ReceiptFieldError,
     VerificationFailure,
@@ -54,6 +60,8 @@ from rng_service.log.keys import load_verifier_keys
 from rng_service.log.merkle import ProofError, verify_consistency
 from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, parse_note
 from rng_service.log.receipt import verify_receipt
+from rng_service.outcomes.profiles import builtin_profile_names, load_builtin_profile
+from rng_service.settlement.documents import Document, document_from_canonical, parse_document
 
 if TYPE_CHECKING:
     from rng_service.service.client import ClientTls
@@ -333,6 +341,16 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
         f"{entry.round_id}) is in the log of size {verified.checkpoint.size} "
         f"({verified.checkpoint.origin}), signed by {', '.join(verified.key_names)}{where}"
     )
+    if entry.profile_sha256:
+        document = _known_documents(()).get(entry.profile_sha256)
+        print(
+            f"drawn under profile {entry.profile_sha256}: "
+            + (
+                "not a shipped profile (rng-audit profiles resolves it)"
+                if document is None
+                else f"{document.id.name} v{document.id.version}, {_example_flag(document)}"
+            )
+        )
     if note:
         print(note)
     return 0
@@ -356,6 +374,89 @@ def _check_kept_against_head(
             f"fork: {kept.source} (size {old.size}) is not consistent with {head.source} "
             f"(size {new.size}): {e}"
         ) from e
+
+
+def _known_documents(files: Sequence[str]) -> dict[str, Document]:
+    """Documents by SHA-256: the shipped example profiles and the given files (TOML, or the
+    canonical JSON bytes ``GetProfile`` returns)."""
+    known: dict[str, Document] = {}
+    for name in builtin_profile_names():
+        profile = load_builtin_profile(name)
+        known[profile.id.sha256] = profile
+    for path in files:
+        data = Path(path).read_bytes()
+        try:
+            document = (
+                document_from_canonical(data, path)
+                if data.lstrip().startswith(b"{")
+                else parse_document(data, Path(path).name)
+            )
+        except RngServiceError as e:
+            raise _UsageError(f"--profile {path}: {e}") from e
+        known[document.id.sha256] = document
+    return known
+
+
+def _example_flag(document: Document) -> str:
+    if document.example:
+        return "EXAMPLE profile (example = true), not an approved one"
+    return "not an example (example = false)"
+
+
+def _cmd_profiles(args: argparse.Namespace) -> int:
+    tls = _client_tls(args, args.target)
+    used: dict[str, list[int]] = {}
+    kinds: dict[str, set[str]] = {}
+    entries = 0
+    with _export_lines(args.export) as lines:
+        reader = ExportReader(lines)
+        for _ in reader.checkpoints():
+            pass
+        for _, index, _, data in reader.entry_rows():
+            entries += 1
+            entry = json.loads(data)
+            sha = entry.get("profile_sha256") if isinstance(entry, dict) else None
+            if sha:
+                used.setdefault(sha, []).append(index)
+                kinds.setdefault(sha, set()).add(str(entry.get("kind")))
+    known = _known_documents(args.profile)
+    fetched: dict[str, bytes] = {}
+    if args.target is not None and any(sha not in known for sha in used):
+        from rng_service.service.client import ClientError, RngClient
+
+        with RngClient(args.target, tls=tls) as client:
+            for sha in used:
+                if sha in known:
+                    continue
+                try:
+                    _, canonical = client.profile(sha256=sha)
+                except ClientError as e:
+                    if e.code != "NOT_FOUND":
+                        raise _UsageError(f"GetProfile on {args.target}: {e}") from e
+                    continue
+                if hashlib.sha256(canonical).hexdigest() != sha:
+                    raise VerificationFailure(
+                        f"{args.target} served bytes for profile {sha} whose SHA-256 differs"
+                    )
+                known[sha] = document_from_canonical(canonical, f"GetProfile({sha[:16]})")
+                fetched[sha] = canonical
+    unresolved = 0
+    print(f"{entries} entries; {sum(len(v) for v in used.values())} drawn under a profile")
+    for sha, indexes in sorted(used.items(), key=lambda kv: kv[1][0]):
+        listed = ", ".join(sorted(kinds[sha]))
+        where = f"{len(indexes)} entries ({listed}), indexes {indexes[0]}..{indexes[-1]}"
+        document = known.get(sha)
+        if document is None:
+            unresolved += 1
+            print(f"profile {sha}: {where}: UNKNOWN (give its file with --profile, or --target)")
+            continue
+        flag = _example_flag(document)
+        print(f"profile {sha}: {where}: {document.id.name} v{document.id.version}, {flag}")
+        if args.save is not None and sha in fetched:
+            out = Path(args.save) / f"{document.id.name}-v{document.id.version}-{sha[:16]}.json"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(fetched[sha])
+    return 1 if unresolved else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -425,6 +526,18 @@ def build_parser() -> argparse.ArgumentParser:
         "must be consistent with it (a log cut back below it fails)",
     )
     p.set_defaults(fn=_cmd_verify_receipt)
+
+    p = sub.add_parser(
+        "profiles", help="the game profiles an export's entries name, and which are examples"
+    )
+    p.add_argument("export", help="the export file")
+    p.add_argument(
+        "--profile", action="extend", nargs="+", default=[],
+        help="profile files (TOML, or canonical JSON from GetProfile) the entries may name",
+    )  # fmt: skip
+    p.add_argument("--target", help="a running service, HOST:PORT: fetch the others by SHA-256")
+    p.add_argument("--save", help="with --target: write the fetched canonical bytes here")
+    p.set_defaults(fn=_cmd_profiles)
     return parser
 
 

@@ -101,3 +101,45 @@ def test_an_example_in_the_directory_stops_the_start_without_allow_examples(
         assert {p.id.name: p.example for p in listed.profiles}[EXAMPLE] is True
     finally:
         running.stop()
+
+
+def test_rng_audit_profiles_names_the_example_entries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rng_service.audit_cli import main as audit_main
+
+    approved(tmp_path / "approved")
+    running = start(
+        make_config(
+            tmp_path,
+            RNG_SERVICE__PROFILES__DIRECTORY="approved",
+            RNG_SERVICE__PROFILES__ALLOW_EXAMPLES="true",
+        )
+    )
+    try:
+        for i, profile in enumerate(["casino_mfb", EXAMPLE, EXAMPLE]):
+            running.outcomes.SelectFireNumbers(
+                outcomes_pb2.SelectFireNumbersRequest(context=ctx(f"f{i}"), profile=profile),
+                timeout=10,
+            )
+        running.spin("s1")
+        export = tmp_path / "export.jsonl"
+        target = f"127.0.0.1:{running.port}"
+        assert audit_main(["export", "--target", target, "--out", str(export)]) == 0
+        capsys.readouterr()
+        # Offline, the shipped example is known; the operator's profile is not.
+        assert audit_main(["profiles", str(export)]) == 1
+        out = capsys.readouterr().out
+        assert "4 entries; 3 drawn under a profile" in out
+        assert f"{EXAMPLE} v1, EXAMPLE profile (example = true)" in out
+        assert "UNKNOWN" in out
+        # The service serves it by hash; its bytes are saved for the auditor.
+        saved = tmp_path / "profiles"
+        argv = ["profiles", str(export), "--target", target, "--save", str(saved)]
+        assert audit_main(argv) == 0
+        out = capsys.readouterr().out
+        assert "casino_mfb v1, not an example (example = false)" in out
+        (copy,) = saved.iterdir()
+        assert audit_main(["profiles", str(export), "--profile", str(copy)]) == 0
+    finally:
+        running.stop()

@@ -32,6 +32,7 @@ def _rows(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {row["key"]: row for row in doc["rows"]}
 
 
+@pytest.mark.slow
 def test_sic_bo_small_over_10_5_rounds_measures_its_exact_rtp(
     lab: LabService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -68,6 +69,7 @@ def test_sic_bo_small_over_10_5_rounds_measures_its_exact_rtp(
               f"{doc['live']['wall_seconds']} s wall]")  # fmt: skip
 
 
+@pytest.mark.slow
 def test_every_game_through_the_service(lab: LabService, tmp_path: Path) -> None:
     out, page = tmp_path / "rtp.json", tmp_path / "rtp.html"
     plan = {"roulette_up": 20_000, "blazing_7s": 4_000, "sic_bo": 20_000,
@@ -109,3 +111,26 @@ def test_every_game_through_the_service(lab: LabService, tmp_path: Path) -> None
     html = page.read_text()
     assert html.count('<table class="rtp-table"') == 5
     assert 'data-key="sic_bo/B/big"' in html
+
+
+@pytest.mark.soak
+def test_every_game_with_rounds_enough_to_judge_most_wagers(
+    lab: LabService, tmp_path: Path
+) -> None:
+    """make soak: Roulette Up and Blazing 7's on rounds enough for their top payouts (about
+    5 x 10^5 each), so their intervals are judged too; the bonus games on 2 x 10^4."""
+    out = tmp_path / "rtp.json"
+    plan = {"roulette_up": 600_000, "blazing_7s": 600_000, "sic_bo": 1_000_000,
+            "mega_fire_blaze": 20_000, "six_card_bonus": 20_000}  # fmt: skip
+    argv = ["rtp", "--live", lab.target, "--run-id", "soak", "--json", str(out),
+            "--time-limit", "3000"]  # fmt: skip
+    for game, n in plan.items():
+        argv += ["--game", f"{game}={n}"]
+    assert main(argv) == 0
+    doc = json.loads(out.read_text())
+    judged = {r["key"] for r in doc["rows"] if r.get("live", {}).get("judged")}
+    assert {k for k in judged if k.startswith(("roulette_up/", "blazing_7s/"))} == {
+        r["key"] for r in doc["rows"]
+        if r["key"].startswith(("roulette_up/", "blazing_7s/")) and "live" in r
+    }  # fmt: skip
+    assert doc["live"]["family"]["passed"] is True
