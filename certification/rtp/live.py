@@ -38,12 +38,15 @@ from __future__ import annotations
 import ipaddress
 import json
 import math
+import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import product
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -79,6 +82,9 @@ LIVE_GAMES: Mapping[str, tuple[WheelType | None, ...]] = {
     "six_card_bonus": (None,),
 }
 SIX_CARD_PLAN = "four_card_poker_six_card_bonus"
+#: Single-outcome calls in flight at once (a Python client saturates before the service).
+IN_FLIGHT = 8
+_T = TypeVar("_T")
 
 
 class LiveError(Exception):
@@ -106,6 +112,7 @@ class _Context:
     deadline: float
     clock: Callable[[], float]
     indexes: list[int] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def ids(self, name: str) -> dict[str, str]:
         rid = f"{self.run}-{name}"
@@ -115,11 +122,24 @@ class _Context:
         """The logged entry of a call's receipt; its index is noted."""
         if self.clock() > self.deadline:
             raise LiveError("the time limit ran out before every round was played")
-        self.indexes.append(int(result.receipt.index))
+        with self._lock:
+            self.indexes.append(int(result.receipt.index))
         entry = json.loads(result.receipt.entry)
         if not isinstance(entry, dict):
             raise LiveError("the service returned a receipt whose entry is not a JSON object")
         return entry
+
+    def map(self, fn: Callable[[int], _T], items: Iterable[int]) -> Iterator[_T]:
+        """``fn`` over ``items`` with up to :data:`IN_FLIGHT` calls to the service at once (one
+        round's calls stay in order inside ``fn``); results in the order of ``items``."""
+        with ThreadPoolExecutor(max_workers=IN_FLIGHT, thread_name_prefix="rtp") as pool:
+            pending: deque[Future[_T]] = deque()
+            for item in items:
+                pending.append(pool.submit(fn, item))
+                if len(pending) >= 4 * IN_FLIGHT:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
 
     def batch(self, name: str, count: int, **kind: Any) -> list[Any]:
         values: list[Any] = []
@@ -207,15 +227,16 @@ def _blazing_7s(
     base = ctx.batch(f"blazing_7s-{wheel.value}", rounds, wheel=wheel.value)
     mine = [s for s in specs if _wheel_value(s) == wheel.value]
     out = {s.key: np.zeros(rounds) for s in mine}
-    for i, number in enumerate(base):
-        if not blazing_7s.triggers(number):
-            continue
-        result = ctx.client.multiball(
-            wheel=wheel.value, balls=3, **ctx.ids(f"blazing_7s-{wheel.value}-{i}")
-        )
-        balls = [b["number"] for b in ctx.entry(result)["outcome"]["balls"]]
+
+    def bonus(i: int) -> list[str]:
+        ids = ctx.ids(f"blazing_7s-{wheel.value}-{i}")
+        result = ctx.client.multiball(wheel=wheel.value, balls=3, **ids)
+        return [b["number"] for b in ctx.entry(result)["outcome"]["balls"]]
+
+    triggered = [i for i, number in enumerate(base) if blazing_7s.triggers(number)]
+    for i, balls in zip(triggered, ctx.map(bonus, triggered), strict=True):
         for spec in mine:
-            out[spec.key][i] = float(blazing_7s.settle(doc.table(spec.paytable), number, balls))
+            out[spec.key][i] = float(blazing_7s.settle(doc.table(spec.paytable), base[i], balls))
     return out
 
 
@@ -231,24 +252,28 @@ def _mega_fire_blaze(
     inside = [w for w in wagers.values() if w.inside]
     out = {s.key: np.zeros(rounds) for s in specs}
     name = profile.id.name
-    for i, number in enumerate(spins):
+
+    def play_round(i: int) -> tuple[set[str], dict[str, int] | None]:
+        """One round's Fire Numbers and, when a priced inside wager needs it, the bonus odds."""
         fire = ctx.client.fire_numbers(profile=name, **ctx.ids(f"mega_fire_blaze-{i}"))
         fire_entry = ctx.entry(fire)
         if fire_entry.get("profile_sha256") != profile.id.sha256:
             raise LiveError(f"the service drew Fire Numbers under another profile than {name}")
         numbers = set(fire_entry["outcome"]["numbers"])
-        odds: dict[str, int] | None = None
-        if number in numbers and any(int(number) in w.numbers for w in inside):
+        if spins[i] in numbers and any(int(spins[i]) in w.numbers for w in inside):
             ids = ctx.ids(f"mega_fire_blaze-{i}")
             ids["request_id"] += "-bonus"
             bonus = ctx.client.mega_fire_blaze_bonus(
                 profile=name, fire_numbers_index=fire.receipt.index, **ids
             )
-            odds = dict(ctx.entry(bonus)["outcome"]["odds"])
+            return numbers, dict(ctx.entry(bonus)["outcome"]["odds"])
+        return numbers, None
+
+    for i, (numbers, odds) in enumerate(ctx.map(play_round, range(rounds))):
         for spec in specs:
             paytable = doc.table(spec.paytable)
             out[spec.key][i] = float(
-                mega_fire_blaze.settle(paytable, wagers[spec.key], number, numbers, odds)
+                mega_fire_blaze.settle(paytable, wagers[spec.key], spins[i], numbers, odds)
             )
     return out
 
@@ -257,15 +282,18 @@ def _six_card_bonus(
     ctx: _Context, doc: PaytableDocument, specs: Sequence[WagerSpec], rounds: int
 ) -> dict[str, Any]:
     out = {s.key: np.zeros(rounds) for s in specs}
-    for i in range(rounds):
-        result = ctx.client.shuffle(plan=SIX_CARD_PLAN, players=1, **ctx.ids(f"six_card_bonus-{i}"))
-        entry = ctx.entry(result)
+
+    def deal(i: int) -> tuple[str, ...]:
+        ids = ctx.ids(f"six_card_bonus-{i}")
+        entry = ctx.entry(ctx.client.shuffle(plan=SIX_CARD_PLAN, players=1, **ids))
         dealt = cards.deal(
             cards.ShuffleOutcome.from_record(entry["outcome"]),
             entry["params"]["plan"],
             entry["params"]["players"],
         )
-        six = six_card_bonus.bonus_cards(dealt, 1)
+        return six_card_bonus.bonus_cards(dealt, 1)
+
+    for i, six in enumerate(ctx.map(deal, range(rounds))):
         for spec in specs:
             out[spec.key][i] = float(six_card_bonus.settle(doc.table(spec.paytable), six))
     return out
