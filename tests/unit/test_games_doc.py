@@ -20,10 +20,21 @@ def test_every_exact_rtp_is_in_the_document() -> None:
     lines = DOC.splitlines()
     missing = []
     for row in exact.exact_rows(specs):
-        fraction = f"`{row['rtp']['fraction']}`"
-        decimal = f"{float(row['rtp']['decimal']):.6f}"
-        sd = f"{float(row['standard_deviation']):.4f}"
-        if not any(fraction in line and decimal in line and sd in line for line in lines):
+        if row["conditions"].get("wheel") == "double_zero_as_single_zero":
+            continue  # the document says these are the single zero figures
+        cells = [
+            f"`{row['rtp']['fraction']}`",
+            f"{float(row['rtp']['decimal']):.6f}",
+            f"{float(row['standard_deviation']):.4f}",
+        ]
+        cells.append(f"| {row['paytable']} |" if row["game"] != "mega_fire_blaze" else "")
+        if row["game"] in ("sic_bo", "mega_fire_blaze"):
+            cells.append(f"| {row['wager']}")
+        if "wheel" in row["conditions"]:
+            cells.append(f"| {row['conditions']['wheel'].replace('_', ' ')} |")
+        if row["conditions"].get("reading") in ("ends", "exactly_two"):
+            cells.append("other reading" if row["game"] == "sic_bo" else "does not count")
+        if not any(all(c in line for c in cells) for line in lines):
             missing.append(row["key"])
     assert not missing, f"docs/games.md lacks or misstates: {missing}"
 
