@@ -6,7 +6,8 @@ Subcommands:
   keygen           write an Ed25519 key pair for signing checkpoints
   pubkey           print the verifier key of a private key file
   dev-ca           write a development CA, server and client certificates for mTLS
-  call spin|keys|health   a small client, for users without grpcurl (--ca/--cert/--key: mTLS)
+  call spin|keys|health|profiles|profile
+                          a small client, for users without grpcurl (--ca/--cert/--key: mTLS)
   check-store      the full check of the log store (read only; docs/operations.md)
   verify-receipt   check a receipt offline with the log's verifier key
 Errors are messages with a non-zero exit status, never tracebacks.
@@ -303,6 +304,17 @@ def _cmd_call(args: argparse.Namespace) -> int:
                 status = client.health(args.service)
                 print(status)
                 return 0 if status == "SERVING" else 1
+            if args.what == "profiles":
+                print(json.dumps(client.profiles(), indent=2))
+                return 0
+            if args.what == "profile":
+                described, canonical = client.profile(
+                    name=args.name, version=args.version, sha256=args.sha256
+                )
+                if args.out:
+                    Path(args.out).write_bytes(canonical)
+                print(json.dumps(described, indent=2))
+                return 0
             request_id = args.request_id or f"cli-{secrets.token_hex(8)}"
             result = client.spin(
                 wheel=args.wheel,
@@ -459,6 +471,12 @@ def build_parser() -> argparse.ArgumentParser:
     calls.add_parser("keys", help="the log's public keys")
     h = calls.add_parser("health", help="gRPC health status")
     h.add_argument("--service", default="")
+    calls.add_parser("profiles", help="the game profiles and paytables the service serves")
+    g = calls.add_parser("profile", help="one profile or paytable and its canonical bytes")
+    g.add_argument("--name", default="", help="its name")
+    g.add_argument("--version", type=int, help="its version (with --name)")
+    g.add_argument("--sha256", default="", help="or its SHA-256 (a log entry's profile_sha256)")
+    g.add_argument("--out", help="write the canonical bytes (RFC 8785 JSON) to this file")
     p.set_defaults(fn=_cmd_call)
 
     p = sub.add_parser("verify-receipt", help="verify a receipt offline")

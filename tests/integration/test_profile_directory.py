@@ -14,6 +14,7 @@ import pytest
 
 from rng_service._proto.rng.v1 import common_pb2, outcomes_pb2
 from rng_service.app import Service, StartupError
+from rng_service.cli import main as cli_main
 from tests.fakes import CounterEntropy
 from tests.integration.conftest import make_config, start
 
@@ -53,6 +54,12 @@ def test_operator_directory_is_served_and_examples_are_refused(tmp_path: Path) -
             outcomes_pb2.GetProfileRequest(sha256=fire.profile.sha256), timeout=10
         )
         assert hashlib.sha256(served.canonical).hexdigest() == fire.profile.sha256
+        # The same through `rng-service call profile`, which writes the canonical bytes.
+        out = tmp_path / "casino_mfb.json"
+        target = f"127.0.0.1:{running.port}"
+        argv = ["call", "--target", target, "profile", "--name", "casino_mfb", "--out", str(out)]
+        assert cli_main(argv) == 0
+        assert out.read_bytes() == served.canonical
         # The shipped example is not served: a request naming it draws and logs nothing.
         size = running.service.appender.tree_size if running.service.appender else -1
         with pytest.raises(grpc.RpcError) as info:

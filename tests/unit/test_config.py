@@ -37,6 +37,7 @@ def test_shipped_dev_config_loads() -> None:
     assert config.server.port == 50051
     # The README's `rng-service pubkey --name rng-service.local-dev` names the dev log's key.
     assert config.log.key_name == config.log.origin == "rng-service.local-dev"
+    assert config.profiles.allow_examples is True  # development serves the example profile
 
 
 def test_the_key_is_named_by_the_origin_unless_named(tmp_path: Path) -> None:
@@ -55,6 +56,18 @@ def test_the_key_is_named_by_the_origin_unless_named(tmp_path: Path) -> None:
         load_config(path, environ={})
 
 
+def test_profiles_section(tmp_path: Path) -> None:
+    default = load_config(None, environ={}, base_dir=tmp_path)
+    assert (default.profiles.directory, default.profiles.allow_examples) == ("", False)
+    path = tmp_path / "c.toml"
+    path.write_text('[profiles]\ndirectory = "approved"\n')
+    config = load_config(
+        path, environ={"RNG_SERVICE__PROFILES__ALLOW_EXAMPLES": "true"}, base_dir=tmp_path
+    )
+    assert config.profiles.directory == str(tmp_path / "approved")
+    assert config.profiles.allow_examples is True
+
+
 @pytest.mark.parametrize(
     ("toml", "env", "expected"),
     [
@@ -71,6 +84,9 @@ def test_the_key_is_named_by_the_origin_unless_named(tmp_path: Path) -> None:
         ("", {"RNG_SERVICE__SERVER__PORT": "abc"}, "server.port"),
         ("", {"RNG_SERVICE__BOGUS": "1"}, "RNG_SERVICE__BOGUS"),
         ("not toml [", {}, "not valid TOML"),
+        ('[profiles]\nallow_examples = "yes"\n', {}, "profiles.allow_examples"),
+        ("[profiles]\ndirectory = 1\n", {}, "profiles.directory"),
+        ('[profiles]\nfolder = "x"\n', {}, "profiles.folder: unknown setting"),
     ],
 )
 def test_errors_name_the_setting_and_allowed_values(
