@@ -64,6 +64,7 @@ __all__ = [
     "parse_profile",
     "parse_toml_document",
     "profile_from_document",
+    "shipped_names",
 ]
 
 V = TypeVar("V", int, str)
@@ -478,10 +479,16 @@ def load_profile_file(path: str | Path) -> MegaFireBlazeProfile:
     return parse_profile(data, p.name)
 
 
+def shipped_names(folder: str) -> list[str]:
+    """Names (file names without ``.toml``) of the documents shipped as package data in
+    ``rng_service/<folder>/``."""
+    files = resources.files("rng_service").joinpath(folder)
+    return sorted(f.name[:-5] for f in files.iterdir() if f.name.endswith(".toml"))
+
+
 def builtin_profile_names() -> list[str]:
     """Names of the profiles shipped as package data (``rng_service/profiles/*.toml``)."""
-    folder = resources.files("rng_service").joinpath("profiles")
-    return sorted(f.name[:-5] for f in folder.iterdir() if f.name.endswith(".toml"))
+    return shipped_names("profiles")
 
 
 def load_builtin_profile(name: str) -> MegaFireBlazeProfile:

@@ -39,7 +39,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from importlib import resources
-from pathlib import Path
 from types import MappingProxyType
 
 from rng_service.errors import InvalidArgument
@@ -49,6 +48,7 @@ from rng_service.outcomes.profiles import (
     ProfileId,
     document_identity,
     parse_toml_document,
+    shipped_names,
 )
 
 __all__ = [
@@ -61,7 +61,6 @@ __all__ = [
     "builtin_paytable_names",
     "is_paytable_document",
     "load_builtin_paytables",
-    "load_paytable_file",
     "parse_paytable",
     "paytable_from_document",
 ]
@@ -342,20 +341,9 @@ def paytable_from_document(
     )
 
 
-def load_paytable_file(path: str | Path) -> PaytableDocument:
-    """Read and validate a paytable file."""
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise InvalidArgument(str(p), f"cannot read paytable: {e.strerror}") from e
-    return parse_paytable(data, p.name)
-
-
 def builtin_paytable_names() -> list[str]:
     """Names of the paytable documents shipped in ``rng_service/paytables/``."""
-    folder = resources.files("rng_service").joinpath("paytables")
-    return sorted(f.name[:-5] for f in folder.iterdir() if f.name.endswith(".toml"))
+    return shipped_names("paytables")
 
 
 def load_builtin_paytables() -> dict[str, PaytableDocument]:
