@@ -126,25 +126,32 @@ class ProfileRegistry:
 
     def find(self, name: str = "", *, version: int | None = None, sha256: str = "") -> Document:
         """A loaded document by name and version, by name (the version drawn under, else the
-        highest), or by SHA-256 (and name, if given); :class:`NotFound` otherwise."""
+        highest), or by SHA-256 (and name, if given); :class:`NotFound` naming the field
+        otherwise."""
         if sha256:
+            if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256.lower()):
+                raise InvalidArgument(
+                    "sha256", f"{sha256[:80]!r} is not a SHA-256", allowed="64 hex digits"
+                )
             found = self._by_sha.get(sha256.lower())
             if found is not None and (not name or found.id.name == name):
                 return found
-            wanted = f"SHA-256 {sha256[:64]}" + (f" named {name[:64]!r}" if name else "")
+            field, wanted = "sha256", sha256.lower() + (f" named {name[:64]!r}" if name else "")
         elif not name:
             raise InvalidArgument("name", "is required without sha256", allowed=self._names())
         elif version is not None:
             found = self._by_key.get((name, version))
             if found is not None:
                 return found
-            wanted = f"{name[:64]!r} version {version}"
+            field, wanted = "version", f"{name[:64]!r} version {version}"
         else:
             versions = [d for (n, _), d in self._by_key.items() if n == name]
             if versions:
                 return self._drawn.get(name) or versions[-1]
-            wanted = repr(name[:64])
-        raise NotFound(f"no profile or paytable {wanted} is loaded (loaded: {self._names()})")
+            field, wanted = "name", repr(name[:64])
+        raise NotFound(
+            f"{field}: no profile or paytable {wanted} is loaded (loaded: {self._names()})"
+        )
 
     def _names(self) -> str:
         return ", ".join(f"{n} v{v}" for n, v in self._by_key) or "none"

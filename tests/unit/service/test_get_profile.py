@@ -77,6 +77,7 @@ def test_get_profile_by_name_and_version(harness: ServicerHarness) -> None:
         (outcomes_pb2.GetProfileRequest(sha256="00" * 32), grpc.StatusCode.NOT_FOUND),
         (outcomes_pb2.GetProfileRequest(name="nope"), grpc.StatusCode.NOT_FOUND),
         (outcomes_pb2.GetProfileRequest(), grpc.StatusCode.INVALID_ARGUMENT),
+        (outcomes_pb2.GetProfileRequest(sha256="d065"), grpc.StatusCode.INVALID_ARGUMENT),
     ],
 )
 def test_get_profile_errors(
@@ -85,4 +86,6 @@ def test_get_profile_errors(
     with pytest.raises(Aborted) as info:
         harness.call("GetProfile", request_)
     assert info.value.code == code
+    field = request_.WhichOneof("selector") or "name"
+    assert info.value.details.startswith(f"{field}:")
     assert harness.appender.tree_size == 0
