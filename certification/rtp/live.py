@@ -142,13 +142,16 @@ class _Context:
                 yield pending.popleft().result()
 
     def batch(self, name: str, count: int, **kind: Any) -> list[Any]:
+        """``count`` outcomes (spins, or rolls of ``dice``) in ``DrawBatch`` calls of at most
+        :data:`MAX_BATCH`; the values flat (a roll's faces one after the other)."""
         values: list[Any] = []
-        part = 0
-        while len(values) < count:
-            n = min(MAX_BATCH, count - len(values))
+        drawn = part = 0
+        while drawn < count:
+            n = min(MAX_BATCH, count - drawn)
             result = self.client.batch(count=n, **kind, **self.ids(f"{name}-b{part}"))
             outcome = self.entry(result)["outcome"]
             values += outcome["faces"] if "faces" in outcome else outcome["numbers"]
+            drawn += n
             part += 1
         return values
 
@@ -160,8 +163,8 @@ def _wheel_value(spec: WagerSpec) -> str | None:
 def _sic_bo(
     ctx: _Context, doc: PaytableDocument, specs: Sequence[WagerSpec], rounds: int
 ) -> dict[str, Any]:
-    faces = np.asarray(ctx.batch("sic_bo", rounds * 3, dice=(3, 6)), dtype=np.int64)
-    rolls = faces.reshape(-1, 3)[:rounds]
+    faces = np.asarray(ctx.batch("sic_bo", rounds, dice=(3, 6)), dtype=np.int64)
+    rolls = faces.reshape(rounds, 3)
     index = (rolls[:, 0] - 1) * 36 + (rolls[:, 1] - 1) * 6 + (rolls[:, 2] - 1)
     out = {}
     for spec in specs:

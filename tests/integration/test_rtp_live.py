@@ -96,7 +96,14 @@ def test_every_game_through_the_service(lab: LabService, tmp_path: Path) -> None
     by_game = {g["game"]: g for g in live["games"]}
     assert by_game["six_card_bonus"]["entries"] == 400
     assert 401 <= by_game["mega_fire_blaze"]["entries"] < 440
-    kinds = {json.loads(r.data)["kind"] for r in lab.storage.entries(0, used)}
+    logged = [json.loads(r.data) for r in lab.storage.entries(0, used)]
+    kinds = {e["kind"] for e in logged}
+    # Exactly the rounds asked for were drawn: one roll per Sic Bo round, one spin per base spin.
+    dice = [e["params"]["count"] for e in logged if e["kind"] == "dice_roll_batch"]
+    assert dice == [plan["sic_bo"]]
+    spins = {e["request_id"]: e["params"]["count"] for e in logged if "spin_batch" in e["kind"]}
+    assert spins["all-blazing_7s-single_zero-b0"] == plan["blazing_7s"]
+    assert spins["all-mega_fire_blaze-spins-b0"] == plan["mega_fire_blaze"]
     assert kinds == {"roulette_spin_batch", "dice_roll_batch", "multiball", "fire_numbers",
                      "mega_fire_blaze_bonus", "card_shuffle"}  # fmt: skip
     rows = _rows(doc)
