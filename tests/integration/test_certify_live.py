@@ -30,7 +30,8 @@ PLAN = {
 def live_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(records written by collect --live, the log exported by rng-audit export)."""
     tmp = tmp_path_factory.mktemp("certify-live")
-    running = start(make_config(tmp))
+    # Fire Numbers and jackpot tiers are drawn under the shipped example profile.
+    running = start(make_config(tmp, RNG_SERVICE__PROFILES__ALLOW_EXAMPLES="true"))
     try:
         records = tmp / "records.jsonl"
         argv = ["collect", "--live", f"127.0.0.1:{running.port}", "--output", str(records),
