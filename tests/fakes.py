@@ -1,4 +1,5 @@
-"""Fakes shared by the tests: deterministic entropy, a storage that can be made to fail."""
+"""Fakes shared by the tests: deterministic entropy (healthy, blocking or faulty), a storage
+that can be made to fail."""
 
 from __future__ import annotations
 
@@ -34,8 +35,68 @@ class CounterEntropy:
         return bytes(out[:num_bytes])
 
 
+class BlockingEntropy(CounterEntropy):
+    """A healthy stream until :meth:`block`; then every read waits until :meth:`release` (or
+    ``max_block_seconds``, so that a forgotten release never hangs a test run for ever), like
+    a ``getrandom`` call that hangs. ``blocked_reads`` counts the reads that waited."""
+
+    def __init__(self, seed: bytes = b"blocking-entropy", *, max_block_seconds: float = 30.0):
+        super().__init__(seed)
+        self._gate = threading.Event()
+        self._gate.set()
+        self._max = max_block_seconds
+        self.blocked_reads = 0
+        self.entered = threading.Event()  # set when a read starts waiting
+
+    def block(self) -> None:
+        self._gate.clear()
+
+    def release(self) -> None:
+        self._gate.set()
+
+    def get_entropy(self, num_bytes: int) -> bytes:
+        if not self._gate.is_set():
+            self.blocked_reads += 1
+            self.entered.set()
+            self._gate.wait(self._max)
+        return super().get_entropy(num_bytes)
+
+
+class FaultyEntropy(CounterEntropy):
+    """A healthy stream until :meth:`fail_with` switches it to a fault: after ``after`` more
+    healthy bytes it repeats ``pattern`` for ever (``b"\\x5a"`` stuck, ``b"\\xa5\\x5a"``
+    period 2, any k bytes period k), continuing the pattern across reads as a broken source
+    would."""
+
+    def __init__(self, seed: bytes = b"faulty-entropy") -> None:
+        super().__init__(seed)
+        self._pattern = b""
+        self._good_left = 0
+        self._offset = 0
+
+    def fail_with(self, pattern: bytes, *, after: int = 0) -> None:
+        self._pattern = bytes(pattern)
+        self._good_left = after
+        self._offset = 0
+
+    def get_entropy(self, num_bytes: int) -> bytes:
+        pattern = self._pattern
+        if not pattern:
+            return super().get_entropy(num_bytes)
+        good = min(self._good_left, num_bytes)
+        self._good_left -= good
+        head = super().get_entropy(good) if good else b""
+        n = num_bytes - good
+        k = len(pattern)
+        start = self._offset % k
+        tail = (pattern * ((start + n) // k + 2))[start : start + n]
+        self._offset += n
+        return head + tail
+
+
 class FlakyStorage(MemoryStorage):
-    """In-memory storage whose appends fail while ``failing`` is set (a disk that went away)."""
+    """In-memory storage whose writes fail while ``failing`` is set (a disk that went away):
+    appends, and the health probe's ``set_meta``."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -56,3 +117,8 @@ class FlakyStorage(MemoryStorage):
             build(self.tree_size())  # the batch is made, then the commit fails
             raise StorageUnavailable("injected: storage cannot commit")
         super().sequence(build)
+
+    def set_meta(self, key: str, value: bytes) -> None:
+        if self.failing:
+            raise StorageUnavailable("injected: storage cannot commit")
+        super().set_meta(key, value)

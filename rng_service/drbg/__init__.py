@@ -14,13 +14,16 @@ from rng_service.drbg.ctr_drbg import (
     ReseedRequiredError,
 )
 from rng_service.drbg.entropy import (
+    DeadlineEntropySource,
     EntropyExhaustedError,
     EntropySource,
+    EntropyTimeoutError,
     FixedEntropySource,
     OsEntropySource,
     SeededEntropySource,
 )
 from rng_service.drbg.generator import (
+    ENTROPY_READ_BLOCK,
     LAB_GENERATE_BYTES,
     DeterministicGenerator,
     GeneratorConfig,
@@ -35,8 +38,10 @@ from rng_service.drbg.selftest import CAVP_KAT, KnownAnswer, SelfTestError, powe
 
 __all__ = [
     "CAVP_KAT",
+    "ENTROPY_READ_BLOCK",
     "LAB_GENERATE_BYTES",
     "CtrDrbg",
+    "DeadlineEntropySource",
     "DeterministicGenerator",
     "DrbgError",
     "DrbgInputError",
@@ -44,6 +49,7 @@ __all__ = [
     "EntropyExhaustedError",
     "EntropyHealthError",
     "EntropySource",
+    "EntropyTimeoutError",
     "FixedEntropySource",
     "GeneratorConfig",
     "GeneratorStatus",

@@ -26,12 +26,13 @@ from typing import Literal
 
 from rng_service.clock import Clock
 from rng_service.drbg.ctr_drbg import MAX_REQUEST_BYTES, MAX_RESEED_INTERVAL, CtrDrbg
-from rng_service.drbg.entropy import EntropySource
+from rng_service.drbg.entropy import DeadlineEntropySource, EntropySource
 from rng_service.drbg.health import MIN_STARTUP_SAMPLES, HealthTestedEntropySource
 from rng_service.drbg.selftest import CAVP_KAT, KnownAnswer, SelfTestError, power_on_self_test
 from rng_service.errors import GeneratorUnavailable
 
 __all__ = [
+    "ENTROPY_READ_BLOCK",
     "LAB_GENERATE_BYTES",
     "DeterministicGenerator",
     "GeneratorConfig",
@@ -42,6 +43,10 @@ __all__ = [
 SECURITY_STRENGTH_BITS = 256
 #: Bytes per generate() call of the lab-mode stream (the SP 800-90A maximum, 2**19 bits).
 LAB_GENERATE_BYTES = MAX_REQUEST_BYTES
+#: Bytes read (and health-tested) from the entropy source per entropy request: a whole
+#: SP 800-90B start-up block, so that every read completes an APT window and the repetition
+#: check sees a period of up to a kilobyte within one read; the first bytes are used.
+ENTROPY_READ_BLOCK = 1024
 _PERSONALIZATION_PREFIX = b"rng-service/ProductionGenerator/v1"
 _instance_counter = itertools.count()
 
@@ -62,6 +67,9 @@ class GeneratorConfig:
       OS CSPRNG delivers, so entropy inputs are twice the minimum length and the cut-offs
       (RCT 11, APT 78 of 512) sit far above what a healthy source reaches.
     * ``startup_samples = 1024``: the SP 800-90B section 4.3 minimum.
+    * ``entropy_timeout_seconds = 2``: a read of the entropy source that takes longer is a
+      source failure (``os.getrandom`` answers in microseconds once the kernel pool is
+      initialised; a read that hangs must fail closed, not freeze the service).
     """
 
     reseed_interval_requests: int = 65_536
@@ -70,6 +78,7 @@ class GeneratorConfig:
     min_entropy_bits: int = 4
     alpha_exponent: int = 40
     startup_samples: int = MIN_STARTUP_SAMPLES
+    entropy_timeout_seconds: float = 2.0
 
     def __post_init__(self) -> None:
         _int_in("reseed_interval_requests", self.reseed_interval_requests, 1, MAX_RESEED_INTERVAL)
@@ -82,6 +91,11 @@ class GeneratorConfig:
         _int_in("min_entropy_bits", self.min_entropy_bits, 1, 8)
         _int_in("alpha_exponent", self.alpha_exponent, 20, 40)
         _int_in("startup_samples", self.startup_samples, MIN_STARTUP_SAMPLES, 1 << 20)
+        timeout = self.entropy_timeout_seconds
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise TypeError("entropy_timeout_seconds must be a number")
+        if not 0 < timeout <= 60:
+            raise ValueError(f"entropy_timeout_seconds must be in (0, 60], got {timeout}")
 
     @property
     def entropy_input_bytes(self) -> int:
@@ -103,7 +117,10 @@ def _int_in(name: str, value: object, lo: int, hi: int) -> None:
 
 @dataclass(frozen=True, slots=True)
 class GeneratorStatus:
-    """A snapshot for health endpoints and metrics. Carries no secret."""
+    """A snapshot for health endpoints and metrics. Carries no secret.
+
+    ``entropy_read_timeouts`` counts entropy reads that failed their deadline (each is also a
+    health-test failure, since the tests count source failures)."""
 
     state: Literal["ok", "error"]
     reason: str
@@ -114,6 +131,7 @@ class GeneratorStatus:
     health_test_failures: int
     entropy_bytes_read: int
     self_test: Literal["passed", "failed"]
+    entropy_read_timeouts: int = 0
 
 
 # Live generators, so that one at-fork hook can reach them all without keeping them alive
@@ -160,11 +178,17 @@ class ProductionGenerator:
     ) -> None:
         self._clock = clock
         self._config = config
+        # Every read has a deadline (a hung source fails, it does not freeze the caller), and
+        # everything read is health-tested as one stream, a whole block per read.
+        self._deadline = DeadlineEntropySource(
+            entropy, timeout_seconds=config.entropy_timeout_seconds
+        )
         self._entropy = HealthTestedEntropySource(
-            entropy,
+            self._deadline,
             alpha_exponent=config.alpha_exponent,
             min_entropy_bits=config.min_entropy_bits,
             startup_samples=config.startup_samples,
+            read_block=ENTROPY_READ_BLOCK,
         )
         self._lock = threading.Lock()
         self._drbg: CtrDrbg | None = None
@@ -206,18 +230,26 @@ class ProductionGenerator:
         return self._epoch
 
     def status(self) -> GeneratorStatus:
-        with self._lock:
-            return GeneratorStatus(
-                state="ok" if self._error is None else "error",
-                reason=self._error or "",
-                instance_id=self.instance_id,
-                lab_mode=False,
-                reseeds=self._epoch,
-                last_reseed_ns=self._last_reseed_ns,
-                health_test_failures=self._entropy.failures,
-                entropy_bytes_read=self._entropy.bytes_read,
-                self_test=self._self_test,
-            )
+        """A snapshot, taken WITHOUT the generator's lock: a caller of :meth:`random_bytes` may
+        hold that lock for up to ``entropy_timeout_seconds`` while it waits on the entropy
+        source, and health checks and metric scrapes must still answer meanwhile. Each field
+        is one attribute read (atomic); the snapshot as a whole may straddle a reseed. The
+        health tests' latch shows at once, before ``random_bytes`` has recorded it."""
+        error = self._error
+        if error is None and self._entropy.latched:
+            error = self._entropy.reason
+        return GeneratorStatus(
+            state="ok" if error is None else "error",
+            reason=error or "",
+            instance_id=self.instance_id,
+            lab_mode=False,
+            reseeds=self._epoch,
+            last_reseed_ns=self._last_reseed_ns,
+            health_test_failures=self._entropy.failures,
+            entropy_bytes_read=self._entropy.bytes_read,
+            self_test=self._self_test,
+            entropy_read_timeouts=self._deadline.timeouts,
+        )
 
     def random_bytes(self, n: int) -> bytes:
         """``n`` bytes of DRBG output; raises GeneratorUnavailable in the error state."""

@@ -2,11 +2,23 @@
 
 This module owns the Repetition Count Test (section 4.4.1), the Adaptive Proportion Test
 (section 4.4.2, window W = 512 for non-binary samples), the start-up test (section 4.3: the
-same tests over at least 1,024 samples before any entropy input is used), their cut-offs,
-and the policy on failure: the failing entropy input is discarded and requested again; three
-failures in a row latch the error state, after which :class:`HealthTestedEntropySource`
-never returns entropy again (a restart is needed). It does no I/O of its own and never
-records sample values.
+same tests over at least 1,024 samples before any entropy input is used), their cut-offs, a
+repetition check of our own (an entropy input that repeats earlier source output, or itself,
+is refused: it catches period-k patterns of distinct bytes that neither SP 800-90B test
+sees), and the policy on failure: the failing entropy input is discarded and requested again;
+three failures among the last 16 reads latch the error state, after which
+:class:`HealthTestedEntropySource` never returns entropy again (a restart is needed).
+
+The tests see the source's output as ONE continuous stream: every byte read, accepted or
+not, goes through both tests in order, across reads and reseeds (a run or a window that spans
+two reads is judged as one). Each read takes at least ``read_block`` samples (1,024 in the
+production generator) so that every read completes an APT window and the repetition check
+sees periods up to a kilobyte at once; only the first bytes asked for are used.
+
+These are sanity checks on the operating system's conditioned output (SP 800-90B's tests are
+meant for a noise source; a CSPRNG's output passes them whatever its internal state), not an
+SP 800-90B validation of a noise source. The module does no I/O of its own and never records
+sample values outside the repetition check's bounded history, which is dropped with the object.
 
 Samples are bytes. With a claimed min-entropy of ``H`` bits per sample and a false-positive
 probability ``alpha = 2**-a``:
@@ -22,14 +34,19 @@ probability ``alpha = 2**-a``:
 from __future__ import annotations
 
 import threading
+from collections import deque
 from math import comb
 
-from rng_service.drbg.entropy import EntropySource
+from rng_service.drbg.entropy import EntropySource, EntropyTimeoutError
 
 __all__ = [
     "APT_WINDOW",
-    "MAX_CONSECUTIVE_FAILURES",
+    "LATCH_FAILURES",
+    "LATCH_READS",
     "MIN_STARTUP_SAMPLES",
+    "REPEAT_CHUNK",
+    "REPEAT_HISTORY_BYTES",
+    "REPEAT_STRIDE",
     "AdaptiveProportionTest",
     "EntropyHealthError",
     "HealthTestedEntropySource",
@@ -40,7 +57,18 @@ __all__ = [
 
 APT_WINDOW = 512  # section 4.4.2: W = 512 for non-binary samples
 MIN_STARTUP_SAMPLES = 1024  # section 4.3: at least 1,024 consecutive samples at start-up
-MAX_CONSECUTIVE_FAILURES = 3
+#: The error state latches when this many of the last ``LATCH_READS`` reads failed (so three
+#: failures in a row latch within one request: the read and its two retries).
+LATCH_FAILURES = 3
+LATCH_READS = 16
+#: The repetition check looks for the ``REPEAT_CHUNK``-byte strings at offsets 0,
+#: ``REPEAT_STRIDE``, 2 * ``REPEAT_STRIDE``, ... of each read in the last
+#: ``REPEAT_HISTORY_BYTES`` of source output before them (that read's earlier bytes included).
+#: A healthy source repeats 16 given bytes by chance with probability 2**-128 per position:
+#: 16 strings x 66,560 positions per 1 KiB read make a false alarm about 2**-108 per read.
+REPEAT_CHUNK = 16
+REPEAT_STRIDE = 64
+REPEAT_HISTORY_BYTES = 65_536
 
 
 class EntropyHealthError(Exception):
@@ -80,7 +108,12 @@ def adaptive_proportion_cutoff(
 
 
 class RepetitionCountTest:
-    """Section 4.4.1: fails when ``cutoff`` consecutive samples are identical."""
+    """Section 4.4.1: fails when ``cutoff`` consecutive samples are identical.
+
+    The run carries over from one :meth:`feed` to the next and is not cleared by a failure:
+    a stuck source keeps failing at every further sample, a healthy one passes again at its
+    next different sample.
+    """
 
     __slots__ = ("_count", "_last", "cutoff")
 
@@ -91,27 +124,27 @@ class RepetitionCountTest:
         self._last = -1
         self._count = 0
 
-    def reset(self) -> None:
-        self._last = -1
-        self._count = 0
-
     def feed(self, samples: bytes) -> bool:
-        """Runs over ``samples``; False (and a reset) on failure."""
+        """Runs over all of ``samples``; False if a run reached the cut-off in them."""
         last, count, cutoff = self._last, self._count, self.cutoff
+        ok = True
         for x in samples:
             if x == last:
                 count += 1
                 if count >= cutoff:
-                    self.reset()
-                    return False
+                    ok = False
             else:
                 last, count = x, 1
         self._last, self._count = last, count
-        return True
+        return ok
 
 
 class AdaptiveProportionTest:
-    """Section 4.4.2: counts the first sample of each window of ``window`` samples."""
+    """Section 4.4.2: counts the first sample of each window of ``window`` samples.
+
+    Windows run on across :meth:`feed` calls. A window fails at the sample that brings its
+    reference's count to the cut-off, and the next sample opens a new window.
+    """
 
     __slots__ = ("_count", "_reference", "_seen", "cutoff", "window")
 
@@ -124,15 +157,11 @@ class AdaptiveProportionTest:
         self._count = 0
         self._seen = 0  # samples of the current window seen so far; 0 = no window open
 
-    def reset(self) -> None:
-        self._reference = -1
-        self._count = 0
-        self._seen = 0
-
     def feed(self, samples: bytes) -> bool:
-        """Runs over ``samples``; False (and a reset) on failure."""
+        """Runs over all of ``samples``; False if a window failed in them."""
         ref, count, seen = self._reference, self._count, self._seen
         window, cutoff = self.window, self.cutoff
+        ok = True
         for x in samples:
             if seen == 0:
                 ref, count, seen = x, 1, 1
@@ -141,22 +170,29 @@ class AdaptiveProportionTest:
             if x == ref:
                 count += 1
                 if count >= cutoff:
-                    self.reset()
-                    return False
+                    ok = False
+                    seen = 0  # this window has failed; the next sample opens a new one
+                    continue
             if seen == window:
                 seen = 0
         self._reference, self._count, self._seen = ref, count, seen
-        return True
+        return ok
 
 
 class HealthTestedEntropySource:
     """An :class:`EntropySource` that health-tests everything its inner source returns.
 
     The start-up test runs on the first request (or :meth:`startup`): ``startup_samples``
-    bytes are read, tested and discarded. Each entropy input that fails a test is discarded
-    and requested again; ``MAX_CONSECUTIVE_FAILURES`` failures in a row latch the error state
-    (:attr:`latched`), after which every request raises :class:`EntropyHealthError`.
-    Exceptions of the inner source count as failures too. Thread-safe.
+    bytes are read, tested and discarded. Every later request reads
+    ``max(num_bytes, read_block)`` bytes, tests them all and returns the first ``num_bytes``.
+    A read fails when the RCT or APT fails in it, when the repetition check finds one of its
+    16-byte strings at offsets 0, 64, 128, ... earlier in the source output (the last 64 KiB,
+    this read's earlier bytes included: a period of up to 64 KiB, whatever its bytes), or when
+    the inner source raises or returns a short read. A failing read is discarded
+    and requested again; ``LATCH_FAILURES`` failures among the last ``LATCH_READS`` reads latch
+    the error state (:attr:`latched`), after which every request raises
+    :class:`EntropyHealthError`. Thread-safe. ``failures``, ``bytes_read`` and ``latched`` are
+    plain attributes that a status reader may read without the lock.
     """
 
     def __init__(
@@ -166,18 +202,23 @@ class HealthTestedEntropySource:
         alpha_exponent: int = 40,
         min_entropy_bits: int = 4,
         startup_samples: int = MIN_STARTUP_SAMPLES,
+        read_block: int = 0,
     ) -> None:
         if type(startup_samples) is not int or startup_samples < MIN_STARTUP_SAMPLES:
             raise ValueError(f"startup_samples must be at least {MIN_STARTUP_SAMPLES}")
+        if type(read_block) is not int or not 0 <= read_block <= REPEAT_HISTORY_BYTES:
+            raise ValueError(f"read_block must be in [0, {REPEAT_HISTORY_BYTES}]")
         self._source = source
         self._rct = RepetitionCountTest(repetition_count_cutoff(alpha_exponent, min_entropy_bits))
         self._apt = AdaptiveProportionTest(
             adaptive_proportion_cutoff(alpha_exponent, min_entropy_bits)
         )
         self._startup_samples = startup_samples
+        self._read_block = read_block
+        self._history = bytearray()
+        self._recent: deque[bool] = deque(maxlen=LATCH_READS)  # True = the read failed
         self._lock = threading.Lock()
         self._started = False
-        self._consecutive = 0
         self.failures = 0
         self.bytes_read = 0
         self.latched = False
@@ -216,33 +257,66 @@ class HealthTestedEntropySource:
             self._read_tested(self._startup_samples, "start-up test")
             self._started = True
 
+    def _check(self, data: bytes) -> str:
+        """Feeds ``data`` to every test (all of them see every byte); the first problem."""
+        rct_ok = self._rct.feed(data)
+        apt_ok = self._apt.feed(data)
+        repeat = self._repeat(data)
+        self._history += data
+        del self._history[:-REPEAT_HISTORY_BYTES]
+        if not rct_ok:
+            return "repetition count test (SP 800-90B 4.4.1) failed"
+        if not apt_ok:
+            return "adaptive proportion test (SP 800-90B 4.4.2) failed"
+        if repeat >= 0:
+            return (
+                f"repetition check failed: the {REPEAT_CHUNK} bytes at offset {repeat} of the "
+                "input occurred earlier in the source output"
+            )
+        return ""
+
+    def _repeat(self, data: bytes) -> int:
+        """The offset of the first checked string of ``data`` found earlier, else -1."""
+        base = len(self._history)
+        buf = bytes(self._history) + data
+        for q in range(0, len(data) - REPEAT_CHUNK + 1, REPEAT_STRIDE):
+            # An occurrence that starts before base + q ends before base + q + REPEAT_CHUNK.
+            if buf.find(data[q : q + REPEAT_CHUNK], 0, base + q + REPEAT_CHUNK - 1) >= 0:
+                return q
+        return -1
+
     def _read_tested(self, num_bytes: int, what: str) -> bytes:
+        wanted = max(num_bytes, self._read_block)
         while True:
             if self.latched:
                 raise EntropyHealthError(self.reason)
             try:
-                data = self._source.get_entropy(num_bytes)
+                data = self._source.get_entropy(wanted)
             except Exception as e:
-                problem = f"entropy source raised {type(e).__name__}"
+                problem = (
+                    str(e)  # names the deadline; nothing secret in it
+                    if isinstance(e, EntropyTimeoutError)
+                    else f"entropy source raised {type(e).__name__}"
+                )
             else:
                 self.bytes_read += len(data)
-                if len(data) != num_bytes:
-                    problem = f"entropy source returned {len(data)} of {num_bytes} bytes"
-                elif not self._rct.feed(data):
-                    problem = "repetition count test (SP 800-90B 4.4.1) failed"
-                elif not self._apt.feed(data):
-                    problem = "adaptive proportion test (SP 800-90B 4.4.2) failed"
+                if len(data) != wanted:
+                    problem = f"entropy source returned {len(data)} of {wanted} bytes"
                 else:
-                    self._consecutive = 0
-                    return data
-            # The failing input is discarded; both tests restart on fresh samples.
-            self._rct.reset()
-            self._apt.reset()
+                    problem = self._check(data)
+                if not problem:
+                    self._recent.append(False)
+                    return data[:num_bytes]
+            # The failing input is discarded and requested again.
             self.failures += 1
-            self._consecutive += 1
-            if self._consecutive >= MAX_CONSECUTIVE_FAILURES:
+            self._recent.append(True)
+            failed = sum(self._recent)
+            if failed >= LATCH_FAILURES:
                 self.latched = True
-                self.reason = (
-                    f"entropy health tests failed {self._consecutive} times in a row "
-                    f"({what}; last: {problem})"
+                recent = list(self._recent)
+                how = (
+                    f"{failed} times in a row"
+                    if all(recent[-failed:])
+                    else f"{failed} times in the last {len(recent)} reads"
                 )
+                self.reason = f"entropy health tests failed {how} ({what}; last: {problem})"

@@ -169,7 +169,9 @@ class LabServicer(lab_pb2_grpc.LabServiceServicer):
         offset = 0
         while offset < total:  # bounded: ceil(total / size) iterations
             n = min(size, total - offset)
-            data = generator.random_bytes(n)
+            # In a worker thread: a reseed may wait on the entropy source (up to its deadline),
+            # and the event loop must keep serving health checks and other calls meanwhile.
+            data = await asyncio.to_thread(generator.random_bytes, n)
             await self._write(
                 context, lab_pb2.StreamRawOutputResponse(offset=offset, data=data), deadline
             )

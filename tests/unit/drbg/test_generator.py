@@ -14,6 +14,7 @@ import pytest
 
 from rng_service.clock import FakeClock
 from rng_service.drbg import (
+    ENTROPY_READ_BLOCK,
     LAB_GENERATE_BYTES,
     CtrDrbg,
     DeterministicGenerator,
@@ -25,7 +26,9 @@ from rng_service.drbg import (
 )
 from rng_service.errors import GeneratorUnavailable
 
-STARTUP = 1024 + 16 + 64 + 32  # start-up test, instance id, entropy input, nonce
+# Start-up test, then instance id, entropy input and nonce: each read is a whole block.
+STARTUP = 1024 + 3 * ENTROPY_READ_BLOCK
+BLOCK = ENTROPY_READ_BLOCK
 
 
 def make(
@@ -148,7 +151,7 @@ def test_reseed_every_n_requests() -> None:
     assert gen.epoch == 0
     gen.random_bytes(16)
     assert gen.epoch == 1
-    assert gen.status().entropy_bytes_read == STARTUP + 64
+    assert gen.status().entropy_bytes_read == STARTUP + BLOCK
     for _ in range(4):
         gen.random_bytes(16)
     assert gen.epoch == 3
@@ -212,7 +215,10 @@ def test_stuck_entropy_at_start_up_latches() -> None:
 
 def test_stuck_entropy_at_reseed_latches_and_stays_latched() -> None:
     clock = FakeClock()
-    data = healthy(STARTUP) + bytes(64) + healthy(64, b"x") + bytes(64) * 3 + healthy(640, b"y")
+    data = (
+        healthy(STARTUP) + bytes(BLOCK) + healthy(BLOCK, b"x") + bytes(BLOCK) * 3
+        + healthy(640, b"y")
+    )  # fmt: skip
     gen = ProductionGenerator(
         entropy=FixedEntropySource(data), clock=clock, config=GeneratorConfig()
     )
@@ -222,11 +228,12 @@ def test_stuck_entropy_at_reseed_latches_and_stays_latched() -> None:
     assert gen.epoch == 1
     assert gen.status().health_test_failures == 1
     clock.advance(60)
-    with pytest.raises(GeneratorUnavailable, match="health tests failed 3 times"):
+    # The third failure among the last 16 reads latches: here the second of this reseed.
+    with pytest.raises(GeneratorUnavailable, match="health tests failed 3 times in the last"):
         gen.random_bytes(8)
     status = gen.status()
     assert status.state == "error"
-    assert status.health_test_failures == 4
+    assert status.health_test_failures == 3
     assert gen._drbg is not None
     assert not gen._drbg.instantiated  # zeroised
     with pytest.raises(GeneratorUnavailable):

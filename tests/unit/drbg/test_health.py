@@ -43,7 +43,8 @@ def test_rct_trips_at_cutoff_across_calls() -> None:
     rct = RepetitionCountTest(4)
     assert rct.feed(b"\x01\x02\x02\x02")
     assert not rct.feed(b"\x02")  # fourth identical sample in a row, split across calls
-    assert rct.feed(b"\x02\x02\x02")  # reset after failure: a new run of three
+    assert not rct.feed(b"\x02")  # the run goes on: a stuck source keeps failing
+    assert rct.feed(b"\x03\x02\x02\x02")  # a new value starts a new run
     assert rct.feed(b"\x05" * 3 + b"\x06" * 3)
 
 
@@ -52,7 +53,7 @@ def test_apt_counts_first_sample_of_each_window() -> None:
     assert apt.feed(b"\x07\x00\x07\x01\x02\x03\x04\x05")  # two 7s in the window: pass
     assert apt.feed(b"\x07\x07\x00\x00\x00\x00\x00\x00")  # 7 is the reference; two in total
     assert not apt.feed(b"\x09\x00\x09\x01\x09")  # third 9 in the window
-    assert apt.feed(b"\x00\x01\x02\x03\x04\x05\x06\x00")  # fresh window after reset
+    assert apt.feed(b"\x00\x01\x02\x03\x04\x05\x06\x00")  # a new window after the failed one
 
 
 def test_apt_window_boundary() -> None:
