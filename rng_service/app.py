@@ -35,6 +35,7 @@ from rng_service.errors import IntegrityError, RngServiceError
 from rng_service.log.appender import Appender
 from rng_service.log.keys import load_private_key, load_verifier, load_verifier_keys
 from rng_service.log.note import Ed25519NoteSigner, NoteVerifier
+from rng_service.log.store_health import StoreHealth
 from rng_service.log.storecheck import (
     StoreCheckFailed,
     StoreCheckReport,
@@ -42,7 +43,7 @@ from rng_service.log.storecheck import (
     record_verified,
 )
 from rng_service.log.tree import MerkleTree
-from rng_service.metrics import GeneratorCollector, Metrics
+from rng_service.metrics import GeneratorCollector, Metrics, StoreCollector
 from rng_service.ownership import InstanceLock, LockHeld
 from rng_service.security.policy import ClientPolicy, RateLimit, Role
 from rng_service.service.auth import Authorizer
@@ -235,6 +236,8 @@ class Service:
         #: The raw-output stream's own generator (certification.raw_stream_enabled only).
         self.raw_generator: ProductionGenerator | None = None
         self.appender: Appender | None = None
+        #: Whether the log store can commit (commits and probes); health follows it.
+        self.store_health: StoreHealth | None = None
         self._server: Any = None
         self._health_monitor: HealthMonitor | None = None
         self._metrics_server: Any = None
@@ -315,6 +318,21 @@ class Service:
             cfg.server.default_client_id, rate_limit=limit, clock=self.clock,
             observer=self.metrics,
         )  # fmt: skip
+
+    def _generator_config(self) -> GeneratorConfig:
+        settings = self.config.generator
+        return GeneratorConfig(
+            reseed_interval_requests=settings.reseed_interval_requests,
+            reseed_interval_seconds=settings.reseed_interval_seconds,
+            entropy_timeout_seconds=settings.entropy_timeout_seconds,
+        )
+
+    def _watch_store(self, storage: LogStorage) -> StoreHealth:
+        """The store's health, fed by the appender's commits (it forwards them to the metrics)
+        and by probes the health monitor runs; scraped as ``rng_log_store_up``."""
+        self.store_health = StoreHealth(storage, clock=self.clock, forward=self.metrics)
+        self.registry.register(StoreCollector(self.store_health.status))
+        return self.store_health
 
     def _server_credentials(self) -> grpc.ServerCredentials | None:
         """mTLS server credentials: the client certificate is required and verified against
@@ -429,12 +447,7 @@ class Service:
         # ProductionGenerator runs the SP 800-90B health tests on whatever source it gets.
         entropy = self._entropy or OsEntropySource()
         self.generator = ProductionGenerator(
-            entropy=entropy,
-            clock=self.clock,
-            config=GeneratorConfig(
-                reseed_interval_requests=cfg.generator.reseed_interval_requests,
-                reseed_interval_seconds=cfg.generator.reseed_interval_seconds,
-            ),
+            entropy=entropy, clock=self.clock, config=self._generator_config()
         )
         generator = self.generator
         if cfg.certification.raw_stream_enabled:
@@ -442,12 +455,7 @@ class Service:
             # same entropy source type with the same health tests: raw output for labs never
             # comes from, nor consumes, the generator that serves outcomes.
             self.raw_generator = ProductionGenerator(
-                entropy=entropy,
-                clock=self.clock,
-                config=GeneratorConfig(
-                    reseed_interval_requests=cfg.generator.reseed_interval_requests,
-                    reseed_interval_seconds=cfg.generator.reseed_interval_seconds,
-                ),
+                entropy=entropy, clock=self.clock, config=self._generator_config()
             )
         self.registry.register(GeneratorCollector(generator.status))
         self.metrics.log_size.set(tree.size)
@@ -466,14 +474,14 @@ class Service:
             max_group_size=cfg.log.max_group_size,
             max_queue=cfg.log.max_queue,
             group_wait_seconds=cfg.log.group_wait_seconds,
-            observer=self.metrics,
+            observer=self._watch_store(storage),
         )
         try:
             self.appender.start()
         except IntegrityError as e:
             raise StartupError(f"log store: {e}") from e
         health = HealthServicer()
-        self._health_monitor = HealthMonitor(health, generator.status)
+        self._health_monitor = HealthMonitor(health, generator.status, store=self.store_health)
         await self._health_monitor.update()
         self._health_monitor.start()
         keys = [

@@ -303,6 +303,8 @@ class GeneratorSettings:
     reseed_interval_requests: int = 65_536
     #: ...and at least this often, in seconds.
     reseed_interval_seconds: float = 60.0
+    #: A read of the entropy source that takes longer is a source failure (fail closed).
+    entropy_timeout_seconds: float = 2.0
 
     def __post_init__(self) -> None:
         _require(
@@ -316,6 +318,12 @@ class GeneratorSettings:
             "generator.reseed_interval_seconds",
             "0.001 to 86400",
             self.reseed_interval_seconds,
+        )
+        _require(
+            0.01 <= self.entropy_timeout_seconds <= 60,
+            "generator.entropy_timeout_seconds",
+            "0.01 to 60",
+            self.entropy_timeout_seconds,
         )
 
 

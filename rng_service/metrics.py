@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-__all__ = ["GAMES", "GeneratorCollector", "Metrics", "game_of"]
+__all__ = ["GAMES", "GeneratorCollector", "Metrics", "StoreCollector", "game_of"]
 
 _LATENCY_BUCKETS = (
     0.0005,
@@ -208,6 +208,13 @@ class GeneratorCollector(Collector):
         )
         entropy.add_metric([], float(s.entropy_bytes_read))
         yield entropy
+        timeouts = CounterMetricFamily(
+            "rng_entropy_read_timeouts",
+            "Entropy source reads that passed their deadline (generator.entropy_timeout_seconds); "
+            "each is a source failure.",
+        )
+        timeouts.add_metric([], float(getattr(s, "entropy_read_timeouts", 0)))
+        yield timeouts
         if s.last_reseed_ns:
             last = GaugeMetricFamily(
                 "rng_generator_last_reseed_timestamp_seconds",
@@ -215,3 +222,29 @@ class GeneratorCollector(Collector):
             )
             last.add_metric([], s.last_reseed_ns / 1e9)
             yield last
+
+
+class StoreCollector(Collector):
+    """Reads the log store's health at scrape time (``rng_service.log.store_health``)."""
+
+    def __init__(self, status: Callable[[], Any]) -> None:
+        self._status = status
+
+    def collect(self) -> Iterator[Any]:
+        s = self._status()
+        up = GaugeMetricFamily(
+            "rng_log_store_up",
+            "1 while the log store can commit, 0 after 3 group commits failed in a row or a "
+            "failed store probe, until a commit or a probe succeeds.",
+        )
+        up.add_metric([], 1.0 if s.state == "up" else 0.0)
+        yield up
+        probes = CounterMetricFamily(
+            "rng_log_store_probes",
+            "Store probes (one small durable write) run while the store was down or idle, by "
+            "result.",
+            labels=["result"],
+        )
+        probes.add_metric(["ok"], float(s.probes - s.probe_failures))
+        probes.add_metric(["failed"], float(s.probe_failures))
+        yield probes
