@@ -35,6 +35,31 @@ __all__ = ["MAX_ENTRIES_PER_PAGE", "LogClient", "LogServicer", "PublicKeyInfo", 
 MAX_ENTRIES_PER_PAGE = 1000
 """Most entries one GetEntries or FindEntries call returns."""
 
+#: Largest tree size a filter may name: the stores keep sizes and indices as signed 64-bit
+#: integers (SQLite INTEGER, PostgreSQL BIGINT).
+MAX_SIZE = 2**63 - 1
+_SIZE_ALLOWED = "0 (no bound) to 2^63 - 1"
+
+
+def _size_bound(value: int, field: str) -> int | None:
+    """A tree-size filter (0 = none), checked before any store sees it."""
+    if value > MAX_SIZE:
+        raise InvalidArgument(field, f"{value} is out of range", allowed=_SIZE_ALLOWED)
+    return value or None
+
+
+def _time_range(since_ns: int, until_ns: int) -> tuple[int | None, int | None]:
+    """A publication or entry time range in Unix nanoseconds (0 = unbounded), validated the
+    same way for every RPC that takes one: no negative times, ``until_ns >= since_ns``."""
+    for field, value in (("since_ns", since_ns), ("until_ns", until_ns)):
+        if value < 0:
+            raise InvalidArgument(field, f"{value} is negative", allowed=">= 0 (0: unbounded)")
+    if since_ns and until_ns and until_ns < since_ns:
+        raise InvalidArgument(
+            "until_ns", f"{until_ns} is before since_ns {since_ns}", allowed=">= since_ns"
+        )
+    return since_ns or None, until_ns or None
+
 
 @dataclass(frozen=True, slots=True)
 class PublicKeyInfo:
@@ -165,22 +190,19 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         request: log_pb2.GetCheckpointsRequest,
         context: aio.ServicerContext[log_pb2.GetCheckpointsRequest, log_pb2.GetCheckpointsResponse],
     ) -> log_pb2.GetCheckpointsResponse:
-        if request.min_size and request.max_size and request.max_size < request.min_size:
+        min_size = _size_bound(request.min_size, "min_size")
+        max_size = _size_bound(request.max_size, "max_size")
+        if min_size and max_size and max_size < min_size:
             raise InvalidArgument(
-                "max_size", f"{request.max_size} is below min_size {request.min_size}"
+                "max_size", f"{max_size} is below min_size {min_size}", allowed=">= min_size"
             )
-        if request.since_ns < 0 or request.until_ns < 0:
-            raise InvalidArgument("since_ns", "times must not be negative", allowed=">= 0")
-        if request.since_ns and request.until_ns and request.until_ns < request.since_ns:
-            raise InvalidArgument(
-                "until_ns", f"{request.until_ns} is before since_ns {request.since_ns}"
-            )
+        since_ns, until_ns = _time_range(request.since_ns, request.until_ns)
         records = await asyncio.to_thread(
             self._storage.checkpoints,
-            min_size=request.min_size or None,
-            max_size=request.max_size or None,
-            since_ns=request.since_ns or None,
-            until_ns=request.until_ns or None,
+            min_size=min_size,
+            max_size=max_size,
+            since_ns=since_ns,
+            until_ns=until_ns,
         )
         return log_pb2.GetCheckpointsResponse(
             checkpoints=[
@@ -305,16 +327,15 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
             raise InvalidArgument(
                 "limit", f"{request.limit} is too large", allowed=f"1 to {MAX_ENTRIES_PER_PAGE}"
             )
-        if request.since_ns < 0 or request.until_ns < 0:
-            raise InvalidArgument("since_ns", "times must not be negative", allowed=">= 0")
+        since_ns, until_ns = _time_range(request.since_ns, request.until_ns)
         limit = request.limit or MAX_ENTRIES_PER_PAGE
         records = await asyncio.to_thread(
             self._storage.find_entries,
             table_id=request.table_id or None,
             round_id=request.round_id or None,
             session_id=request.session_id or None,
-            since_ns=request.since_ns or None,
-            until_ns=request.until_ns or None,
+            since_ns=since_ns,
+            until_ns=until_ns,
             limit=limit + 1,
         )
         return log_pb2.FindEntriesResponse(

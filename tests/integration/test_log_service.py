@@ -195,8 +195,29 @@ def test_entries_pages_and_bounds(served: Running) -> None:
             "INVALID_ARGUMENT",
             "max_size",
         ),
+        # Beyond what a store can hold (signed 64-bit): refused before the store sees them.
+        ("GetCheckpoints", log_pb2.GetCheckpointsRequest(min_size=2**63), "INVALID_ARGUMENT",
+         "min_size"),
+        ("GetCheckpoints", log_pb2.GetCheckpointsRequest(max_size=2**64 - 1), "INVALID_ARGUMENT",
+         "max_size"),
+        # Time ranges are checked alike in every RPC that takes one.
+        ("GetCheckpoints", log_pb2.GetCheckpointsRequest(since_ns=5, until_ns=4),
+         "INVALID_ARGUMENT", "until_ns"),
+        ("FindEntries", log_pb2.FindEntriesRequest(since_ns=5, until_ns=4), "INVALID_ARGUMENT",
+         "until_ns"),
+        ("FindEntries", log_pb2.FindEntriesRequest(since_ns=-1), "INVALID_ARGUMENT", "since_ns"),
+        ("FindEntries", log_pb2.FindEntriesRequest(until_ns=-1), "INVALID_ARGUMENT", "until_ns"),
+        ("GetCheckpoints", log_pb2.GetCheckpointsRequest(until_ns=-1), "INVALID_ARGUMENT",
+         "until_ns"),
+        ("GetEntries", log_pb2.GetEntriesRequest(start=2**64 - 1), "OUT_OF_RANGE", "start"),
+        ("GetInclusionProof", log_pb2.GetInclusionProofRequest(index=2**64 - 1),
+         "OUT_OF_RANGE", "index"),
+        ("GetInclusionProof", log_pb2.GetInclusionProofRequest(index=0, tree_size=2**64 - 1),
+         "OUT_OF_RANGE", "tree_size"),
+        ("GetConsistencyProof", log_pb2.GetConsistencyProofRequest(first_size=2**64 - 1),
+         "OUT_OF_RANGE", "first_size"),
     ],
-)
+)  # fmt: skip
 def test_errors_name_the_field(
     served: Running, method: str, request_: object, code: str, field: str
 ) -> None:
