@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from grpc_health.v1._async import HealthServicer
 from prometheus_client import (
     CollectorRegistry,
     PlatformCollector,
@@ -50,7 +49,7 @@ from rng_service.service.auth import Authorizer
 from rng_service.service.lab_servicer import LabServicer
 from rng_service.service.log_servicer import LogServicer, PublicKeyInfo
 from rng_service.service.profiles import ProfileRegistry
-from rng_service.service.server import HealthMonitor, build_server
+from rng_service.service.server import HealthMonitor, HealthService, build_server
 from rng_service.service.servicers import OutcomeServicer
 from rng_service.storage.base import LogStorage
 from rng_service.storage.sqlite import SqliteStorage
@@ -480,7 +479,7 @@ class Service:
             self.appender.start()
         except IntegrityError as e:
             raise StartupError(f"log store: {e}") from e
-        health = HealthServicer()
+        health = HealthService()
         self._health_monitor = HealthMonitor(health, generator.status, store=self.store_health)
         await self._health_monitor.update()
         self._health_monitor.start()
@@ -524,6 +523,7 @@ class Service:
                 authorizer=authorizer,
             ),
             health=health,
+            decode_observer=self.metrics,
         )
         address = f"{cfg.server.host}:{cfg.server.port}"
         if ":" in cfg.server.host:

@@ -97,6 +97,13 @@ class Metrics:
             registry=registry,
         )
         self._rpc_children: dict[tuple[str, RpcStatus], Histogram] = {}
+        self.undecodable_requests = Counter(
+            "rng_rpc_undecodable_requests",
+            "Requests whose body is not a valid protobuf message of the method's request type "
+            "(refused with INVALID_ARGUMENT before anything ran), by method.",
+            ["method"],
+            registry=registry,
+        )
         self.append_duration = Histogram(
             "rng_log_append_duration_seconds",
             "Time to make one commit group durable (storage transaction).",
@@ -161,6 +168,10 @@ class Metrics:
     # DenialObserver (rng_service.service.auth)
     def denied(self, *, method: str, reason: str, role: str, client: str) -> None:
         self.auth_denials.labels(method=method, reason=reason, role=role, client=client).inc()
+
+    # rng_service.service.decoding.DecodeObserver
+    def undecodable(self, method: str) -> None:
+        self.undecodable_requests.labels(method=method).inc()
 
     # RpcObserver
     def rpc_finished(self, method: str, status: RpcStatus, seconds: float) -> None:

@@ -216,8 +216,18 @@ class Policy:
     def check(
         self, principal: Principal, method: str, *, table_id: str | None, profile: str | None
     ) -> Denied | None:
-        """None when ``principal`` may call ``method`` now; else why not. The rate limit is
-        spent only by calls the role allows, so refused calls cannot starve allowed ones."""
+        """None when ``principal`` may call ``method`` with a request naming ``table_id`` and
+        ``profile`` now; else why not: :meth:`check_method`, then :meth:`check_scope`."""
+        return self.check_method(principal, method) or self.check_scope(
+            principal, method, table_id=table_id, profile=profile
+        )
+
+    def check_method(self, principal: Principal, method: str) -> Denied | None:
+        """What needs no request body: the role, a game server's outcome kinds, then the rate
+        limit. The service runs it before it decodes the request, so a flood of calls (even
+        of undecodable bytes) is limited by the caller's bucket. The rate limit is spent only
+        by calls the role and kinds allow, so calls refused for those cannot starve allowed
+        ones."""
         client = principal.client
         rule = METHODS.get(method)
         if rule is None or rule.roles.isdisjoint(client.roles):
@@ -229,10 +239,18 @@ class Policy:
                     cause="role",
                 )
             )
-        if rule.kind and Role.GAME_SERVER in client.roles:
-            scope = self._scope(client, rule.kind, table_id, profile)
-            if scope is not None:
-                return scope
+        if (
+            rule.kind
+            and Role.GAME_SERVER in client.roles
+            and ANY not in client.kinds
+            and rule.kind not in client.kinds
+        ):
+            return Denied(
+                PermissionDenied(
+                    f"outcome kind {rule.kind!r} is not allowed for client {client.identity!r}",
+                    cause="kind",
+                )
+            )
         bucket = self._buckets.get(client.identity)
         if bucket is not None:
             wait = bucket.take()
@@ -249,17 +267,17 @@ class Policy:
                 )
         return None
 
-    @staticmethod
-    def _scope(
-        client: ClientPolicy, kind: str, table_id: str | None, profile: str | None
+    def check_scope(
+        self, principal: Principal, method: str, *, table_id: str | None, profile: str | None
     ) -> Denied | None:
-        if ANY not in client.kinds and kind not in client.kinds:
-            return Denied(
-                PermissionDenied(
-                    f"outcome kind {kind!r} is not allowed for client {client.identity!r}",
-                    cause="kind",
-                )
-            )
+        """What the request names: a game server's tables and profiles (after decoding)."""
+        rule = METHODS.get(method)
+        if rule is None or not rule.kind or Role.GAME_SERVER not in principal.client.roles:
+            return None
+        return self._scope(principal.client, table_id, profile)
+
+    @staticmethod
+    def _scope(client: ClientPolicy, table_id: str | None, profile: str | None) -> Denied | None:
         if ANY not in client.tables and (table_id or "") not in client.tables:
             return Denied(
                 PermissionDenied(

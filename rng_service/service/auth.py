@@ -6,9 +6,10 @@ sees UNAVAILABLE). What a handler gets is the verified peer's properties in
 ``context.auth_context()`` (gRPC authentication guide, https://grpc.io/docs/guides/auth/; the
 property names ``x509_common_name`` and ``x509_subject_alternative_name`` are gRPC core's
 ``GRPC_X509_CN_PROPERTY_NAME`` and ``GRPC_X509_SAN_PROPERTY_NAME``). Python server interceptors
-cannot see these, so :func:`rng_service.service.errors.rpc` calls :meth:`Authorizer.enter` (the
-per-call form of :meth:`Authorizer.authorized`) before each servicer method runs: nothing is
-drawn or logged for a refused call.
+cannot see these, so :func:`rng_service.service.errors.rpc` calls :meth:`Authorizer.admit`
+(identity, role, outcome kinds, rate limit: no request body needed) BEFORE it decodes the request
+body, and :meth:`Authorizer.enter_admitted` (the table and profile the request names) after;
+both before the servicer method runs: nothing is drawn or logged for a refused call.
 
 The identity is matched against the configured clients (:mod:`rng_service.security.policy`):
 an identity that is not configured gets UNAUTHENTICATED, a configured client outside its role,
@@ -236,9 +237,11 @@ class Authorizer:
         client = ClientPolicy(identity=client_id, roles=ALL_ROLES, rate_limit=rate_limit)
         return cls(policy=Policy([client], clock), fixed=Principal(client), observer=observer)
 
-    def authorize(self, method: str, request: Any, context: _Context) -> Principal:
-        """The caller, if it may call ``method`` with ``request`` now; otherwise the domain error
-        (after counting and logging the refusal)."""
+    def admit(self, method: str, context: _Context) -> Principal:
+        """The caller, if it may call ``method`` at all now: identity, role, outcome kinds and
+        rate limit, none of which needs the request body (the ``rpc`` wrapper runs this
+        before it decodes the request). Otherwise the domain error, after counting and
+        logging the refusal."""
         if self._fixed is not None:
             principal = self._fixed
         else:
@@ -251,10 +254,24 @@ class Authorizer:
             if isinstance(found, Denied):
                 self._refuse(method, found, None, names[:1])
             principal = found
-        table_id, profile = _scope(request)
-        denied = self._policy.check(principal, method, table_id=table_id, profile=profile)
+        denied = self._policy.check_method(principal, method)
         if denied is not None:
             self._refuse(method, denied, principal, [principal.identity])
+        return principal
+
+    def check_request(self, principal: Principal, method: str, request: Any) -> None:
+        """The scope a decoded request names (a game server's tables and profiles)."""
+        table_id, profile = _scope(request)
+        denied = self._policy.check_scope(principal, method, table_id=table_id, profile=profile)
+        if denied is not None:
+            self._refuse(method, denied, principal, [principal.identity])
+
+    def authorize(self, method: str, request: Any, context: _Context) -> Principal:
+        """The caller, if it may call ``method`` with ``request`` now (:meth:`admit`, then
+        :meth:`check_request`); otherwise the domain error (after counting and logging the
+        refusal)."""
+        principal = self.admit(method, context)
+        self.check_request(principal, method, request)
         return principal
 
     @contextlib.contextmanager
@@ -268,9 +285,18 @@ class Authorizer:
             _CALLER.reset(token)
 
     def enter(self, method: str, request: Any, context: _Context) -> Token[Principal | None]:
-        """:meth:`authorized` without a context manager (the per-call path of ``rpc``):
-        authorizes the call and makes its caller :func:`caller_id` until :func:`leave`."""
+        """:meth:`authorized` without a context manager: authorizes the call and makes its
+        caller :func:`caller_id` until :func:`leave`."""
         return _CALLER.set(self.authorize(method, request, context))
+
+    def enter_admitted(
+        self, principal: Principal, method: str, request: Any
+    ) -> Token[Principal | None]:
+        """The second half of the per-call path of ``rpc``: after :meth:`admit` and decoding,
+        checks the request's scope and makes the caller :func:`caller_id` until
+        :func:`leave`."""
+        self.check_request(principal, method, request)
+        return _CALLER.set(principal)
 
     def _refuse(
         self, method: str, denied: Denied, principal: Principal | None, names: list[str]

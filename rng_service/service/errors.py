@@ -4,8 +4,11 @@ an RPC ends with as a refusal or a failure, and the wrapper every RPC uses.
 ``rpc`` wraps a servicer coroutine: when the servicer has an ``authorizer``
 (:class:`rng_service.service.auth.Authorizer`) it authenticates and authorizes the caller first
 (Python server interceptors cannot see the peer's TLS identity; the handler's context can), so a
-refused call runs nothing; it translates :class:`rng_service.errors.RngServiceError` subclasses
-to their status code (the first matching class in :data:`STATUS_TABLE`, most specific first),
+refused call runs nothing; it decodes the request body itself (the server registers every
+method with grpcio's identity deserializer, ``rng_service.service.decoding``) after the identity,
+role, kind and rate-limit checks and before the table and profile checks, so that a body that
+does not parse is INVALID_ARGUMENT (cause ``undecodable``) rather than grpcio's UNKNOWN; it
+translates :class:`rng_service.errors.RngServiceError` subclasses to their status code (the first matching class in :data:`STATUS_TABLE`, most specific first),
 turns anything unexpected into INTERNAL without leaking details, and records the call's latency
 by method, status code, cause and class (:data:`STATUS_CAUSES`).
 
@@ -34,9 +37,11 @@ from typing import Any, Protocol, TypeVar, cast
 
 import grpc
 from grpc import aio
+from grpc._cython import cygrpc  # type: ignore[attr-defined]  # its ExecuteBatchError
 
 from rng_service import errors
 from rng_service.service.auth import Authorizer, leave
+from rng_service.service.decoding import decode_request
 
 __all__ = [
     "STATUS_CAUSES",
@@ -51,6 +56,11 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+#: What a write raises when the call ended under it (the client cancelled or went away while
+#: a stream was being sent): grpc's own handler ignores it for a closed call, so it is passed
+#: on as it is, not turned into INTERNAL and a logged traceback.
+_CALL_ENDED: tuple[type[BaseException], ...] = (cygrpc.ExecuteBatchError,)
 
 STATUS_TABLE: tuple[tuple[type[errors.RngServiceError], grpc.StatusCode], ...] = (
     (errors.InvalidArgument, grpc.StatusCode.INVALID_ARGUMENT),
@@ -111,6 +121,10 @@ STATUS_CAUSES: tuple[StatusCause, ...] = (
     StatusCause(_C.INVALID_ARGUMENT, "invalid_argument", _R,
         "a request field holds a value outside what is allowed; the message names the field "
         "and the allowed values"),
+    StatusCause(_C.INVALID_ARGUMENT, "undecodable", _R,
+        "the body is not a valid protobuf message of the method's request type (corrupt "
+        "bytes, a string field that is not UTF-8); also counted in "
+        "rng_rpc_undecodable_requests_total"),
     StatusCause(_C.OUT_OF_RANGE, "out_of_range", _R,
         "an index or tree size beyond the current log"),
     StatusCause(_C.NOT_FOUND, "not_found", _R,
@@ -209,6 +223,8 @@ def status_causes_markdown() -> str:
 class RpcObserver(Protocol):
     def rpc_finished(self, method: str, status: StatusCause, seconds: float) -> None: ...
 
+    def undecodable(self, method: str) -> None: ...
+
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
@@ -234,10 +250,15 @@ def rpc(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
             started = time.perf_counter()
             status = OK_STATUS
             try:
-                # Authorizer.authorized, without a generator context manager on every call.
+                # Authorizer.authorized, without a generator context manager on every call,
+                # split around decoding: nothing the body says is trusted before the caller
+                # is known, allowed this method and within its rate limit.
                 if authorizer is None:
+                    request = decode_request(method, request, observer)
                     return await fn(self, request, context)
-                token = authorizer.enter(method, request, context)
+                principal = authorizer.admit(method, context)
+                request = decode_request(method, request, observer)
+                token = authorizer.enter_admitted(principal, method, request)
                 try:
                     return await fn(self, request, context)
                 finally:
@@ -254,6 +275,9 @@ def rpc(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
                 raise
             except asyncio.CancelledError:
                 status = _cancelled(context)
+                raise
+            except _CALL_ENDED:
+                status = _BY_KEY[(_C.CANCELLED, "client_cancelled")]
                 raise
             except Exception:
                 status = classify(grpc.StatusCode.INTERNAL)

@@ -11,26 +11,23 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
+import grpc
+from google.protobuf.descriptor import ServiceDescriptor
 from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
+from grpc_reflection.v1alpha._async import ReflectionServicer
 
-from rng_service._proto.rng.v1 import (
-    lab_pb2,
-    lab_pb2_grpc,
-    log_pb2,
-    log_pb2_grpc,
-    outcomes_pb2,
-    outcomes_pb2_grpc,
-)
+from rng_service._proto.rng.v1 import lab_pb2, log_pb2, outcomes_pb2
+from rng_service.service.decoding import RESPONSE_TYPES, DecodeObserver, DecodingRegistrar
 from rng_service.service.lab_servicer import LabServicer
 from rng_service.service.log_servicer import LogServicer
 from rng_service.service.servicers import OutcomeServicer
 
-__all__ = ["SERVICE_NAMES", "HealthMonitor", "build_server"]
+__all__ = ["SERVICE_NAMES", "HealthMonitor", "HealthService", "build_server"]
 
 _log = logging.getLogger(__name__)
 
@@ -41,6 +38,21 @@ SERVICE_NAMES = tuple(
 )
 
 
+class HealthService(HealthServicer):  # type: ignore[misc]
+    """grpcio-health-checking's asyncio servicer, plus ``List`` (added to health.proto in 2024;
+    the package's servicer leaves it raising NotImplementedError, an UNKNOWN and a traceback)."""
+
+    async def List(
+        self, request: health_pb2.HealthListRequest, context: Any
+    ) -> health_pb2.HealthListResponse:
+        return health_pb2.HealthListResponse(
+            statuses={
+                name: health_pb2.HealthCheckResponse(status=status)
+                for name, status in sorted(self._server_status.items())
+            }
+        )
+
+
 def build_server(
     *,
     outcome: OutcomeServicer,
@@ -48,27 +60,62 @@ def build_server(
     lab: LabServicer,
     health: HealthServicer,
     reuse_port: bool = False,
+    decode_observer: DecodeObserver | None = None,
 ) -> aio.Server:
     """The server with every service. ``reuse_port``: share the port with other processes
     (``SO_REUSEPORT``); off, so that a second instance cannot bind the port beside this one
     (grpc enables it by default on Linux). Only processes that join the port's owner
-    (``rng_service.ownership``) may turn it on."""
+    (``rng_service.ownership``) may turn it on.
+
+    Every method of every service is registered with grpcio's identity deserializer, so that a
+    body that does not parse is our INVALID_ARGUMENT, not grpcio's UNKNOWN and a traceback
+    (``rng_service.service.decoding``): our servicers' ``rpc`` wrapper decodes after
+    authorization, the health and reflection handlers are wrapped as they register."""
     server = aio.server(
         options=[
             ("grpc.so_reuseport", 1 if reuse_port else 0),
             ("grpc.max_receive_message_length", 4 * 1024 * 1024),
         ]
     )
-    outcomes_pb2_grpc.add_OutcomeServiceServicer_to_server(outcome, server)
-    log_pb2_grpc.add_LogServiceServicer_to_server(log, server)
-    lab_pb2_grpc.add_LabServiceServicer_to_server(lab, server)
-    health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    reflection.enable_server_reflection(
-        (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-         reflection.SERVICE_NAME),
-        server,
+    for servicer, module in ((outcome, outcomes_pb2), (log, log_pb2), (lab, lab_pb2)):
+        for service in module.DESCRIPTOR.services_by_name.values():
+            _add_undecoded(server, servicer, service)
+    registrar = DecodingRegistrar(server, decode_observer)
+    health_pb2_grpc.add_HealthServicer_to_server(health, registrar)
+    # What reflection.enable_server_reflection does for an aio server (it tells the kinds of
+    # server apart by isinstance, which the registrar is not).
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
+        ReflectionServicer(
+            (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+             reflection.SERVICE_NAME)
+        ),
+        registrar,
     )  # fmt: skip
     return server
+
+
+def _add_undecoded(server: aio.Server, servicer: object, service: ServiceDescriptor) -> None:
+    """What the generated ``add_..._to_server`` does, with ``request_deserializer=None``: the
+    servicer method (its ``rpc`` wrapper) receives the raw request bytes."""
+    handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+    for method in service.methods:
+        if method.client_streaming:
+            raise ValueError(f"{service.full_name}/{method.name}: client streaming is not served")
+        make = (
+            grpc.unary_stream_rpc_method_handler
+            if method.server_streaming
+            else grpc.unary_unary_rpc_method_handler
+        )
+        handlers[method.name] = make(
+            getattr(servicer, method.name),
+            request_deserializer=None,
+            response_serializer=RESPONSE_TYPES[method.name].SerializeToString,
+        )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(service.full_name, handlers),)
+    )
+    registered: Any = server  # the stubs lack the (grpcio >= 1.62) registered-method API
+    registered.add_registered_method_handlers(service.full_name, handlers)
 
 
 class GeneratorStatusLike(Protocol):

@@ -587,3 +587,33 @@ def test_log_client_reads_with_an_auditor_certificate_only(secure: Secure) -> No
         pytest.raises(Unavailable, match="GetEntries: PERMISSION_DENIED"),
     ):
         client.entries(0, 1)
+
+
+# --- undecodable bodies: identity, role and rate limit come first --------------------------------
+
+GARBAGE = bytes.fromhex("0a060a04fffec328")  # a string field holding bytes that are not UTF-8
+
+
+def _raw(secure: Secure, identity: str, path: str) -> grpc.RpcError:
+    call = secure.channel(identity).unary_unary(path)  # no serializers: the bytes as they are
+    with pytest.raises(grpc.RpcError) as info:
+        call(GARBAGE, timeout=20)
+    return info.value
+
+
+def test_authorization_and_rate_limits_run_before_the_body_is_decoded(secure: Secure) -> None:
+    spin = "/rng.v1.OutcomeService/SpinRoulette"
+    before = secure.size()
+    assert _raw(secure, "stranger", spin).code() == grpc.StatusCode.UNAUTHENTICATED
+    assert _raw(secure, "auditor-1", spin).code() == grpc.StatusCode.PERMISSION_DENIED
+    assert _raw(secure, "game-2", "/rng.v1.OutcomeService/RollDice").code() == (
+        grpc.StatusCode.PERMISSION_DENIED  # its kinds: known from the method alone
+    )
+    secure.clock.advance(10)  # limited-1: a full bucket of 2
+    for _ in range(2):
+        error = _raw(secure, "limited-1", spin)
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert (error.details() or "").startswith("request: the body is not a valid ")
+    # Undecodable bodies spend the caller's tokens like any call its role allows.
+    assert _raw(secure, "limited-1", spin).code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert secure.size() == before
