@@ -46,6 +46,7 @@ from rng_service.metrics import GeneratorCollector, Metrics, StoreCollector
 from rng_service.ownership import InstanceLock, LockHeld
 from rng_service.security.policy import ClientPolicy, RateLimit, Role
 from rng_service.service.auth import Authorizer
+from rng_service.service.drain import Drain
 from rng_service.service.lab_servicer import LabServicer
 from rng_service.service.log_servicer import LogServicer, PublicKeyInfo
 from rng_service.service.profiles import ProfileRegistry
@@ -238,6 +239,8 @@ class Service:
         #: Whether the log store can commit (commits and probes); health follows it.
         self.store_health: StoreHealth | None = None
         self._server: Any = None
+        #: The drain window of a graceful stop (new calls UNAVAILABLE, accepted ones finish).
+        self._drain = Drain()
         self._health_monitor: HealthMonitor | None = None
         self._metrics_server: Any = None
         self._owner = InstanceLock()
@@ -524,6 +527,7 @@ class Service:
             ),
             health=health,
             decode_observer=self.metrics,
+            drain=self._drain,
         )
         address = f"{cfg.server.host}:{cfg.server.port}"
         if ":" in cfg.server.host:
@@ -607,13 +611,17 @@ class Service:
         return self.endpoints
 
     async def stop(self, grace: float | None = None) -> None:
-        """Stops accepting calls, lets in-flight ones finish, flushes, publishes a checkpoint."""
+        """Graceful stop: health says NOT_SERVING; for ``grace`` seconds (the drain window,
+        ``server.shutdown_grace_seconds``) new calls get UNAVAILABLE "shutting down" while the
+        calls already accepted finish; then the server stops, the log writer commits what is
+        queued and a final checkpoint is published."""
         if grace is None:
             grace = self.config.server.shutdown_grace_seconds
         if self._health_monitor is not None:
             await self._health_monitor.stop()
         if self._server is not None:
-            await self._server.stop(grace)
+            await self._drain_calls(grace)
+            await self._server.stop(min(grace, 1.0))  # our calls are done: nothing to wait for
         if self.appender is not None:
             await asyncio.to_thread(self.appender.stop)
         if self._metrics_server is not None:
@@ -624,6 +632,20 @@ class Service:
         self._owner.release()
         _log.info(
             {"event": "stopped", "log_size": self.appender.tree_size if self.appender else None}
+        )
+
+    async def _drain_calls(self, grace: float) -> None:
+        """The drain window (``rng_service.service.drain``), logged with what it took."""
+        in_progress = self._drain.in_progress
+        started = asyncio.get_running_loop().time()
+        interrupted = await self._drain.close(grace)
+        _log.info(
+            {
+                "event": "drained",
+                "calls_in_progress": in_progress,
+                "interrupted": interrupted,
+                "seconds": round(asyncio.get_running_loop().time() - started, 3),
+            }
         )
 
 

@@ -23,6 +23,7 @@ from grpc_reflection.v1alpha._async import ReflectionServicer
 
 from rng_service._proto.rng.v1 import lab_pb2, log_pb2, outcomes_pb2
 from rng_service.service.decoding import RESPONSE_TYPES, DecodeObserver, DecodingRegistrar
+from rng_service.service.drain import Drain
 from rng_service.service.lab_servicer import LabServicer
 from rng_service.service.log_servicer import LogServicer
 from rng_service.service.servicers import OutcomeServicer
@@ -61,6 +62,7 @@ def build_server(
     health: HealthServicer,
     reuse_port: bool = False,
     decode_observer: DecodeObserver | None = None,
+    drain: Drain | None = None,
 ) -> aio.Server:
     """The server with every service. ``reuse_port``: share the port with other processes
     (``SO_REUSEPORT``); off, so that a second instance cannot bind the port beside this one
@@ -70,7 +72,8 @@ def build_server(
     Every method of every service is registered with grpcio's identity deserializer, so that a
     body that does not parse is our INVALID_ARGUMENT, not grpcio's UNKNOWN and a traceback
     (``rng_service.service.decoding``): our servicers' ``rpc`` wrapper decodes after
-    authorization, the health and reflection handlers are wrapped as they register."""
+    authorization, the health and reflection handlers are wrapped as they register. With a
+    ``drain``, each of our methods is guarded by it (graceful stop: ``Drain.close``)."""
     server = aio.server(
         options=[
             ("grpc.so_reuseport", 1 if reuse_port else 0),
@@ -79,7 +82,7 @@ def build_server(
     )
     for servicer, module in ((outcome, outcomes_pb2), (log, log_pb2), (lab, lab_pb2)):
         for service in module.DESCRIPTOR.services_by_name.values():
-            _add_undecoded(server, servicer, service)
+            _add_undecoded(server, servicer, service, drain)
     registrar = DecodingRegistrar(server, decode_observer)
     health_pb2_grpc.add_HealthServicer_to_server(health, registrar)
     # What reflection.enable_server_reflection does for an aio server (it tells the kinds of
@@ -94,7 +97,9 @@ def build_server(
     return server
 
 
-def _add_undecoded(server: aio.Server, servicer: object, service: ServiceDescriptor) -> None:
+def _add_undecoded(
+    server: aio.Server, servicer: object, service: ServiceDescriptor, drain: Drain | None
+) -> None:
     """What the generated ``add_..._to_server`` does, with ``request_deserializer=None``: the
     servicer method (its ``rpc`` wrapper) receives the raw request bytes."""
     handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
@@ -106,8 +111,9 @@ def _add_undecoded(server: aio.Server, servicer: object, service: ServiceDescrip
             if method.server_streaming
             else grpc.unary_unary_rpc_method_handler
         )
+        behaviour = getattr(servicer, method.name)
         handlers[method.name] = make(
-            getattr(servicer, method.name),
+            behaviour if drain is None else drain.guard(behaviour),
             request_deserializer=None,
             response_serializer=RESPONSE_TYPES[method.name].SerializeToString,
         )

@@ -1,7 +1,7 @@
 """Fail-safe runtime through a real in-process server: an entropy source that hangs, a log
-store that cannot commit (in-memory fake, and a real SQLite file locked by another process),
-and what clients, health, metrics and the service log say meanwhile (docs/operations.md,
-"Failure modes"). Every wait is bounded."""
+store that cannot commit (in-memory fake, and a real SQLite file locked by another process), a
+graceful stop, and what clients, health, metrics and the service log say meanwhile
+(docs/operations.md, "Failure modes"). Every wait is bounded."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ import pytest
 from grpc_health.v1 import health_pb2
 
 from rng_service.clock import FakeClock
+from rng_service.storage.base import AppendBatch
+from rng_service.storage.memory import MemoryStorage
 from rng_service.storage.sqlite import SqliteStorage
 from tests.fakes import BlockingEntropy, FlakyStorage
 from tests.integration.conftest import Running, make_config, start
@@ -199,3 +201,102 @@ def test_a_locked_sqlite_store_turns_health_not_serving_until_it_commits_again(
     finally:
         holder.close()
         running.stop()
+
+
+# --- graceful stop: the drain window -------------------------------------------------------------
+
+
+class GatedStorage(MemoryStorage):
+    """In-memory storage whose commits wait while the gate is closed (a slow disk), bounded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.gate.set()
+        self.waiting = threading.Event()
+
+    def sequence(self, build: Callable[[int], AppendBatch | None]) -> None:
+        if not self.gate.is_set():
+            self.waiting.set()
+            self.gate.wait(30)
+        super().sequence(build)
+
+
+def _stop_in_background(running: Running, grace: float) -> Any:
+    running.stopped = True  # the test stops it; Running.stop only closes what is left
+    return asyncio.run_coroutine_threadsafe(running.service.stop(grace), running.loop)
+
+
+def _close(running: Running) -> None:
+    running.channel.close()
+    running.loop.call_soon_threadsafe(running.loop.stop)
+    running.thread.join(30)
+    running.loop.close()
+
+
+def _spin_in_thread(running: Running, request_id: str) -> tuple[threading.Thread, list[Any]]:
+    out: list[Any] = []
+
+    def call() -> None:
+        try:
+            out.append(running.spin(request_id))
+        except grpc.RpcError as e:
+            out.append(e)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    return thread, out
+
+
+def test_during_the_drain_window_new_calls_are_refused_and_accepted_ones_finish(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="rng_service")
+    storage = GatedStorage()
+    running = start(make_config(tmp_path), storage=storage)
+    try:
+        running.spin("before")
+        storage.gate.clear()
+        accepted, result = _spin_in_thread(running, "accepted")
+        assert storage.waiting.wait(10), "the accepted call never reached the store"
+        stopping = _stop_in_background(running, grace=20)
+        wait_for("the drain window", lambda: running.service._drain.closing, 5)
+        started = time.monotonic()
+        with pytest.raises(grpc.RpcError) as refused:
+            running.spin("new")
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "shutting down" in (refused.value.details() or "")
+        assert time.monotonic() - started < 2  # refused at once, not queued behind the drain
+        assert health(running) == NOT_SERVING  # load balancers move away meanwhile
+        assert not stopping.done()  # the accepted call holds the window open
+        storage.gate.set()
+        accepted.join(30)
+        assert not isinstance(result[0], grpc.RpcError), result
+        assert result[0].receipt.index == 1
+        stopping.result(30)
+        assert running.service.appender.tree_size == 2  # type: ignore[union-attr]  # no "new"
+        drained = next(e for e in events(caplog) if e["event"] == "drained")
+        assert (drained["calls_in_progress"], drained["interrupted"]) == (1, 0)
+    finally:
+        storage.gate.set()
+        _close(running)
+
+
+def test_a_call_that_outlives_the_window_gets_unavailable_not_cancelled(tmp_path: Path) -> None:
+    storage = GatedStorage()
+    running = start(make_config(tmp_path), storage=storage)
+    try:
+        storage.gate.clear()
+        stuck, result = _spin_in_thread(running, "slow")
+        assert storage.waiting.wait(10)
+        stopping = _stop_in_background(running, grace=0.5)
+        stuck.join(10)
+        assert isinstance(result[0], grpc.RpcError)
+        assert result[0].code() == grpc.StatusCode.UNAVAILABLE
+        assert "did not finish within the drain window" in (result[0].details() or "")
+        storage.gate.set()  # the store answers: the outcome submitted before is logged
+        stopping.result(30)
+        assert running.service.appender.tree_size == 1  # type: ignore[union-attr]
+    finally:
+        storage.gate.set()
+        _close(running)
