@@ -176,7 +176,7 @@ def _measure(
         ports = []
         for _ in range(replicas):  # one after the other: the first creates the schema
             proc, port = _start(
-                [PY, "-m", "rng_service.cli", "serve"], env, "rng-service listening on"
+                [PY, "-m", "rng_service.cli", "serve"], env, '{"event": "listening"'
             )
             procs.append(proc)
             ports.append(port)

@@ -40,8 +40,11 @@ def _start(cmd: list[str], env: dict[str, str], marker: str) -> tuple[subprocess
         if not line:
             break
         if line.startswith(marker):
-            # "PORT 1234" or "rng-service listening on 127.0.0.1:1234, metrics on :9464"
-            return proc, int(re.findall(r"(?:PORT |:)(\d+)", line)[0])
+            # "PORT 1234" (the echo server), or rng-service's JSON line
+            # {"event": "listening", "grpc": "127.0.0.1:1234", "grpc_port": 1234, ...}
+            if line.startswith("{"):
+                return proc, int(json.loads(line)["grpc_port"])
+            return proc, int(re.findall(r"PORT (\d+)", line)[0])
     proc.kill()
     raise RuntimeError(f"{cmd} did not start")
 
@@ -107,7 +110,7 @@ def run(*, short: bool) -> list[Row]:
             "RNG_SERVICE__LOG__KEY_NAME": "bench",
         }
         service, port = _start(
-            [PY, "-m", "rng_service.cli", "serve"], senv, "rng-service listening on"
+            [PY, "-m", "rng_service.cli", "serve"], senv, '{"event": "listening"'
         )
         try:
             spins = _load(port, "/rng.v1.OutcomeService/SpinRoulette", seconds, concurrency, "s")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import logging
 import os
 import signal
@@ -45,6 +46,7 @@ from rng_service.log.tree import MerkleTree
 from rng_service.metrics import GeneratorCollector, Metrics, StoreCollector
 from rng_service.ownership import InstanceLock, LockHeld
 from rng_service.security.policy import ClientPolicy, RateLimit, Role
+from rng_service.security.tls_files import TlsFileError, load_server_tls
 from rng_service.service.auth import Authorizer
 from rng_service.service.drain import Drain
 from rng_service.service.lab_servicer import LabServicer
@@ -68,7 +70,15 @@ _log = logging.getLogger("rng_service")
 
 
 class StartupError(Exception):
-    """The service cannot start; the message says which setting or resource is at fault."""
+    """The service cannot start; the message says which setting or resource is at fault.
+
+    ``setting`` and ``file``, when known, are logged as fields of the ``startup_failed`` event.
+    """
+
+    def __init__(self, message: str, *, setting: str = "", file: str = "") -> None:
+        super().__init__(message)
+        self.setting = setting or message.split(":", 1)[0]
+        self.file = file
 
 
 @dataclass(frozen=True)
@@ -114,16 +124,6 @@ def _client_policies(config: Config) -> list[ClientPolicy]:
             )
         )
     return out
-
-
-def _read_pem(setting: str, path: str) -> bytes:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise StartupError(f"{setting}: cannot read {path}: {e.strerror}") from e
-    if b"-----BEGIN " not in data:
-        raise StartupError(f"{setting}: {path} is not a PEM file")
-    return data
 
 
 def open_storage(settings: StorageSettings, *, read_only: bool = False) -> LogStorage:
@@ -342,11 +342,16 @@ class Service:
         tls = self.config.tls
         if not tls.enabled:
             return None
-        cert = _read_pem("tls.cert_file", tls.cert_file)
-        key = _read_pem("tls.key_file", tls.key_file)
-        ca = _read_pem("tls.client_ca_file", tls.client_ca_file)
+        try:  # checked here: gRPC would only say "Failed to bind to address"
+            files = load_server_tls(
+                cert_file=tls.cert_file, key_file=tls.key_file, client_ca_file=tls.client_ca_file
+            )
+        except TlsFileError as e:
+            raise StartupError(str(e), setting=e.setting, file=e.path) from None
         return grpc.ssl_server_credentials(
-            [(key, cert)], root_certificates=ca, require_client_auth=True
+            [(files.private_key, files.cert_chain)],
+            root_certificates=files.client_ca,
+            require_client_auth=True,
         )
 
     def _warn_unless_key_named_by_origin(self) -> None:
@@ -654,18 +659,33 @@ async def _serve(config: Config) -> int:
     try:
         endpoints = await service.start()
     except StartupError as e:
-        _log.error({"event": "startup_failed", "error": str(e)})
-        await service.stop(0)
+        _log.error(
+            {"event": "startup_failed", "error": str(e), "setting": e.setting, "file": e.file}
+        )
+        await _stop_after_failed_start(service)
         return 2
+    except Exception as e:  # anything else: still one JSON event, the traceback in a field
+        _log.critical(
+            {"event": "startup_failed", "error": f"{type(e).__name__}: {e}"}, exc_info=True
+        )
+        await _stop_after_failed_start(service)
+        return 1
     # The handlers before the readiness line: a SIGTERM sent as soon as it appears (a supervisor,
     # a test) must stop the service gracefully, not kill it with the default action.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    # One JSON line on stdout for scripts that wait for the service (the log is on stderr).
     print(
-        f"rng-service listening on {config.server.host}:{endpoints.grpc_port}"
-        + (f", metrics on :{endpoints.metrics_port}" if endpoints.metrics_port else ""),
+        json.dumps(
+            {
+                "event": "listening",
+                "grpc": f"{config.server.host}:{endpoints.grpc_port}",
+                "grpc_port": endpoints.grpc_port,
+                "metrics_port": endpoints.metrics_port,
+            }
+        ),
         flush=True,
     )
     await stop.wait()
@@ -674,6 +694,13 @@ async def _serve(config: Config) -> int:
     )
     await service.stop()
     return 0
+
+
+async def _stop_after_failed_start(service: Service) -> None:
+    try:
+        await service.stop(0)
+    except Exception:  # the start-up failure is what matters; this is logged, not raised
+        _log.warning({"event": "stop_after_failed_start_failed"}, exc_info=True)
 
 
 def run(config: Config) -> int:

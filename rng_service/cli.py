@@ -10,7 +10,9 @@ Subcommands:
                           a small client, for users without grpcurl (--ca/--cert/--key: mTLS)
   check-store      the full check of the log store (read only; docs/operations.md)
   verify-receipt   check a receipt offline with the log's verifier key
-Errors are messages with a non-zero exit status, never tracebacks.
+Errors are messages with a non-zero exit status, never tracebacks. ``serve`` writes only JSON
+lines: its log on stderr (a configuration error is a ``startup_failed`` event, exit status 2),
+one ``listening`` object on stdout once it serves.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rng_service.config import ConfigError, load_config
+from rng_service.config import Config, ConfigError, load_config
 from rng_service.errors import RngServiceError
 
 if TYPE_CHECKING:
@@ -53,22 +55,41 @@ def _passphrase(env_name: str | None) -> bytes | None:
     return value.encode("utf-8")
 
 
-def _cmd_serve(args: argparse.Namespace) -> int:
+def _serving_config(path: Path | None) -> Config | None:
+    """JSON logging, then the validated config; None (after a ``startup_failed`` event) if it
+    is invalid. Every line a serving process writes is JSON (``rng_service.jsonlog``)."""
     from rng_service import jsonlog
-    from rng_service.app import run
 
     jsonlog.configure()
-    config = load_config(args.config)
+    try:
+        return load_config(path)
+    except ConfigError as e:
+        logging.getLogger("rng_service").error(
+            {"event": "startup_failed", "error": str(e), "setting": str(e).split(":", 1)[0]}
+        )
+        return None
+
+
+def _run(config: Config) -> int:
+    from rng_service import jsonlog
+
+    jsonlog.route_process_output()  # gRPC core's own log lines become JSON events too
+    from rng_service.app import run
+
     return run(config)
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    config = _serving_config(args.config)
+    return 2 if config is None else _run(config)
+
+
 def _cmd_dev_run(args: argparse.Namespace) -> int:
-    from rng_service import jsonlog
-    from rng_service.app import run
     from rng_service.log.keys import generate_key_pair
 
-    jsonlog.configure()
-    config = load_config(args.config)
+    config = _serving_config(args.config)
+    if config is None:
+        return 2
     key_file = config.log.key_file
     if not key_file.exists():
         key_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -85,7 +106,7 @@ def _cmd_dev_run(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    return run(config)
+    return _run(config)
 
 
 def _cmd_check_store(args: argparse.Namespace) -> int:

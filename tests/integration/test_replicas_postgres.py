@@ -21,6 +21,7 @@ Each test has its own database; the stopped cluster is always started again (``f
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -120,8 +121,8 @@ def _replicas(tmp_path: Path, env: dict[str, str], names: Sequence[str]) -> Iter
                 text = r.out.read_text(errors="replace")
                 if "\n" in text:
                     line = text.splitlines()[0]
-                    assert line.startswith("rng-service listening on"), line + r.log()
-                    r.port = int(line.split(":")[1].split()[0].rstrip(","))
+                    assert line.startswith('{"event": "listening"'), line + r.log()
+                    r.port = int(json.loads(line)["grpc_port"])
                     break
                 assert r.proc.poll() is None, f"{r.name} exited at start\n{r.log()}"
                 assert time.monotonic() < deadline, f"{r.name} did not start\n{r.log()}"

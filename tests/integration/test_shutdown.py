@@ -9,6 +9,7 @@ window, then connection refused), never CANCELLED.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -51,8 +52,8 @@ def test_sigterm_under_load_keeps_every_acknowledged_outcome(tmp_path: Path) -> 
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert line.startswith("rng-service listening on"), line + proc.stderr.read()
-        port = int(line.split(":")[1].split()[0].rstrip(","))
+        assert line.startswith('{"event": "listening"'), line + proc.stderr.read()
+        port = int(json.loads(line)["grpc_port"])
         acked: dict[int, bytes] = {}
         refused: list[str] = []  # how calls ended that were not answered
         lock = threading.Lock()
