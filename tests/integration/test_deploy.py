@@ -31,7 +31,7 @@ import pytest
 from rng_service.app import Service
 from rng_service.cli import main as rng_service_main
 from rng_service.config import Config, check_transport, load_config
-from rng_service.metrics import GeneratorCollector
+from rng_service.metrics import GeneratorCollector, StoreCollector
 from tests.integration.conftest import make_config, start
 from tests.integration.dockerfile import instructions as dockerfile_instructions
 
@@ -73,13 +73,15 @@ def exported_metric_names(tmp_path: Path) -> set[str]:
 
     The registry of a real (unstarted) Service: the collectors of rng_service.metrics plus the
     process and platform collectors that rng_service.app adds; the generator's collector is
-    registered at start, so it is added here with a fixed status.
+    registered at start, so it is added here with a fixed status, as is the log store's.
     """
     registry = Service(make_config(tmp_path)).registry
     status = SimpleNamespace(
         state="ok", reseeds=1, health_test_failures=0, entropy_bytes_read=48, last_reseed_ns=1
     )
     registry.register(GeneratorCollector(lambda: status))
+    store = SimpleNamespace(state="up", probes=0, probe_failures=0)
+    registry.register(StoreCollector(lambda: store))
     names: set[str] = set()
     for family in registry.collect():
         suffixes = {
@@ -438,6 +440,7 @@ def test_alerts_cover_the_operations_issue(alert_rules: list[dict[str, Any]]) ->
         "RngEntropyHealthTestFailures",
         "RngGeneratorNotReseeding",
         "RngLogStorageUnavailable",
+        "RngLogStoreDown",
         "RngCheckpointStale",
         "RngRpcErrorRate",
         "RngRpcRefusals",
@@ -447,6 +450,9 @@ def test_alerts_cover_the_operations_issue(alert_rules: list[dict[str, Any]]) ->
     assert down["expr"].strip() == "rng_generator_up == 0"
     assert "for" not in down
     assert down["labels"]["severity"] == "critical"
+    store = next(rule for rule in alert_rules if rule["alert"] == "RngLogStoreDown")
+    assert store["expr"].strip() == "rng_log_store_up == 0"
+    assert store["labels"]["severity"] == "critical"
 
 
 def test_every_alert_has_annotations_and_a_runbook_section(
