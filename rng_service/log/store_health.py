@@ -28,6 +28,7 @@ from typing import Literal, Protocol
 
 from rng_service.clock import Clock
 from rng_service.errors import RngServiceError
+from rng_service.log.appender import AppendObserver
 
 __all__ = [
     "FAILURE_THRESHOLD",
@@ -57,21 +58,6 @@ class ProbeTarget(Protocol):
     def set_meta(self, key: str, value: bytes) -> None: ...
 
 
-class _Observer(Protocol):
-    def committed(
-        self,
-        *,
-        entries: int,
-        replays_by_kind: dict[str, int],
-        kinds: dict[tuple[str, str], int],
-        seconds: float,
-        tree_size: int,
-        published: bool,
-    ) -> None: ...
-
-    def append_failed(self) -> None: ...
-
-
 @dataclass(frozen=True, slots=True)
 class StoreStatus:
     """A snapshot for health checks and metrics."""
@@ -92,7 +78,7 @@ class StoreHealth:
         storage: ProbeTarget,
         *,
         clock: Clock,
-        forward: _Observer | None = None,
+        forward: AppendObserver | None = None,
         failure_threshold: int = FAILURE_THRESHOLD,
         probe_interval_seconds: float = PROBE_INTERVAL_SECONDS,
         probe_timeout_seconds: float = PROBE_TIMEOUT_SECONDS,
