@@ -85,10 +85,10 @@ class Served:
         )  # fmt: skip
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
-        if not line.startswith("rng-service listening on"):
+        if not line.startswith('{"event": "listening"'):
             self.stop()
             raise AssertionError(f"the service did not start: {line}{self.stderr}")
-        self.port = int(line.split(":")[1].split()[0].rstrip(","))
+        self.port = int(json.loads(line)["grpc_port"])
         self.target = f"127.0.0.1:{self.port}"
         self.stderr = ""
 
