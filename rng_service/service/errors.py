@@ -279,6 +279,9 @@ def rpc(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
             except _CALL_ENDED:
                 status = _BY_KEY[(_C.CANCELLED, "client_cancelled")]
                 raise
+            except _CALL_ENDED:
+                code = grpc.StatusCode.CANCELLED
+                raise
             except Exception:
                 status = classify(grpc.StatusCode.INTERNAL)
                 _log.exception("unexpected error in %s", method)
