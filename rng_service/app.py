@@ -240,7 +240,7 @@ class Service:
         self.store_health: StoreHealth | None = None
         self._server: Any = None
         #: The drain window of a graceful stop (new calls UNAVAILABLE, accepted ones finish).
-        self._drain = Drain()
+        self._drain = Drain(observer=self.metrics)
         self._health_monitor: HealthMonitor | None = None
         self._metrics_server: Any = None
         self._owner = InstanceLock()

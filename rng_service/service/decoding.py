@@ -121,10 +121,11 @@ def undecodable(method: str, type_name: str, observer: DecodeObserver | None) ->
 
 def decode_request(method: str, body: Any, observer: DecodeObserver | None = None) -> Any:
     """``body`` decoded as ``method``'s request type; a message passes through unchanged (the
-    servicers' unit tests call them with messages)."""
-    if not isinstance(body, bytes):
-        return body
-    cls = REQUEST_TYPES[method]
+    servicers' unit tests call them with messages), and so does the body of a method that is
+    not one of our services' (it is handed over as it is)."""
+    cls = REQUEST_TYPES.get(method)
+    if cls is None or not isinstance(body, bytes):
+        return body  # a message already, or a method of no service of ours (tests' own)
     try:
         return cls.FromString(body)
     except Exception:  # DecodeError, or anything a hostile body provokes in the parser

@@ -13,7 +13,9 @@ stream, a commit stuck on a slow store) is interrupted with UNAVAILABLE too: an 
 already submitted to the log is still logged, and a retry with the same request id returns it.
 
 Every servicer method is wrapped by :meth:`Drain.guard` when the server registers it
-(``rng_service.service.server``), so the servicers know nothing of this.
+(``rng_service.service.server``), so the servicers know nothing of this. Both kinds of answer
+are counted in the RPC metric as UNAVAILABLE with cause ``shutting_down`` (a refusal here, an
+interrupted call by the ``rpc`` wrapper, to which it is marked as such).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
+
+from rng_service.service.errors import RpcObserver, classify, mark_interrupted
 
 __all__ = ["INTERRUPTED", "QUIET_SECONDS", "SHUTTING_DOWN", "Drain"]
 
@@ -46,7 +50,8 @@ _POLL_SECONDS = 0.01
 class Drain:
     """Tracks the calls in progress; :meth:`close` runs the drain window. Event loop only."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, observer: RpcObserver | None = None) -> None:
+        self._observer = observer
         self._closing = False
         self._expired = False
         self._calls: set[asyncio.Task[Any]] = set()
@@ -61,15 +66,18 @@ class Drain:
         return len(self._calls)
 
     def guard(
-        self, handler: Callable[[Any, Any], Awaitable[Any]]
+        self, handler: Callable[[Any, Any], Awaitable[Any]], method: str
     ) -> Callable[[Any, Any], Awaitable[Any]]:
-        """``handler`` (a servicer method: ``(request, context)``), refusing new calls once
-        the window is open and interrupting with UNAVAILABLE what outlives it."""
+        """``handler`` (the servicer method ``method``: ``(request, context)``), refusing new
+        calls once the window is open and interrupting with UNAVAILABLE what outlives it."""
 
         @functools.wraps(handler)
         async def guarded(request: Any, context: Any) -> Any:
             if self._closing:
                 self._last_refused = asyncio.get_running_loop().time()
+                if self._observer is not None:
+                    status = classify(grpc.StatusCode.UNAVAILABLE, "shutting_down")
+                    self._observer.rpc_finished(method, status, 0.0)
                 await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
             task = asyncio.current_task()
             assert task is not None
@@ -102,6 +110,7 @@ class Drain:
             return 0
         self._expired = True
         for task in left:
+            mark_interrupted(task)
             task.cancel()
         deadline = loop.time() + _INTERRUPT_SECONDS
         while self._calls and loop.time() < deadline:

@@ -8,9 +8,10 @@ refused call runs nothing; it decodes the request body itself (the server regist
 method with grpcio's identity deserializer, ``rng_service.service.decoding``) after the identity,
 role, kind and rate-limit checks and before the table and profile checks, so that a body that
 does not parse is INVALID_ARGUMENT (cause ``undecodable``) rather than grpcio's UNKNOWN; it
-translates :class:`rng_service.errors.RngServiceError` subclasses to their status code (the first matching class in :data:`STATUS_TABLE`, most specific first),
-turns anything unexpected into INTERNAL without leaking details, and records the call's latency
-by method, status code, cause and class (:data:`STATUS_CAUSES`).
+translates :class:`rng_service.errors.RngServiceError` subclasses to their status code (the
+first matching class in :data:`STATUS_TABLE`, most specific first), turns anything unexpected
+into INTERNAL without leaking details, and records the call's latency by method, status code,
+cause and class (:data:`STATUS_CAUSES`).
 
 Refusal or failure (:data:`STATUS_CAUSES`): every (status code, cause) pair a call can end with
 is classed once, here. A **refusal** is the caller's side: its request, identity, role, scope or
@@ -31,6 +32,7 @@ import enum
 import functools
 import logging
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, cast
@@ -50,6 +52,7 @@ __all__ = [
     "RpcObserver",
     "StatusCause",
     "classify",
+    "mark_interrupted",
     "rpc",
     "status_causes_markdown",
     "status_for",
@@ -61,6 +64,16 @@ _log = logging.getLogger(__name__)
 #: a stream was being sent): grpc's own handler ignores it for a closed call, so it is passed
 #: on as it is, not turned into INTERNAL and a logged traceback.
 _CALL_ENDED: tuple[type[BaseException], ...] = (cygrpc.ExecuteBatchError,)
+
+#: Handler tasks a graceful stop interrupted (``rng_service.service.drain``): counted as
+#: UNAVAILABLE ``shutting_down``, not as a caller that went away.
+_interrupted: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+
+
+def mark_interrupted(task: asyncio.Task[Any]) -> None:
+    """Marks a handler task that a graceful stop is about to cancel."""
+    _interrupted.add(task)
+
 
 STATUS_TABLE: tuple[tuple[type[errors.RngServiceError], grpc.StatusCode], ...] = (
     (errors.InvalidArgument, grpc.StatusCode.INVALID_ARGUMENT),
@@ -274,13 +287,14 @@ def rpc(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
                 status = classify(code)
                 raise
             except asyncio.CancelledError:
-                status = _cancelled(context)
+                status = (
+                    _BY_KEY[(_C.UNAVAILABLE, "shutting_down")]
+                    if asyncio.current_task() in _interrupted
+                    else _cancelled(context)
+                )
                 raise
             except _CALL_ENDED:
                 status = _BY_KEY[(_C.CANCELLED, "client_cancelled")]
-                raise
-            except _CALL_ENDED:
-                code = grpc.StatusCode.CANCELLED
                 raise
             except Exception:
                 status = classify(grpc.StatusCode.INTERNAL)

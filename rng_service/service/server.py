@@ -113,7 +113,7 @@ def _add_undecoded(
         )
         behaviour = getattr(servicer, method.name)
         handlers[method.name] = make(
-            behaviour if drain is None else drain.guard(behaviour),
+            behaviour if drain is None else drain.guard(behaviour, method.name),
             request_deserializer=None,
             response_serializer=RESPONSE_TYPES[method.name].SerializeToString,
         )

@@ -234,6 +234,13 @@ def _close(running: Running) -> None:
     running.loop.close()
 
 
+def _stopping_count(running: Running) -> float:
+    labels = {"method": "SpinRoulette", "code": "UNAVAILABLE", "cause": "shutting_down",
+              "class": "failure"}  # fmt: skip
+    value = running.service.registry.get_sample_value("rng_rpc_duration_seconds_count", labels)
+    return value or 0.0
+
+
 def _spin_in_thread(running: Running, request_id: str) -> tuple[threading.Thread, list[Any]]:
     out: list[Any] = []
 
@@ -277,6 +284,7 @@ def test_during_the_drain_window_new_calls_are_refused_and_accepted_ones_finish(
         assert running.service.appender.tree_size == 2  # type: ignore[union-attr]  # no "new"
         drained = next(e for e in events(caplog) if e["event"] == "drained")
         assert (drained["calls_in_progress"], drained["interrupted"]) == (1, 0)
+        assert _stopping_count(running) == 1  # the refused call, in the RPC metric
     finally:
         storage.gate.set()
         _close(running)
@@ -297,6 +305,7 @@ def test_a_call_that_outlives_the_window_gets_unavailable_not_cancelled(tmp_path
         storage.gate.set()  # the store answers: the outcome submitted before is logged
         stopping.result(30)
         assert running.service.appender.tree_size == 1  # type: ignore[union-attr]
+        assert _stopping_count(running) == 1  # counted as a stop, not as a client that left
     finally:
         storage.gate.set()
         _close(running)

@@ -12,17 +12,17 @@ from grpc import aio
 from grpc._cython import cygrpc  # type: ignore[attr-defined]
 
 from rng_service._proto.rng.v1 import common_pb2, outcomes_pb2
-from rng_service.service.errors import rpc
+from rng_service.service.errors import StatusCause, rpc
 from tests.unit.service.conftest import FakeContext
 
 
 class Observer:
     def __init__(self) -> None:
-        self.finished: list[grpc.StatusCode] = []
+        self.finished: list[tuple[grpc.StatusCode, str]] = []
         self.undecodable_methods: list[str] = []
 
-    def rpc_finished(self, method: str, code: grpc.StatusCode, seconds: float) -> None:
-        self.finished.append(code)
+    def rpc_finished(self, method: str, status: StatusCause, seconds: float) -> None:
+        self.finished.append((status.code, status.cause))
 
     def undecodable(self, method: str) -> None:
         self.undecodable_methods.append(method)
@@ -65,7 +65,7 @@ def test_an_undecodable_body_never_reaches_the_servicer() -> None:
     assert context.details.startswith("request: the body is not a valid rng.v1.SpinRouletteRequest")
     assert servicer.seen == []
     assert servicer.rpc_observer.undecodable_methods == ["SpinRoulette"]
-    assert servicer.rpc_observer.finished == [grpc.StatusCode.INVALID_ARGUMENT]
+    assert servicer.rpc_observer.finished == [(grpc.StatusCode.INVALID_ARGUMENT, "undecodable")]
 
 
 def test_an_unexpected_error_is_internal_and_logged(caplog: pytest.LogCaptureFixture) -> None:
@@ -88,4 +88,4 @@ def test_a_write_to_a_call_that_ended_is_left_to_grpc(caplog: pytest.LogCaptureF
         asyncio.run(servicer.SpinRoulette(spin_bytes(), context))
     assert context.status is None  # no abort
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
-    assert servicer.rpc_observer.finished == [grpc.StatusCode.CANCELLED]
+    assert servicer.rpc_observer.finished == [(grpc.StatusCode.CANCELLED, "client_cancelled")]
