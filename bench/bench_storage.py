@@ -74,6 +74,8 @@ def _batch(tree: MerkleTree, start: int, count: int) -> tuple[list[EntryRecord],
                 session_id="S-2026-11-29-morning",
                 timestamp_ns=1_767_225_600_000_000_000 + i * 1_000_000,
                 commit_size=start + count,
+                slot=f"draw-{i % 7}",
+                table_seq=i + 1,
             )
         )
     pending = tree.prepare([e.leaf_hash for e in entries])

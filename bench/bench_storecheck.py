@@ -49,7 +49,7 @@ def build(path: Path, n: int) -> dict[int, bytes]:
             datas = [_entry_bytes(i) for i in range(start, end)]
             records = [
                 EntryRecord(i, d, leaf_hash(d), "pit-3-table-12", f"q{i}", b"\0" * 32,
-                            "roulette_spin", "T12", f"R{i}", "", i, end)
+                            "roulette_spin", "T12", f"R{i}", "", i, end, "spin", i + 1)
                 for i, d in zip(range(start, end), datas, strict=True)
             ]  # fmt: skip
             pending = tree.prepare([r.leaf_hash for r in records])

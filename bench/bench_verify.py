@@ -51,6 +51,9 @@ def _entry(i: int) -> bytes:
         session_id="",
         request_id=f"req-{i}",
         generator=GeneratorRef("9f2c" * 8, i // 65536, False),
+        slot="spin",
+        table_seq=i // 30 + 1,  # 30 tables, each a chain
+        table_prev=i - 30 if i >= 30 else None,
     ).encode()
 
 

@@ -26,7 +26,11 @@ __all__ = [
     "Overloaded",
     "PermissionDenied",
     "RngServiceError",
+    "RoundOrderViolation",
+    "RoundRefused",
+    "RoundVoided",
     "ShuttingDown",
+    "SlotFilled",
     "StorageUnavailable",
     "Unauthenticated",
     "Unavailable",
@@ -81,6 +85,55 @@ class FailedPrecondition(RngServiceError):
     """The request is well formed but the state it depends on is missing."""
 
     cause = "precondition"
+
+
+class RoundRefused(FailedPrecondition):
+    """A request that would break its game round's integrity: nothing was drawn or logged.
+
+    A round is (client, ``table_id``, ``round_id``); docs/outcomes-api.md ("Rounds and slots")
+    lists every refusal. The subclasses say which rule failed.
+    """
+
+    def __init__(self, message: str, *, table_id: str, round_id: str) -> None:
+        self.table_id = table_id
+        self.round_id = round_id
+        super().__init__(message)
+
+
+class SlotFilled(RoundRefused):
+    """The round's slot already holds an outcome (another request id drew it): a game event is
+    drawn once. ``index`` is that entry's log index."""
+
+    cause = "slot_filled"
+
+    def __init__(
+        self, message: str, *, table_id: str, round_id: str, slot: str, index: int
+    ) -> None:
+        self.slot = slot
+        self.index = index
+        super().__init__(message, table_id=table_id, round_id=round_id)
+
+
+class RoundVoided(RoundRefused):
+    """The round was voided (``VoidRound``) at log index ``index``: its id is not used again."""
+
+    cause = "round_voided"
+
+    def __init__(self, message: str, *, table_id: str, round_id: str, index: int) -> None:
+        self.index = index
+        super().__init__(message, table_id=table_id, round_id=round_id)
+
+
+class RoundOrderViolation(RoundRefused):
+    """The request comes out of the order the game's rules give (for example a Fire Number
+    draw after the spin, or a bonus without a qualifying spin). ``rule`` is a short fixed name
+    of the rule (docs/outcomes-api.md), for logs and tests."""
+
+    cause = "round_order"
+
+    def __init__(self, message: str, *, table_id: str, round_id: str, rule: str) -> None:
+        self.rule = rule
+        super().__init__(message, table_id=table_id, round_id=round_id)
 
 
 class PermissionDenied(RngServiceError):

@@ -1,7 +1,7 @@
 """Auditing the log without the service: the export format and the offline verifier.
 
 Pure code over bytes and text (no database, no gRPC): :mod:`rng_service.audit.export` owns the
-``rng-audit-export/v1`` file format, :mod:`rng_service.audit.verify` recomputes the RFC 6962
+``rng-audit-export/v2`` file format, :mod:`rng_service.audit.verify` recomputes the RFC 6962
 tree of an export and checks C2SP signed checkpoints and receipts against it. The ``rng-audit``
 command (:mod:`rng_service.audit_cli`) does the I/O. See docs/auditing.md.
 """

@@ -1,4 +1,4 @@
-"""The log export file format ``rng-audit-export/v1``: writing and strict line-by-line reading.
+"""The log export file format ``rng-audit-export/v2``: writing and strict line-by-line reading.
 
 An export is a UTF-8 JSON Lines file (one JSON object per line, each line ending in ``\\n``)
 that carries a log's entries and its published checkpoints, so that an auditor can recompute
@@ -6,12 +6,17 @@ the RFC 6962 tree (RFC 6962 section 2.1, RFC 9162 section 2.1) and check every C
 tlog-checkpoint / C2SP signed-note signature without the service. docs/log-format.md
 ("Export format") specifies it for reimplementation:
 
-1. a header ``{"format": "rng-audit-export/v1", "origin": <checkpoint origin>,
+1. a header ``{"format": "rng-audit-export/v2", "origin": <checkpoint origin>,
    "tree_size": <N entries that follow>, "checkpoints": <M checkpoint lines that follow>}``;
 2. M checkpoint lines ``{"type": "checkpoint", "published_at_ns": <int>, "note": <signed note>}``,
    ordered by tree size;
 3. N entry lines ``{"type": "entry", "index": <i>, "leaf_hash": <64 lowercase hex>,
    "entry": <standard padded base64 of the canonical entry bytes>}`` for i = 0 .. N-1.
+
+Version 2 differs from version 1 only in what its entry lines may hold: entries of format 1 or
+2 (docs/log-format.md, "Entries"); a version 1 export holds format 1 entries only. The version
+changed so that a verifier that knows format 1 only stops at the header (an unknown export
+format, bad input) instead of reporting format-2 entries as altered. Both are read.
 
 This module owns only the syntax: it reads no database and calls no service (the ``rng-audit``
 command feeds it), and it judges nothing: :mod:`rng_service.audit.verify` does. Syntax errors
@@ -31,6 +36,7 @@ from rng_service.errors import IntegrityError, InvalidArgument
 
 __all__ = [
     "EXPORT_FORMAT",
+    "READ_FORMATS",
     "ExportCheckpoint",
     "ExportEntry",
     "ExportFormatError",
@@ -40,8 +46,10 @@ __all__ = [
     "write_export",
 ]
 
-EXPORT_FORMAT = "rng-audit-export/v1"
-"""The value of the header's ``format`` field."""
+EXPORT_FORMAT = "rng-audit-export/v2"
+"""The value of the header's ``format`` field in the exports this build writes."""
+READ_FORMATS = ("rng-audit-export/v1", EXPORT_FORMAT)
+"""The header formats this build reads."""
 
 
 class MissingEntries(IntegrityError):
@@ -70,6 +78,7 @@ class ExportHeader:
     origin: str
     tree_size: int
     checkpoints: int
+    format: str = EXPORT_FORMAT
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,9 +182,10 @@ class ExportReader:
         first = self._next("the header")
         if first is None:
             raise ExportFormatError(1, "line", "the export is empty (no header line)")
-        if first.get("format") != EXPORT_FORMAT:
+        form = first.get("format")
+        if form not in READ_FORMATS:
             raise ExportFormatError(
-                1, "format", f"{first.get('format')!r} is not {EXPORT_FORMAT!r}"
+                1, "format", f"{form!r} is not one of {', '.join(map(repr, READ_FORMATS))}"
             )
         origin = _str(first, "origin", 1)
         if not origin:
@@ -184,6 +194,7 @@ class ExportReader:
             origin=origin,
             tree_size=_int(first, "tree_size", 1),
             checkpoints=_int(first, "checkpoints", 1),
+            format=str(form),
         )
         self.entries_read = 0
 

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from rng_service.audit.export import ExportReader
+from rng_service.audit.export import READ_FORMATS, ExportFormatError, ExportReader
 from rng_service.errors import IntegrityError, InvalidArgument
 from rng_service.log.entry import EntryFormatError
 from rng_service.log.merkle import (
@@ -66,12 +66,16 @@ __all__ = [
     "VerificationFailure",
     "VerifiedHead",
     "canonical_entry_index",
+    "canonical_entry_version",
     "check_receipt_against_export",
     "check_receipt_against_head",
     "open_head",
     "pinned_origin",
     "verify_export",
 ]
+
+
+_V1_EXPORT = READ_FORMATS[0]
 
 
 class VerificationFailure(IntegrityError):
@@ -153,6 +157,9 @@ class ExportReport:
     kept: int = 0
     """How many of ``heads`` were kept by the auditor (``kept``): with none, a truncated copy
     of a longer log verifies (only a checkpoint from outside the export can show it)."""
+    first_format_2: int | None = None
+    """Index of the first format-2 entry (where the table chains start); None if there is
+    none, or if the entries were not checked (``check_entries=False``)."""
 
 
 def open_head(
@@ -219,11 +226,16 @@ _NON_ASCII_DECODER = json.JSONDecoder(
 _ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
-_ENTRY_FIELDS: dict[str, type] = {
+_ENTRY_FIELDS_V1: dict[str, type] = {
     "v": int, "index": int, "time": str, "kind": str, "params": dict, "outcome": dict,
     "client": str, "table_id": str, "round_id": str, "session_id": str, "request_id": str,
     "profile_sha256": str, "generator": dict,
 }  # fmt: skip
+#: Format 2 adds the slot and the (client, table) chain; table_prev is an int or null.
+_ENTRY_FIELDS_V2: dict[str, type] = {
+    **_ENTRY_FIELDS_V1, "slot": str, "table_seq": int, "table_prev": object,
+}  # fmt: skip
+_ENTRY_FIELDS = {1: _ENTRY_FIELDS_V1, 2: _ENTRY_FIELDS_V2}
 _GENERATOR_FIELDS: dict[str, type] = {"instance": str, "epoch": int, "lab_mode": bool}
 _TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 
@@ -238,19 +250,28 @@ def _check_time(t: str) -> None:
 
 
 def canonical_entry_index(data: bytes) -> int:
-    """The ``index`` of canonical entry bytes (format version 1, docs/log-format.md).
+    """The ``index`` of canonical entry bytes (format version 1 or 2, docs/log-format.md).
 
     Accepts what :meth:`rng_service.log.entry.LogEntry.decode` accepts (a test holds the two
     together; only the time's fraction is checked more strictly here) at a third of its cost:
     RFC 8785 canonical JSON restricted to integers below
-    2^53, no floats, ASCII object keys; the version 1 fields with their JSON types; the time
-    as RFC 3339 UTC with six fractional digits. Raises :class:`EntryFormatError`.
+    2^53, no floats, ASCII object keys; the fields of the entry's version with their JSON types
+    (format 2: a non-empty slot, table_seq from 1, table_prev null exactly when table_seq is 1
+    and else an earlier index); the time as RFC 3339 UTC with six fractional digits. Raises
+    :class:`EntryFormatError`.
 
     This is the reference check: it decodes and re-encodes the entry. :class:`EntryChecker`
     gives the same answers several times faster on the entry shapes a log repeats.
     """
     index: int = _canonical_record(data)["index"]
     return index
+
+
+def canonical_entry_version(data: bytes) -> int:
+    """The format version (``v``) of canonical entry bytes, after the check of
+    :func:`canonical_entry_index`; raises :class:`EntryFormatError`."""
+    version: int = _canonical_record(data)["v"]
+    return version
 
 
 def _canonical_record(data: bytes) -> dict[str, Any]:
@@ -264,15 +285,21 @@ def _canonical_record(data: bytes) -> dict[str, Any]:
         raise EntryFormatError(f"entry is not restricted canonical JSON: {e}") from e
     if type(record) is not dict:
         raise EntryFormatError("entry is not a JSON object")
-    if record.get("v") != 1 or type(record["v"]) is not int:
-        raise EntryFormatError(f"unknown entry format version {record.get('v')!r} (known: 1)")
-    if record.keys() != _ENTRY_FIELDS.keys():
-        missing = sorted(_ENTRY_FIELDS.keys() - record.keys())
-        extra = sorted(record.keys() - _ENTRY_FIELDS.keys())
-        raise EntryFormatError(f"entry fields wrong: missing {missing}, unexpected {extra}")
-    for key, kind in _ENTRY_FIELDS.items():
-        if type(record[key]) is not kind:
+    version = record.get("v")
+    if type(version) is not int or version not in _ENTRY_FIELDS:
+        raise EntryFormatError(f"unknown entry format version {version!r} (known: 1, 2)")
+    fields = _ENTRY_FIELDS[version]
+    if record.keys() != fields.keys():
+        missing = sorted(fields.keys() - record.keys())
+        extra = sorted(record.keys() - fields.keys())
+        raise EntryFormatError(
+            f"format {version} entry fields wrong: missing {missing}, unexpected {extra}"
+        )
+    for key, kind in fields.items():
+        if kind is not object and type(record[key]) is not kind:
             raise EntryFormatError(f"entry field {key!r} must be {kind.__name__}")
+    if version >= 2:
+        _check_chain_fields(record)
     generator = record["generator"]
     for key, kind in _GENERATOR_FIELDS.items():
         if type(generator.get(key)) is not kind:
@@ -292,27 +319,49 @@ def _canonical_record(data: bytes) -> dict[str, Any]:
     return record
 
 
+def _check_chain_fields(record: dict[str, Any]) -> None:
+    """Format 2's rules for slot, table_seq and table_prev (as LogEntry.decode has them)."""
+    seq, prev, index = record["table_seq"], record["table_prev"], record["index"]
+    if not record["slot"]:
+        raise EntryFormatError("entry field 'slot' must be a non-empty string")
+    if seq < 1:
+        raise EntryFormatError("entry field 'table_seq' must be an integer from 1")
+    if prev is None:
+        if seq != 1:
+            raise EntryFormatError(
+                f"entry field 'table_prev' is null but table_seq is {seq}, not 1"
+            )
+    elif type(prev) is not int or not 0 <= prev < index:
+        raise EntryFormatError(f"entry field 'table_prev' must be null or an index below {index}")
+    elif seq == 1:
+        raise EntryFormatError("entry field 'table_prev' must be null when table_seq is 1")
+
+
 # Entry shape templates (EntryChecker). A template is a regular expression made from an entry
 # that passed the reference check (_canonical_record): the entry's keys, punctuation, literals
 # (true, false, null) and "v":1 are literal; each other string value is _T_STRING, each other
 # integer _T_INT, a non-empty array whose elements all have one shape P is "[P(,P)*]", the
-# index is captured and the time is _T_TIME. So bytes that fully match a template are
+# index is captured and the time is _T_TIME. In a format 2 entry the table_seq and table_prev
+# are captured too (their rules against the index are checked apart) and the slot must be a
+# non-empty string. So bytes that fully match a template are
 # - canonical RFC 8785 JSON: no white space; in every object the checked entry's own keys
 #   (ASCII, sorted, unique) in its order; every string in its one canonical spelling
 #   (_T_STRING admits exactly what the encoder writes: any character raw except '"', '\' and
 #   U+0000..U+001F, which are written \" \\ \b \t \n \f \r or \u00xx with lowercase hex; the
 #   bytes are separately checked to be UTF-8); every integer in shortest form with at most 15
 #   digits (so below 2^53); no floats;
-# - of the format: the version 1 fields with their JSON types, "v" = 1, the time RFC 3339 UTC
-#   with six fractional digits and a valid time of day (the date is checked apart).
-# That is everything _canonical_record checks but the index (the caller's) and the date.
+# - of the format: the fields of the entry's version with their JSON types, "v" that version,
+#   the time RFC 3339 UTC with six fractional digits and a valid time of day (the date is
+#   checked apart).
+# That is everything _canonical_record checks but the index (the caller's), the date and
+# format 2's chain rules (EntryChecker checks them on the captured values).
 _T_STRING = (
     rb'"[^"\\\x00-\x1f]*+'
     rb'(?:\\(?:["\\bfnrt]|u00(?:0[0-7bef]|1[0-9a-f]))[^"\\\x00-\x1f]*+)*+"'
 )
 _T_INT = rb"(?:0|-?[1-9][0-9]{0,14}+)"
 _T_TIME = (
-    rb'"([0-9]{4}-[0-9]{2}-[0-9]{2})'  # the date: checked apart (EntryChecker._real_date)
+    rb'"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})'  # checked apart (EntryChecker._real_date)
     rb'T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"'
 )
 _T_KEYS: dict[str, bytes] = {}
@@ -351,17 +400,26 @@ def _t_shape(value: Any) -> bytes:
     raise TypeError(f"{kind.__name__} in a checked entry")  # pragma: no cover
 
 
+_T_NONEMPTY_STRING = rb'"(?=[^"])' + _T_STRING[1:]
+
+
 def _t_entry(record: dict[str, Any]) -> bytes:
-    """The template of an entry that passed the reference check: group 1 its index, group 2
-    its date."""
+    """The template of an entry that passed the reference check: group ``index`` its index,
+    ``date`` its date, and in format 2 ``seq`` and ``prev`` its table_seq and table_prev."""
     parts = []
     for key, value in record.items():  # in the entry's (sorted) order: index before time
         if key == "index":
-            shape = b"(" + _T_INT + b")"
+            shape = b"(?P<index>" + _T_INT + b")"
         elif key == "time":
             shape = _T_TIME
         elif key == "v":
-            shape = b"1"
+            shape = b"(?P<v>" + str(value).encode("ascii") + b")"
+        elif key == "slot":
+            shape = _T_NONEMPTY_STRING
+        elif key == "table_seq":
+            shape = b"(?P<seq>" + _T_INT + b")"
+        elif key == "table_prev":
+            shape = b"(?P<prev>null|" + _T_INT + b")"
         else:
             shape = _t_shape(value)
         parts.append(_t_key(key) + shape)
@@ -409,6 +467,11 @@ class EntryChecker:
 
     def index(self, data: bytes) -> int:
         """:func:`canonical_entry_index` of ``data``; raises :class:`EntryFormatError`."""
+        return self.check(data)[0]
+
+    def check(self, data: bytes) -> tuple[int, int]:
+        """(:func:`canonical_entry_index`, :func:`canonical_entry_version`) of ``data``;
+        raises :class:`EntryFormatError`."""
         active = self._active
         for fullmatch in active:
             match = fullmatch(data)
@@ -416,26 +479,29 @@ class EntryChecker:
                 break
         else:
             return self._reference(data)
-        index, date = match.groups()
+        index, date = match["index"], match["date"]
         if date not in self._dates and not self._real_date(date):
             return self._reference(data)  # it says what is wrong with the date
+        if match.re.groupindex.get("seq") is not None and not _chain_ok(
+            int(index), int(match["seq"]), match["prev"]
+        ):
+            return self._reference(data)  # it says what is wrong with the chain fields
         if not data.isascii() and not _is_utf8(data):
             return self._reference(data)  # it says that the entry is not UTF-8
         self._hits += 1
         if fullmatch is not active[0]:
             active.remove(fullmatch)
             active.insert(0, fullmatch)
-        return int(index)
+        return int(index), int(match["v"])
 
-    def _reference(self, data: bytes) -> int:
+    def _reference(self, data: bytes) -> tuple[int, int]:
         record = _canonical_record(data)
         self._misses += 1
         if self._misses <= self._hits + self.GIVE_UP:
             self._learn(record)
         elif self._active:
             self._active.clear()
-        learned: int = record["index"]
-        return learned
+        return record["index"], record["v"]
 
     def _real_date(self, date: bytes) -> bool:
         try:
@@ -454,12 +520,19 @@ class EntryChecker:
             if len(self._compiled) >= self.COMPILED:
                 return
             compiled = re.compile(pattern)
-            assert compiled.groups == 2
+            assert {"index", "date", "v"} <= compiled.groupindex.keys()
             fullmatch = self._compiled[pattern] = compiled.fullmatch
         elif fullmatch in self._active:
             self._active.remove(fullmatch)
         self._active.insert(0, fullmatch)
         del self._active[self.ACTIVE :]
+
+
+def _chain_ok(index: int, seq: int, prev: bytes) -> bool:
+    """Format 2's table_seq / table_prev rules on a template match's captured values."""
+    if prev == b"null":
+        return seq == 1
+    return seq > 1 and 0 <= int(prev) < index
 
 
 def _is_utf8(data: bytes) -> bool:
@@ -589,7 +662,8 @@ def verify_export(
     # (one for each 1 bit of their number).
     stack: list[bytes] = []
     sha256 = hashlib.sha256
-    entry_index = EntryChecker().index if check_entries else None
+    entry_check = EntryChecker().check if check_entries else None
+    first_format_2: int | None = None
     limit = min(header.tree_size, covered)
     position = 0
     for line, index, leaf_hash, data in reader.entry_rows():
@@ -608,9 +682,9 @@ def verify_export(
                 f"SHA-256(0x00 || entry) = {leaf.hex()}: the entry bytes were changed",
                 index=position,
             )
-        if entry_index is not None:
+        if entry_check is not None:
             try:
-                decoded_index = entry_index(data)
+                decoded_index, version = entry_check(data)
             except EntryFormatError as e:
                 raise VerificationFailure(
                     f"entry {position} (line {line}): not a canonical entry ({e}): the entry "
@@ -621,6 +695,22 @@ def verify_export(
                 raise VerificationFailure(
                     f"entry {position} (line {line}): the entry's own index field says "
                     f"{decoded_index}: it was moved or forged",
+                    index=position,
+                )
+            # The log's format never goes back: format 2 from the first format-2 entry on
+            # (where every table chain starts; docs/log-format.md).
+            if version >= 2:
+                if header.format == _V1_EXPORT:
+                    raise ExportFormatError(
+                        line, "entry", f"a format {version} entry in an {_V1_EXPORT} file"
+                    )
+                if first_format_2 is None:
+                    first_format_2 = position
+            elif first_format_2 is not None:
+                raise VerificationFailure(
+                    f"entry {position} (line {line}): a format {version} entry after the "
+                    f"format 2 entry {first_format_2}: the log's entry format never goes back, "
+                    "so it was inserted or forged",
                     index=position,
                 )
         if position in wanted_indices:
@@ -650,6 +740,7 @@ def verify_export(
         roots=roots,
         leaves=leaves,
         kept=len(kept),
+        first_format_2=first_format_2,
     )
 
 

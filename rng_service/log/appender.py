@@ -4,19 +4,28 @@ One writer thread owns the log's write path. Callers (the gRPC servicers, on the
 submit validated :class:`DrawRequest` objects and get a future. The writer takes every request
 waiting, and for the whole group, in one pass:
 
-1. resolves idempotency: a (client, request id) already in the log, or earlier in the same group,
-   is answered with that entry (ALREADY_EXISTS if the parameters differ) and draws nothing;
-2. draws each new outcome from the generator (the outcome functions are pure), and encodes the
-   entry (``rng_service.log.entry``) with its index and time;
-3. appends entries and the new Merkle nodes in ONE durable storage transaction (RFC 6962
+1. looks up, in ONE query for the group (``LogStorage.group_state``), its request ids already
+   logged, the filled slots of its rounds (from an index: no entry is read unless a rule needs
+   its outcome) and the last entry of each of its tables' chains; resolves idempotency: a
+   (client, request id) already in the log, or earlier in the same group, is answered with
+   that entry (ALREADY_EXISTS if the parameters differ) and draws nothing;
+2. checks each new request against its round (``rng_service.log.rounds``: a slot is filled
+   once, the game's order rules, voided rounds), from those filled slots and the ones filled
+   earlier in the group; a refusal draws nothing;
+3. draws each new outcome from the generator (the outcome functions are pure), and encodes the
+   entry (``rng_service.log.entry``, format 2) with its index, time, slot and its place in its
+   (client, table) chain;
+4. appends entries and the new Merkle nodes in ONE durable storage transaction (RFC 6962
    section 2.1 tree, ``rng_service.log.tree``), storing the group's checkpoint as a published
    checkpoint when the publication interval has passed;
-4. signs one C2SP checkpoint for the group (Ed25519 signatures are deterministic, so the same
+5. signs one C2SP checkpoint for the group (Ed25519 signatures are deterministic, so the same
    tree size always yields the same note), with the active key and any co-signing key of a
    key rotation's overlap window, and computes each entry's inclusion proof;
-5. only then resolves the futures. Nothing is returned that is not durable: if the transaction
+6. only then resolves the futures. Nothing is returned that is not durable: if the transaction
    fails, every new outcome of the group fails with StorageUnavailable and is never shown.
 
+Steps 1 to 4 run under the store's writers' lock (``LogStorage.sequence``), so the round rules
+and the chains hold between service replicas sharing one store, not only within this process.
 Signing and committing on this thread rather than on the event loop keeps the loop free and lets
 groups form while a commit is in flight (see docs/performance.md).
 """
@@ -26,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import logging
 import queue
 import sys
@@ -33,6 +43,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Protocol
 
 from rng_service.clock import Clock
@@ -41,10 +52,12 @@ from rng_service.errors import (
     IntegrityError,
     Overloaded,
     RngServiceError,
+    RoundRefused,
     ShuttingDown,
     StorageUnavailable,
     Unavailable,
 )
+from rng_service.log import rounds
 from rng_service.log.entry import GeneratorRef, JsonValue, LogEntry, format_time, request_digest
 from rng_service.log.merkle import leaf_hash
 from rng_service.log.note import Checkpoint, NoteSigner, parse_note, sign_note
@@ -91,9 +104,22 @@ class AppendObserver(Protocol):
     def append_failed(self) -> None: ...
 
 
+DrawFn = Callable[[RandomSource], Mapping[str, JsonValue]]
+"""Draws an outcome record from a random source (a pure outcome function)."""
+LinkFn = Callable[[Mapping[str, JsonValue]], tuple[Mapping[str, JsonValue], DrawFn]]
+"""Completes a request from the links its round gives (``rounds.check``): params and draw."""
+
+
 @dataclass(frozen=True, slots=True)
 class DrawRequest:
-    """A validated outcome request. ``draw`` is a pure function of the random source."""
+    """A validated outcome request. ``draw`` is a pure function of the random source.
+
+    ``slot``: the slot of its round the client named (generic draws; see
+    ``rng_service.log.rounds.named_slot``), "" for the one the service derives. ``link``: for
+    a kind whose round rules give it links (the bonus game's Fire Number draw and spin), the
+    function that turns them into the entry's params and draw; without it the links are added
+    to ``params``. ``params`` (with the named slot) are what idempotency compares.
+    """
 
     client_id: str
     request_id: str
@@ -102,8 +128,10 @@ class DrawRequest:
     session_id: str
     kind: str
     params: Mapping[str, JsonValue]
-    draw: Callable[[RandomSource], Mapping[str, JsonValue]]
+    draw: DrawFn
     profile_sha256: str = ""
+    slot: str = ""
+    link: LinkFn | None = field(default=None, compare=False)
     digest: bytes = field(default=b"", compare=False)
 
     def __post_init__(self) -> None:
@@ -117,6 +145,7 @@ class DrawRequest:
                     table_id=self.table_id,
                     round_id=self.round_id,
                     session_id=self.session_id,
+                    slot=self.slot,
                 ),
             )
 
@@ -180,6 +209,8 @@ class _Plan:
     followers: list[tuple[_Pending, int]] = field(default_factory=list)  # same id earlier
     replays: list[tuple[_Pending, EntryRecord]] = field(default_factory=list)
     failed: list[tuple[_Pending, RngServiceError]] = field(default_factory=list)
+    # Round refusals caused by an entry of this group: they stand only if it commits.
+    deferred: list[tuple[_Pending, RngServiceError]] = field(default_factory=list)
     pending: PendingAppend | None = None
     batch: AppendBatch | None = None
 
@@ -440,7 +471,7 @@ class Appender:
                     p.set_exception(err)
             return
         plan = plans[-1]
-        for p, error in plan.failed:
+        for p, error in [*plan.failed, *plan.deferred]:
             p.set_exception(error)
         published = False
         if plan.pending is not None:
@@ -504,17 +535,10 @@ class Appender:
         encoded: list[bytes] = []
         next_index = size
         seen: dict[tuple[str, str], tuple[bytes, int]] = {}  # key -> (digest, slot in new)
-        # One sequencing time per group, and one idempotency lookup per client per group.
+        # One sequencing time per group, and one lookup of the store per group (_group_state).
         now = self._clock.now_ns() // 1000 * 1000  # entries carry microseconds
         time_text = format_time(now)
-        wanted: dict[str, list[str]] = {}
-        for p in group:
-            wanted.setdefault(p.request.client_id, []).append(p.request.request_id)
-        logged = {
-            (client, request_id): record
-            for client, ids in wanted.items()
-            for request_id, record in self._storage.entries_by_requests(client, ids).items()
-        }
+        logged, state, chains, repeated = self._group_state(group)
         for p in group:
             req = p.request
             key = (req.client_id, req.request_id)
@@ -532,10 +556,38 @@ class Appender:
                 else:
                     plan.replays.append((p, existing))
                 continue
+            slot_name = rounds.effective_slot(req.kind, req.slot, req.request_id)
+            round_key = (req.client_id, req.table_id, req.round_id)
+            filled = state.get(round_key, _NOTHING_FILLED)
             try:
+                links = (
+                    _NO_LINKS
+                    if not filled and req.kind not in rounds.NEED_A_FILLED_ROUND
+                    else rounds.check(
+                        kind=req.kind,
+                        slot=slot_name,
+                        table_id=req.table_id,
+                        round_id=req.round_id,
+                        params=req.params,
+                        profile_sha256=req.profile_sha256,
+                        filled=filled,
+                    )
+                )
+            except RoundRefused as e:
+                # A refusal that an entry of this group caused stands only if the group commits.
+                in_group = any(f.index >= size for f in filled.values())
+                (plan.deferred if in_group else plan.failed).append((p, e))
+                continue
+            params, draw = req.params, req.draw
+            try:
+                if links:
+                    if req.link is not None:
+                        params, draw = req.link(links)
+                    else:
+                        params = {**req.params, **links}
                 # A fresh RandomSource per outcome: its bytes come from the generator now, so
                 # the epoch recorded below is the one that produced them.
-                outcome = req.draw(RandomSource(self._generator))
+                outcome = draw(RandomSource(self._generator))
                 gen = GeneratorRef(
                     instance=self._generator.instance_id,
                     epoch=self._generator.epoch,
@@ -544,11 +596,13 @@ class Appender:
             except RngServiceError as e:  # fails this request only, never its group
                 plan.failed.append((p, e))
                 continue
+            chain = (req.client_id, req.table_id)
+            head = chains.get(chain)
             entry = LogEntry(
                 index=next_index,
                 timestamp_ns=now,
                 kind=req.kind,
-                params=req.params,
+                params=params,
                 outcome=outcome,
                 client=req.client_id,
                 table_id=req.table_id,
@@ -557,8 +611,17 @@ class Appender:
                 request_id=req.request_id,
                 generator=gen,
                 profile_sha256=req.profile_sha256,
+                slot=slot_name,
+                table_seq=1 if head is None else head[0] + 1,
+                table_prev=None if head is None else head[1],
                 time_text=time_text,
             )
+            chains[chain] = (entry.table_seq or 1, next_index)
+            if round_key in repeated and not rounds.is_lab_slot(slot_name):
+                # Another request of this group is for the same round: it must see this one.
+                state.setdefault(round_key, {})[slot_name] = rounds.Filled(
+                    next_index, _loaded(entry), entry
+                )
             seen[key] = (req.digest, len(plan.new))
             plan.new.append((p, entry))
             encoded.append(entry.encode())
@@ -582,6 +645,48 @@ class Appender:
         plan.batch = AppendBatch(plan.records, pending.nodes, checkpoint)
         return plan
 
+    def _group_state(
+        self, group: Sequence[_Pending]
+    ) -> tuple[
+        dict[tuple[str, str], EntryRecord],
+        dict[tuple[str, str, str], dict[str, rounds.Filled]],
+        dict[tuple[str, str], tuple[int, int]],
+        set[tuple[str, str, str]],
+    ]:
+        """What the group needs of the stored log, in ONE query (``LogStorage.group_state``):
+        the entries of its request ids already logged (by any replica), the filled slots of its
+        rounds (an entry is read only when a rule needs its outcome), and the last entry
+        (table_seq, index) of its tables' chains. Also the rounds that more than one request
+        of the group is for."""
+        requests: dict[tuple[str, str], None] = {}
+        wanted: dict[tuple[str, str, str], int] = {}
+        tables: dict[tuple[str, str], None] = {}
+        for p in group:
+            req = p.request
+            requests[(req.client_id, req.request_id)] = None
+            if req.kind not in rounds.LAB_KINDS:
+                key = (req.client_id, req.table_id, req.round_id)
+                wanted[key] = wanted.get(key, 0) + 1
+            tables[(req.client_id, req.table_id)] = None
+        stored = self._storage.group_state(list(requests), list(wanted), list(tables))
+        state: dict[tuple[str, str, str], dict[str, rounds.Filled]] = {}
+        for rec in stored.slots:
+            load = functools.partial(self._stored_entry, rec.index)
+            slot = rec.slot
+            if slot is None:  # written before slots existed: the slot of its kind
+                slot = rounds.slot_of_legacy(load().kind)
+                if slot is None:
+                    continue
+            # By index: a slot's first entry (a format-1 round may hold several of one kind).
+            state.setdefault((rec.client_id, rec.table_id, rec.round_id), {}).setdefault(
+                slot, rounds.Filled(rec.index, load)
+            )
+        chains = {table: (head.table_seq, head.index) for table, head in stored.heads.items()}
+        return stored.logged, state, chains, {key for key, n in wanted.items() if n > 1}
+
+    def _stored_entry(self, index: int) -> LogEntry:
+        return LogEntry.decode(self._storage.entries(index, index + 1)[0].data)
+
     def _resolve_replays(self, replays: Sequence[tuple[_Pending, EntryRecord]]) -> None:
         for p, rec in replays:
             try:
@@ -604,6 +709,15 @@ class Appender:
                 replayed=True,
             ),
         )
+
+
+_NO_LINKS: Mapping[str, JsonValue] = MappingProxyType({})
+#: The filled slots of a round that has none (shared: never written to).
+_NOTHING_FILLED: Mapping[str, rounds.Filled] = MappingProxyType({})
+
+
+def _loaded(entry: LogEntry) -> Callable[[], LogEntry]:
+    return lambda: entry
 
 
 def _wake_waiters(group: Sequence[_Pending]) -> None:
@@ -663,4 +777,6 @@ def _record(req: DrawRequest, entry: LogEntry, data: bytes, commit_size: int) ->
         session_id=req.session_id,
         timestamp_ns=entry.timestamp_ns,
         commit_size=commit_size,
+        slot=entry.slot,
+        table_seq=entry.table_seq,
     )

@@ -1,4 +1,4 @@
-"""Log entries and their canonical byte encoding (format version 1).
+"""Log entries and their canonical byte encoding (format versions 1 and 2).
 
 An entry is encoded as RFC 8785 (JSON Canonicalization Scheme) canonical JSON restricted to the
 types JCS represents exactly in every language: objects with ASCII keys, arrays, strings,
@@ -7,6 +7,11 @@ restriction JCS is: object members sorted by key, no insignificant white space, 
 only the mandatory escapes (RFC 8785 section 3.2.2.2), integers in shortest decimal form. The
 leaf hash of an entry is SHA-256(0x00 || entry bytes) (RFC 6962 section 2.1, see
 ``rng_service.log.merkle``). The fields are listed in docs/log-format.md.
+
+Format 2 (written from this release on) adds three fields inside the signed bytes: ``slot``
+(the game event of its round the entry fills), ``table_seq`` (1, 2, 3, ... per client and table)
+and ``table_prev`` (the log index of the same client and table's previous format-2 entry, null
+for the first). Format 1 entries (logs written before) keep decoding with their own field set.
 
 This module owns the encoding and strict decoding; it draws nothing and stores nothing.
 """
@@ -24,6 +29,7 @@ from rng_service.errors import IntegrityError
 
 __all__ = [
     "FORMAT_VERSION",
+    "KNOWN_VERSIONS",
     "EntryFormatError",
     "GeneratorRef",
     "JsonValue",
@@ -33,7 +39,10 @@ __all__ = [
     "request_digest",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""The format of the entries this build writes."""
+KNOWN_VERSIONS = (1, 2)
+"""The formats :meth:`LogEntry.decode` reads."""
 _MAX_SAFE_INT = 2**53 - 1
 
 JsonValue = Any  # str | int | bool | None | list[JsonValue] | dict[str, JsonValue]
@@ -125,27 +134,41 @@ def format_time(timestamp_ns: int) -> str:
 
 
 def request_digest(
-    *, kind: str, params: JsonValue, table_id: str, round_id: str, session_id: str
+    *,
+    kind: str,
+    params: JsonValue,
+    table_id: str,
+    round_id: str,
+    session_id: str,
+    slot: str = "",
 ) -> bytes:
-    """SHA-256 of what makes two requests "the same" for idempotency (request id aside)."""
-    fast = _digest_text(kind, params, table_id, round_id, session_id)
+    """SHA-256 of what makes two requests "the same" for idempotency (request id aside).
+
+    ``slot`` is the slot the client named (generic draws); "" (a slot the service derives from
+    the kind or the request id) leaves it out, so requests without one digest as before format 2.
+    """
+    fast = _digest_text(kind, params, table_id, round_id, session_id, slot)
     if fast is not None:
         return hashlib.sha256(fast).digest()
-    return hashlib.sha256(
-        canonical_json(
-            {
-                "kind": kind,
-                "params": params,
-                "table_id": table_id,
-                "round_id": round_id,
-                "session_id": session_id,
-            }
-        )
-    ).digest()
+    record = {
+        "kind": kind,
+        "params": params,
+        "table_id": table_id,
+        "round_id": round_id,
+        "session_id": session_id,
+    }
+    if slot:
+        record["slot"] = slot
+    return hashlib.sha256(canonical_json(record)).digest()
 
 
 def _digest_text(
-    kind: object, params: object, table_id: object, round_id: object, session_id: object
+    kind: object,
+    params: object,
+    table_id: object,
+    round_id: object,
+    session_id: object,
+    slot: object,
 ) -> bytes | None:
     """``canonical_json`` of the digest's record, assembled from its members (keys in their
     sorted order); None whenever the general path might not succeed, which then decides."""
@@ -154,14 +177,16 @@ def _digest_text(
         and type(table_id) is str
         and type(round_id) is str
         and type(session_id) is str
+        and type(slot) is str
         and type(params) is dict
     ):
         return None
     try:
         _check(params, "$.params")
+        named = f'"slot":{_STR(slot)},' if slot else ""
         text = (
             f'{{"kind":{_STR(kind)},"params":{_text(params)},"round_id":{_STR(round_id)},'
-            f'"session_id":{_STR(session_id)},"table_id":{_STR(table_id)}}}'
+            f'"session_id":{_STR(session_id)},{named}"table_id":{_STR(table_id)}}}'
         )
         return text.encode("utf-8")
     except (ValueError, TypeError):  # UnicodeEncodeError is a ValueError
@@ -180,7 +205,7 @@ class GeneratorRef:
         return {"instance": self.instance, "epoch": self.epoch, "lab_mode": self.lab_mode}
 
 
-_FIELDS = frozenset(
+_FIELDS_V1 = frozenset(
     {
         "v",
         "index",
@@ -197,11 +222,18 @@ _FIELDS = frozenset(
         "generator",
     }
 )
+_FIELDS_V2 = _FIELDS_V1 | {"slot", "table_seq", "table_prev"}
+_FIELDS = {1: _FIELDS_V1, 2: _FIELDS_V2}
 
 
 @dataclass(frozen=True, slots=True)
 class LogEntry:
-    """One log entry: an outcome with everything needed to audit it."""
+    """One log entry: an outcome with everything needed to audit it.
+
+    ``slot``, ``table_seq`` and ``table_prev`` are format 2's (None in a format 1 entry):
+    the round's slot the entry fills, its number in the (client, table) chain, and the log
+    index of the chain's previous entry (None for the chain's first, whose ``table_seq`` is 1).
+    """
 
     index: int
     timestamp_ns: int
@@ -215,12 +247,15 @@ class LogEntry:
     request_id: str
     generator: GeneratorRef
     profile_sha256: str = ""
+    slot: str | None = None
+    table_seq: int | None = None
+    table_prev: int | None = None
     version: int = field(default=FORMAT_VERSION)
     #: ``format_time(timestamp_ns)``, when the caller has it already (one per commit group).
     time_text: str = field(default="", compare=False, repr=False)
 
     def to_record(self) -> dict[str, JsonValue]:
-        return {
+        record: dict[str, JsonValue] = {
             "v": self.version,
             "index": self.index,
             "time": self.time_text or format_time(self.timestamp_ns),
@@ -235,10 +270,28 @@ class LogEntry:
             "profile_sha256": self.profile_sha256,
             "generator": self.generator.to_record(),
         }
+        if self.version >= 2:
+            record["slot"] = self.slot
+            record["table_seq"] = self.table_seq
+            record["table_prev"] = self.table_prev
+        return record
 
     def encode(self) -> bytes:
         fast = self._encode_fast()
-        return fast if fast is not None else canonical_json(self.to_record())
+        if fast is not None:
+            return fast
+        self._check_chain()
+        return canonical_json(self.to_record())
+
+    def _check_chain(self) -> None:
+        """The format-2 fields must be those of the entry's version (ValueError otherwise)."""
+        if self.version == 1:
+            if self.slot is not None or self.table_seq is not None or self.table_prev is not None:
+                raise ValueError("a format 1 entry has no slot, table_seq or table_prev")
+        elif self.version == 2:
+            _check_v2(self.index, self.slot, self.table_seq, self.table_prev, ValueError)
+        else:
+            raise ValueError(f"unknown entry format version {self.version!r}")
 
     def _encode_fast(self) -> bytes | None:
         """``canonical_json(self.to_record())`` assembled member by member (keys in their
@@ -246,6 +299,23 @@ class LogEntry:
         general path might not succeed (it then raises its own error)."""
         gen = self.generator
         time_text = self.time_text or format_time(self.timestamp_ns)
+        v2 = self.version == 2
+        seq, prev = self.table_seq, self.table_prev
+        if not (
+            (self.version == 1 and self.slot is None and seq is None and prev is None)
+            or (
+                v2
+                and type(self.slot) is str
+                and self.slot
+                and type(seq) is int
+                and type(self.index) is int
+                and (
+                    (prev is None and seq == 1)
+                    or (type(prev) is int and 1 < seq <= _MAX_SAFE_INT and 0 <= prev < self.index)
+                )
+            )
+        ):
+            return None  # encode() then says what is wrong with the format-2 fields
         if not (
             _safe_int(self.version)
             and _safe_int(self.index)
@@ -276,8 +346,16 @@ class LogEntry:
                 f'"outcome":{_text(outcome)},"params":{_text(params)},'
                 f'"profile_sha256":{_STR(self.profile_sha256)},'
                 f'"request_id":{_STR(self.request_id)},"round_id":{_STR(self.round_id)},'
-                f'"session_id":{_STR(self.session_id)},"table_id":{_STR(self.table_id)},'
-                f'"time":{_STR(time_text)},"v":{self.version}}}'
+                f'"session_id":{_STR(self.session_id)},'
+                + (f'"slot":{_STR(self.slot or "")},' if v2 else "")
+                + f'"table_id":{_STR(self.table_id)},'
+                + (
+                    f'"table_prev":{"null" if self.table_prev is None else self.table_prev},'
+                    f'"table_seq":{self.table_seq},'
+                    if v2
+                    else ""
+                )
+                + f'"time":{_STR(time_text)},"v":{self.version}}}'
             )
             return text.encode("utf-8")
         except (ValueError, TypeError):  # UnicodeEncodeError is a ValueError
@@ -292,20 +370,35 @@ class LogEntry:
             raise EntryFormatError(f"entry is not UTF-8 JSON: {e}") from e
         if not isinstance(record, dict):
             raise EntryFormatError("entry is not a JSON object")
-        if record.get("v") != FORMAT_VERSION:
+        version = record.get("v")
+        if type(version) is not int or version not in _FIELDS:
             raise EntryFormatError(
-                f"unknown entry format version {record.get('v')!r} (known: {FORMAT_VERSION})"
+                f"unknown entry format version {version!r} (known: "
+                f"{', '.join(map(str, KNOWN_VERSIONS))})"
             )
-        if set(record) != _FIELDS:
-            missing = sorted(_FIELDS - set(record))
-            extra = sorted(set(record) - _FIELDS)
-            raise EntryFormatError(f"entry fields wrong: missing {missing}, unexpected {extra}")
+        fields = _FIELDS[version]
+        if set(record) != fields:
+            missing = sorted(fields - set(record))
+            extra = sorted(set(record) - fields)
+            raise EntryFormatError(
+                f"format {version} entry fields wrong: missing {missing}, unexpected {extra}"
+            )
         try:
             if canonical_json(record) != data:
                 raise EntryFormatError("entry bytes are not in canonical form")
             gen = record["generator"]
+            index = _typed(record, "index", int)
+            chain: dict[str, Any] = {}
+            if version >= 2:
+                prev = record["table_prev"]
+                chain = {
+                    "slot": _typed(record, "slot", str),
+                    "table_seq": _typed(record, "table_seq", int),
+                    "table_prev": None if prev is None else _typed(record, "table_prev", int),
+                }
+                _check_v2(index, **chain, error=EntryFormatError)
             entry = cls(
-                index=_typed(record, "index", int),
+                index=index,
                 timestamp_ns=_parse_time(_typed(record, "time", str)),
                 kind=_typed(record, "kind", str),
                 params=_typed(record, "params", dict),
@@ -321,10 +414,35 @@ class LogEntry:
                     epoch=_typed(gen, "epoch", int),
                     lab_mode=_typed(gen, "lab_mode", bool),
                 ),
+                version=version,
+                **chain,
             )
         except (ValueError, TypeError, KeyError) as e:
             raise EntryFormatError(f"malformed entry: {e}") from e
         return entry
+
+
+def _check_v2(
+    index: int,
+    slot: object,
+    table_seq: object,
+    table_prev: object,
+    error: type[Exception],
+) -> None:
+    """The format-2 fields' rules (docs/log-format.md): a non-empty slot; ``table_seq`` from 1;
+    ``table_prev`` null exactly for ``table_seq`` 1, else an earlier index."""
+    if type(slot) is not str or not slot:
+        raise error("entry field 'slot' must be a non-empty string")
+    if type(table_seq) is not int or table_seq < 1:
+        raise error("entry field 'table_seq' must be an integer from 1")
+    if table_prev is None:
+        if table_seq != 1:
+            raise error(f"entry field 'table_prev' is null but table_seq is {table_seq}, not 1")
+        return
+    if type(table_prev) is not int or not 0 <= table_prev < index:
+        raise error(f"entry field 'table_prev' must be null or an index below {index}")
+    if table_seq == 1:
+        raise error("entry field 'table_prev' must be null when table_seq is 1")
 
 
 def _typed(record: Any, key: str, kind: type) -> Any:

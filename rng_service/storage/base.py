@@ -28,6 +28,12 @@ Conventions shared by all drivers:
 - Time filters are half-open: ``since_ns <= timestamp_ns < until_ns``; size filters inclusive.
 - Results are ordered by entry index, and checkpoints by (size, timestamp, insertion).
 - The meta key ``schema_version`` is reserved for the driver.
+- Every appended entry has a ``slot`` and a ``table_seq`` (lookup keys the sequencer uses
+  for a round's slots and a table's chain; entry format 2). Entries stored by schema 1,
+  before those columns existed, have neither (None). ``(client_id, table_id, round_id, slot)``
+  and ``(client_id, table_id, table_seq)`` are unique: a batch repeating one, or repeating a
+  stored one, raises :class:`SequenceConflict` (the sequencer checks first; the constraint is a
+  second line of defence).
 """
 
 from __future__ import annotations
@@ -49,11 +55,14 @@ __all__ = [
     "CheckpointRecord",
     "DuplicateRequest",
     "EntryRecord",
+    "GroupState",
     "LogStorage",
     "NodeRecord",
     "SchemaVersionMismatch",
     "SequenceConflict",
+    "SlotRecord",
     "StorageUnavailable",
+    "TableHead",
     "check_append_batch",
     "check_entry_range",
     "check_limit",
@@ -83,6 +92,42 @@ class EntryRecord:
     timestamp_ns: int
     commit_size: int
     """Tree size after the commit that stored this entry (the receipt's tree size); opaque."""
+    slot: str | None = None
+    """The round's slot the entry fills (required to append; None for schema-1 rows)."""
+    table_seq: int | None = None
+    """The entry's number in its (client_id, table_id) chain, from 1 (required to append;
+    None for schema-1 rows)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlotRecord:
+    """A stored entry's place in its round (:meth:`LogStorage.round_slots`): no entry bytes."""
+
+    client_id: str
+    table_id: str
+    round_id: str
+    index: int
+    slot: str | None
+    """None for an entry stored by schema 1."""
+
+
+@dataclass(frozen=True, slots=True)
+class TableHead:
+    """The last entry of a (client_id, table_id) chain: its log index and ``table_seq``."""
+
+    index: int
+    table_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupState:
+    """What :meth:`LogStorage.group_state` finds for a commit group: the stored entries of its
+    (client_id, request_id)s, :meth:`LogStorage.round_slots` of its rounds and
+    :meth:`LogStorage.table_heads` of its tables."""
+
+    logged: dict[tuple[str, str], EntryRecord]
+    slots: list[SlotRecord]
+    heads: dict[tuple[str, str], TableHead]
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +203,29 @@ class LogStorage(Protocol):
 
     def entry_by_request(self, client_id: str, request_id: str) -> EntryRecord | None: ...
 
+    def round_slots(self, rounds: Sequence[tuple[str, str, str]]) -> list[SlotRecord]:
+        """Every stored entry of the given (client_id, table_id, round_id) rounds, as its index
+        and slot, ordered by index (one query, from an index of the store: no entry bytes)."""
+        ...
+
+    def table_heads(self, tables: Sequence[tuple[str, str]]) -> dict[tuple[str, str], TableHead]:
+        """For each (client_id, table_id) of ``tables`` with a chain, its last entry (highest
+        ``table_seq``); tables without one are left out (one query)."""
+        ...
+
+    def group_state(
+        self,
+        requests: Sequence[tuple[str, str]],
+        rounds: Sequence[tuple[str, str, str]],
+        tables: Sequence[tuple[str, str]],
+    ) -> GroupState:
+        """The sequencer's lookup for a commit group in ONE query (each query the writer makes
+        under the writers' lock costs every group: a statement and its GIL hand-off in SQLite,
+        a round trip in PostgreSQL): the stored entries of the (client_id, request_id)s of
+        ``requests`` (as :meth:`entries_by_requests`), ``round_slots(rounds)`` and
+        ``table_heads(tables)``."""
+        ...
+
     def entry_by_leaf_hash(self, leaf_hash: bytes) -> EntryRecord | None: ...
 
     def find_entries(
@@ -199,7 +267,7 @@ class LogStorage(Protocol):
 def entry_from_row(row: Sequence[Any]) -> EntryRecord:
     """An :class:`EntryRecord` from the SQL drivers' entry columns, in the schema's order:
     idx, data, leaf_hash, client_id, request_id, request_digest, kind, table_id, round_id,
-    session_id, timestamp_ns, commit_size."""
+    session_id, timestamp_ns, commit_size, slot, table_seq."""
     return EntryRecord(
         index=row[0],
         data=bytes(row[1]),
@@ -213,6 +281,8 @@ def entry_from_row(row: Sequence[Any]) -> EntryRecord:
         session_id=row[9],
         timestamp_ns=row[10],
         commit_size=row[11],
+        slot=row[12],
+        table_seq=row[13],
     )
 
 
@@ -220,7 +290,7 @@ def entry_to_row(e: EntryRecord) -> tuple[Any, ...]:
     """The SQL drivers' entry columns of ``e``, in the order :func:`entry_from_row` reads."""
     return (
         e.index, e.data, e.leaf_hash, e.client_id, e.request_id, e.request_digest, e.kind,
-        e.table_id, e.round_id, e.session_id, e.timestamp_ns, e.commit_size,
+        e.table_id, e.round_id, e.session_id, e.timestamp_ns, e.commit_size, e.slot, e.table_seq,
     )  # fmt: skip
 
 
@@ -231,8 +301,11 @@ def checkpoint_from_row(row: Sequence[Any]) -> CheckpointRecord:
 
 def check_append_batch(size: int, entries: Sequence[EntryRecord]) -> None:
     """Raises :class:`SequenceConflict` unless ``entries`` continue a log of ``size`` entries
-    without gaps, and :class:`DuplicateRequest` if a request repeats inside the batch."""
+    without gaps, each with a slot and a table sequence number, none repeating another's slot
+    or table sequence number; :class:`DuplicateRequest` if a request repeats inside the batch."""
     seen: set[tuple[str, str]] = set()
+    slots: set[tuple[str, str, str, str]] = set()
+    seqs: set[tuple[str, str, int]] = set()
     for offset, entry in enumerate(entries):
         if entry.index != size + offset:
             raise SequenceConflict(
@@ -243,6 +316,18 @@ def check_append_batch(size: int, entries: Sequence[EntryRecord]) -> None:
         if key in seen:
             raise DuplicateRequest(*key)
         seen.add(key)
+        if entry.slot is None or entry.table_seq is None:
+            raise SequenceConflict(
+                f"entry {entry.index} has no slot or table_seq (every new entry has both)"
+            )
+        slot = (entry.client_id, entry.table_id, entry.round_id, entry.slot)
+        seq = (entry.client_id, entry.table_id, entry.table_seq)
+        if slot in slots:
+            raise SequenceConflict(f"entry {entry.index} repeats the batch's slot {slot}")
+        if seq in seqs:
+            raise SequenceConflict(f"entry {entry.index} repeats the batch's table_seq {seq}")
+        slots.add(slot)
+        seqs.add(seq)
 
 
 def check_entry_range(start: int, end: int) -> None:

@@ -19,8 +19,11 @@ from rng_service.storage.base import (
     CheckpointRecord,
     DuplicateRequest,
     EntryRecord,
+    GroupState,
     NodeRecord,
     SequenceConflict,
+    SlotRecord,
+    TableHead,
     check_append_batch,
     check_entry_range,
     check_limit,
@@ -39,6 +42,10 @@ class MemoryStorage:
         self._entries: list[EntryRecord] = []
         self._by_request: dict[tuple[str, str], int] = {}
         self._by_leaf: dict[bytes, int] = {}
+        self._by_slot: dict[tuple[str, str, str, str], int] = {}
+        self._by_round: dict[tuple[str, str, str], list[int]] = {}
+        self._heads: dict[tuple[str, str], TableHead] = {}
+        self._seqs: set[tuple[str, str, int]] = set()
         self._nodes: dict[tuple[int, int], bytes] = {}
         self._checkpoints: list[CheckpointRecord] = []
         self._meta: dict[str, bytes] = {}
@@ -89,6 +96,15 @@ class MemoryStorage:
             for entry in entries:
                 if (entry.client_id, entry.request_id) in self._by_request:
                     raise DuplicateRequest(entry.client_id, entry.request_id)
+            for entry in entries:
+                slot = (entry.client_id, entry.table_id, entry.round_id, entry.slot or "")
+                if slot in self._by_slot:
+                    raise SequenceConflict(f"entry {entry.index}: slot {slot} is already stored")
+                if (entry.client_id, entry.table_id, entry.table_seq) in self._seqs:
+                    raise SequenceConflict(
+                        f"entry {entry.index}: table_seq {entry.table_seq} of "
+                        f"{(entry.client_id, entry.table_id)} is already stored"
+                    )
             coords: set[tuple[int, int]] = set()
             for node in nodes:
                 coord = (node.level, node.index)
@@ -102,6 +118,20 @@ class MemoryStorage:
                 self._entries.append(entry)
                 self._by_request[(entry.client_id, entry.request_id)] = entry.index
                 self._by_leaf.setdefault(entry.leaf_hash, entry.index)
+                assert entry.slot is not None  # check_append_batch
+                assert entry.table_seq is not None
+                self._by_slot[(entry.client_id, entry.table_id, entry.round_id, entry.slot)] = (
+                    entry.index
+                )
+                self._by_round.setdefault(
+                    (entry.client_id, entry.table_id, entry.round_id), []
+                ).append(entry.index)
+                self._seqs.add((entry.client_id, entry.table_id, entry.table_seq))
+                head = self._heads.get((entry.client_id, entry.table_id))
+                if head is None or entry.table_seq > head.table_seq:
+                    self._heads[(entry.client_id, entry.table_id)] = TableHead(
+                        index=entry.index, table_seq=entry.table_seq
+                    )
             for node in nodes:
                 self._nodes[(node.level, node.index)] = node.hash
             if checkpoint is not None:
@@ -130,6 +160,38 @@ class MemoryStorage:
             self._check_open()
             index = self._by_request.get((client_id, request_id))
             return None if index is None else self._entries[index]
+
+    def round_slots(self, rounds: Sequence[tuple[str, str, str]]) -> list[SlotRecord]:
+        with self._lock:
+            self._check_open()
+            found = {
+                i: (c, t, r)
+                for (c, t, r) in dict.fromkeys(rounds)
+                for i in self._by_round.get((c, t, r), ())
+            }
+            return [
+                SlotRecord(*found[i], index=i, slot=self._entries[i].slot) for i in sorted(found)
+            ]
+
+    def table_heads(self, tables: Sequence[tuple[str, str]]) -> dict[tuple[str, str], TableHead]:
+        with self._lock:
+            self._check_open()
+            return {t: self._heads[t] for t in tables if t in self._heads}
+
+    def group_state(
+        self,
+        requests: Sequence[tuple[str, str]],
+        rounds: Sequence[tuple[str, str, str]],
+        tables: Sequence[tuple[str, str]],
+    ) -> GroupState:
+        with self._lock:
+            self._check_open()
+            logged = {
+                key: self._entries[i]
+                for key in requests
+                if (i := self._by_request.get(key)) is not None
+            }
+        return GroupState(logged, self.round_slots(rounds), self.table_heads(tables))
 
     def entry_by_leaf_hash(self, leaf_hash: bytes) -> EntryRecord | None:
         with self._lock:

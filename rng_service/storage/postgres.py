@@ -64,9 +64,12 @@ from rng_service.storage.base import (
     CheckpointRecord,
     DuplicateRequest,
     EntryRecord,
+    GroupState,
     NodeRecord,
     SchemaVersionMismatch,
     SequenceConflict,
+    SlotRecord,
+    TableHead,
     check_append_batch,
     check_entry_range,
     check_limit,
@@ -147,6 +150,20 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX checkpoints_timestamp ON checkpoints (timestamp_ns)",
         ),
     ),
+    Migration(
+        2,
+        "entry format 2: each entry's round slot and table sequence number",
+        (
+            "ALTER TABLE entries ADD COLUMN slot TEXT, ADD COLUMN table_seq BIGINT",
+            "CREATE UNIQUE INDEX entries_slot ON entries (client_id, table_id, round_id, slot)",
+            "CREATE UNIQUE INDEX entries_table_seq ON entries (client_id, table_id, table_seq)",
+            # Rows written from now on need both (NOT VALID: the rows of schema 1 keep NULL).
+            # A replica of an older release that still runs fails its commits instead of
+            # writing entries without them.
+            "ALTER TABLE entries ADD CONSTRAINT entries_slotted "
+            "CHECK (slot IS NOT NULL AND table_seq IS NOT NULL) NOT VALID",
+        ),
+    ),
 )
 """Every schema step, oldest first; a new schema version is a new entry here, never an edit."""
 
@@ -158,12 +175,31 @@ _INIT_LOCK_KEY = 0x726E675F6C6F67  # "rng_log"
 
 _SELECT_ENTRIES = (
     "SELECT idx, data, leaf_hash, client_id, request_id, request_digest, kind, table_id, "
-    "round_id, session_id, timestamp_ns, commit_size FROM entries "
+    "round_id, session_id, timestamp_ns, commit_size, slot, table_seq FROM entries "
 )
 _INSERT_ENTRY = (
     "INSERT INTO entries (idx, data, leaf_hash, client_id, request_id, request_digest, kind, "
-    "table_id, round_id, session_id, timestamp_ns, commit_size) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    "table_id, round_id, session_id, timestamp_ns, commit_size, slot, table_seq) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+# group_state: one row shape for its three parts (the part 0, 1, 2, then the entry columns in
+# the order of entry_from_row, then a head's table_seq again as column 15). One probe of
+# entries_request per request, of entries_slot per round (no entry bytes), and one backward
+# probe of entries_table_seq per table.
+_GROUP_STATE = (
+    "SELECT 0, e.idx, e.data, e.leaf_hash, e.client_id, e.request_id, e.request_digest, e.kind, "
+    "e.table_id, e.round_id, e.session_id, e.timestamp_ns, e.commit_size, e.slot, e.table_seq, "
+    "NULL::bigint FROM unnest(%s::text[], %s::text[]) AS q(c, rid) "
+    "JOIN entries AS e ON e.client_id = q.c AND e.request_id = q.rid "
+    "UNION ALL "
+    "SELECT 1, e.idx, NULL, NULL, k.c, NULL, NULL, NULL, k.t, k.r, NULL, NULL, NULL, e.slot, "
+    "NULL, NULL FROM unnest(%s::text[], %s::text[], %s::text[]) AS k(c, t, r) "
+    "JOIN entries AS e ON e.client_id = k.c AND e.table_id = k.t AND e.round_id = k.r "
+    "UNION ALL "
+    "SELECT 2, x.idx, NULL, NULL, h.c, NULL, NULL, NULL, h.t, NULL, NULL, NULL, NULL, NULL, "
+    "NULL, x.table_seq FROM unnest(%s::text[], %s::text[]) AS h(c, t) "
+    "CROSS JOIN LATERAL (SELECT idx, table_seq FROM entries WHERE client_id = h.c "
+    "AND table_id = h.t AND table_seq IS NOT NULL ORDER BY table_seq DESC LIMIT 1) AS x"
 )
 _INSERT_NODE = "INSERT INTO nodes (level, idx, hash) VALUES (%s, %s, %s)"
 _INSERT_CHECKPOINT = "INSERT INTO checkpoints (size, timestamp_ns, note) VALUES (%s, %s, %s)"
@@ -224,6 +260,8 @@ class PostgresStorage:
         self._lock = threading.Lock()
         self._idle: list[psycopg.Connection[tuple[Any, ...]]] = []
         self._closed = False
+        self.migrated_from: int | None = None
+        """The schema version this open migrated the database from, if it did."""
         conn = self._connect()
         try:
             self._init_schema(conn, migrate=migrate)
@@ -394,6 +432,8 @@ class PostgresStorage:
                         "(back the database up, then open it once with migrations enabled: "
                         "storage.postgres_migrate = true)"
                     )
+                if 0 < found < target:
+                    self.migrated_from = found
                 for step in MIGRATIONS:
                     if step.version <= found:
                         continue
@@ -474,6 +514,10 @@ class PostgresStorage:
 
         def conflict(e: psycopg.IntegrityError) -> Exception:
             constraint = e.diag.constraint_name
+            if constraint in ("entries_slot", "entries_table_seq", "entries_slotted"):
+                return SequenceConflict(
+                    f"a slot or table sequence number of the batch is refused ({_one_line(e)})"
+                )
             if constraint == "entries_request":
                 found = self._first_stored_request(stored)
                 if found is not None:
@@ -567,6 +611,53 @@ class PostgresStorage:
             prepare=False,
         )
         return {r[4]: entry_from_row(r) for r in rows}
+
+    def round_slots(self, rounds: Sequence[tuple[str, str, str]]) -> list[SlotRecord]:
+        return self.group_state((), rounds, ()).slots
+
+    def table_heads(self, tables: Sequence[tuple[str, str]]) -> dict[tuple[str, str], TableHead]:
+        return self.group_state((), (), tables).heads
+
+    def group_state(
+        self,
+        requests: Sequence[tuple[str, str]],
+        rounds: Sequence[tuple[str, str, str]],
+        tables: Sequence[tuple[str, str]],
+    ) -> GroupState:
+        """One statement, one round trip (the sequencer makes it under the log head's lock):
+        a UNION ALL whose first column says which part a row is of."""
+        asked = list(dict.fromkeys(requests))
+        wanted = list(dict.fromkeys(rounds))
+        pairs = list(dict.fromkeys(tables))
+        if not asked and not wanted and not pairs:
+            return GroupState({}, [], {})
+        rows = self._read(
+            "looking up requests, rounds and table chains",
+            _GROUP_STATE,
+            (
+                [c for c, _ in asked],
+                [r for _, r in asked],
+                [c for c, _, _ in wanted],
+                [t for _, t, _ in wanted],
+                [r for _, _, r in wanted],
+                [c for c, _ in pairs],
+                [t for _, t in pairs],
+            ),
+            # A generic plan made on a young log would scan (see entries_by_requests).
+            prepare=False,
+        )
+        logged: dict[tuple[str, str], EntryRecord] = {}
+        slots: dict[int, SlotRecord] = {}
+        heads: dict[tuple[str, str], TableHead] = {}
+        for row in rows:
+            if row[0] == 0:
+                record = entry_from_row(row[1:])
+                logged[(record.client_id, record.request_id)] = record
+            elif row[0] == 1:
+                slots[row[1]] = SlotRecord(row[4], row[8], row[9], row[1], row[13])
+            else:
+                heads[(row[4], row[8])] = TableHead(index=row[1], table_seq=row[15])
+        return GroupState(logged, [slots[i] for i in sorted(slots)], heads)
 
     def entry_by_request(self, client_id: str, request_id: str) -> EntryRecord | None:
         rows = self._read(

@@ -30,9 +30,12 @@ from rng_service.storage.base import (
     CheckpointRecord,
     DuplicateRequest,
     EntryRecord,
+    GroupState,
     NodeRecord,
     SchemaVersionMismatch,
     SequenceConflict,
+    SlotRecord,
+    TableHead,
     check_append_batch,
     check_entry_range,
     check_limit,
@@ -42,12 +45,9 @@ from rng_service.storage.base import (
     entry_to_row,
 )
 
-__all__ = ["SCHEMA_VERSION", "SqliteStorage"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SqliteStorage"]
 
-SCHEMA_VERSION = 1
-"""Version of the schema below; a database with another version is refused at open."""
-
-_SCHEMA = """
+_SCHEMA_1 = """
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
     value BLOB NOT NULL
@@ -88,15 +88,54 @@ CREATE INDEX checkpoints_size ON checkpoints (size, timestamp_ns);
 CREATE INDEX checkpoints_timestamp ON checkpoints (timestamp_ns);
 """
 
+# Schema 2 (entry format 2): each entry's round slot and table sequence number, unique per
+# round and per table (the indexes also serve round_slots and table_heads); rows of schema 1
+# keep NULL in both.
+_SCHEMA_2 = """
+ALTER TABLE entries ADD COLUMN slot TEXT;
+ALTER TABLE entries ADD COLUMN table_seq INTEGER;
+CREATE UNIQUE INDEX entries_slot ON entries (client_id, table_id, round_id, slot);
+CREATE UNIQUE INDEX entries_table_seq ON entries (client_id, table_id, table_seq);
+"""
+
+#: Every schema step, oldest first (version -> statements); a new version is a new entry here.
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_1, 2: _SCHEMA_2}
+
+SCHEMA_VERSION = max(MIGRATIONS)
+"""Version of the schema this build reads and writes; an older database is migrated only when
+opened with ``migrate=True`` (``rng-service migrate-store``), a newer one is refused."""
+
 # Queries are literals; the only composed SQL (filters in find_entries/checkpoints, the IN
 # list in nodes) is built from fixed fragments, never from caller text (hence the S608 noqa).
 _SELECT_ENTRIES = (
     "SELECT idx, data, leaf_hash, client_id, request_id, request_digest, kind, table_id, "
-    "round_id, session_id, timestamp_ns, commit_size FROM entries "
+    "round_id, session_id, timestamp_ns, commit_size, slot, table_seq FROM entries "
 )
 _INSERT_ENTRY = (
     "INSERT INTO entries (idx, data, leaf_hash, client_id, request_id, request_digest, kind, "
-    "table_id, round_id, session_id, timestamp_ns, commit_size) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+    "table_id, round_id, session_id, timestamp_ns, commit_size, slot, table_seq) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+# group_state's parts, one row shape: the part (0, 1, 2), then the entry columns in the order of
+# entry_from_row, then the table_seq of a head again (as column 15). CROSS JOIN keeps the keys
+# the outer loop: one probe of entries_request per request, of the covering index entries_slot
+# per round (no entry bytes; an IN list of row values would scan the table), and one backward
+# probe of entries_table_seq per table (its highest table_seq).
+_LOGGED = (
+    "SELECT 0, e.idx, e.data, e.leaf_hash, e.client_id, e.request_id, e.request_digest, e.kind, "
+    "e.table_id, e.round_id, e.session_id, e.timestamp_ns, e.commit_size, e.slot, e.table_seq, "
+    "NULL FROM q CROSS JOIN entries AS e ON e.client_id = q.c AND e.request_id = q.rid"
+)
+_ROUND_SLOTS = (
+    "SELECT 1, e.idx, NULL, NULL, k.c, NULL, NULL, NULL, k.t, k.r, NULL, NULL, NULL, e.slot, "
+    "NULL, NULL FROM k CROSS JOIN entries AS e "
+    "ON e.client_id = k.c AND e.table_id = k.t AND e.round_id = k.r"
+)
+_TABLE_HEADS = (
+    "SELECT 2, e.idx, NULL, NULL, h.c, NULL, NULL, NULL, h.t, NULL, NULL, NULL, NULL, NULL, "
+    "NULL, e.table_seq FROM h CROSS JOIN entries AS e "
+    "ON e.idx = (SELECT idx FROM entries WHERE client_id = h.c AND table_id = h.t "
+    "AND table_seq IS NOT NULL ORDER BY table_seq DESC LIMIT 1)"
 )
 _INSERT_NODE = "INSERT INTO nodes (level, idx, hash) VALUES (?,?,?)"
 _INSERT_CHECKPOINT = "INSERT INTO checkpoints (size, timestamp_ns, note) VALUES (?,?,?)"
@@ -130,7 +169,12 @@ class SqliteStorage:
     """A durable log store in one SQLite database file (one writing process at a time)."""
 
     def __init__(
-        self, path: str | os.PathLike[str], *, busy_timeout_ms: int = 5000, read_only: bool = False
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout_ms: int = 5000,
+        read_only: bool = False,
+        migrate: bool = False,
     ) -> None:
         """Opens (creating if missing, with its schema) the log database at ``path``.
 
@@ -139,6 +183,9 @@ class SqliteStorage:
         ``read_only``: open an existing log for reading only (SQLite ``mode=ro``): nothing is
         created or written, every write fails with StorageUnavailable; it may run beside the
         service that writes the file (WAL readers never block the writer).
+        ``migrate``: bring a database of an older schema version to :data:`SCHEMA_VERSION`
+        (in one transaction) instead of refusing it with SchemaVersionMismatch (not with
+        ``read_only``).
         """
         if busy_timeout_ms < 0:
             raise InvalidArgument("busy_timeout_ms", "must not be negative", allowed=">= 0")
@@ -149,9 +196,11 @@ class SqliteStorage:
         self._readers_lock = threading.Lock()
         self._idle_readers: list[sqlite3.Connection] = []
         self._closed = False
+        self.migrated_from: int | None = None
+        """The schema version this open migrated the database from, if it did."""
         self._writer = self._connect()
         try:
-            self._init_schema()
+            self._init_schema(migrate=migrate)
         except BaseException:
             self._writer.close()
             raise
@@ -226,7 +275,7 @@ class SqliteStorage:
             self._release_reader(conn)
         return rows
 
-    def _init_schema(self) -> None:
+    def _init_schema(self, *, migrate: bool) -> None:
         conn = self._writer
         try:
             conn.execute("BEGIN" if self._read_only else "BEGIN IMMEDIATE")
@@ -241,25 +290,39 @@ class SqliteStorage:
                             f"{self._path} is an SQLite database but not an rng-service log "
                             f"(tables {sorted(tables)}, no meta table); refusing to open it"
                         )
-                    # One statement at a time: executescript() would commit the transaction.
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
-                    conn.execute(
-                        "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
-                        (str(SCHEMA_VERSION).encode(),),
-                    )
+                    found = 0
                 else:
                     row = conn.execute(
                         "SELECT value FROM meta WHERE key = 'schema_version'"
                     ).fetchone()
-                    found = bytes(row[0]).decode(errors="replace") if row else "none"
-                    if found != str(SCHEMA_VERSION):
+                    text = bytes(row[0]).decode(errors="replace") if row else "none"
+                    found = int(text) if text.isdigit() else -1
+                    if not 1 <= found <= SCHEMA_VERSION:
+                        raise SchemaVersionMismatch(
+                            f"SQLite log {self._path} has schema version {text}; this build "
+                            f"reads version {SCHEMA_VERSION} only. Refusing to open it (use the "
+                            f"matching release)"
+                        )
+                    if found < SCHEMA_VERSION and (self._read_only or not migrate):
                         raise SchemaVersionMismatch(
                             f"SQLite log {self._path} has schema version {found}; this build "
-                            f"reads version {SCHEMA_VERSION} only. Refusing to open it (use the "
-                            f"matching release, or migrate the database explicitly)"
+                            f"reads version {SCHEMA_VERSION}. Refusing to open it: back the "
+                            "database up, then migrate it once with `rng-service migrate-store "
+                            '--config FILE` (docs/operations.md, "Upgrades")'
                         )
+                if found < SCHEMA_VERSION:
+                    for version in range(found + 1, SCHEMA_VERSION + 1):
+                        # One statement at a time: executescript() would commit the transaction.
+                        for statement in MIGRATIONS[version].split(";"):
+                            if statement.strip():
+                                conn.execute(statement)
+                    conn.execute(
+                        "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
+                        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        (str(SCHEMA_VERSION).encode(),),
+                    )
+                    if found > 0:
+                        self.migrated_from = found
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -327,6 +390,10 @@ class SqliteStorage:
         self, error: sqlite3.IntegrityError, entries: Sequence[EntryRecord]
     ) -> Exception:
         text = str(error)
+        if "entries.slot" in text or "entries.table_seq" in text:
+            return SequenceConflict(
+                f"a slot or table sequence number of the batch is already stored ({text})"
+            )
         if "entries.client_id" in text or "entries.request_id" in text:
             for e in entries:
                 found = self._writer.execute(
@@ -403,6 +470,52 @@ class SqliteStorage:
             (client_id, request_id),
         )
         return entry_from_row(rows[0]) if rows else None
+
+    def round_slots(self, rounds: Sequence[tuple[str, str, str]]) -> list[SlotRecord]:
+        return self.group_state((), rounds, ()).slots
+
+    def table_heads(self, tables: Sequence[tuple[str, str]]) -> dict[tuple[str, str], TableHead]:
+        return self.group_state((), (), tables).heads
+
+    def group_state(
+        self,
+        requests: Sequence[tuple[str, str]],
+        rounds: Sequence[tuple[str, str, str]],
+        tables: Sequence[tuple[str, str]],
+    ) -> GroupState:
+        """One statement for the three parts: a UNION ALL whose first column says which part
+        a row is of."""
+        asked = list(dict.fromkeys(requests))
+        wanted = list(dict.fromkeys(rounds))
+        heads_of = list(dict.fromkeys(tables))
+        logged: dict[tuple[str, str], EntryRecord] = {}
+        slots: dict[int, SlotRecord] = {}
+        heads: dict[tuple[str, str], TableHead] = {}
+        while asked or wanted or heads_of:
+            # Each part within SQLite's bound-parameter limit; a large group takes more rounds.
+            ids, asked = asked[:_NODE_BATCH], asked[_NODE_BATCH:]
+            chunk, wanted = wanted[:_NODE_BATCH], wanted[_NODE_BATCH:]
+            pairs, heads_of = heads_of[:_NODE_BATCH], heads_of[_NODE_BATCH:]
+            ctes, parts, params = [], [], []
+            for keys, cte, part in (
+                (ids, "q(c, rid)", _LOGGED), (chunk, "k(c, t, r)", _ROUND_SLOTS),
+                (pairs, "h(c, t)", _TABLE_HEADS),
+            ):  # fmt: skip
+                if keys:
+                    marks = "(" + ",".join("?" * len(keys[0])) + ")"
+                    ctes.append(f"{cte} AS (VALUES {','.join([marks] * len(keys))})")
+                    parts.append(part)
+                    params += [x for key in keys for x in key]
+            sql = f"WITH {', '.join(ctes)} " + " UNION ALL ".join(parts)
+            for row in self._read(sql, params):
+                if row[0] == 0:
+                    record = entry_from_row(row[1:])
+                    logged[(record.client_id, record.request_id)] = record
+                elif row[0] == 1:
+                    slots[row[1]] = SlotRecord(row[4], row[8], row[9], row[1], row[13])
+                else:
+                    heads[(row[4], row[8])] = TableHead(index=row[1], table_seq=row[15])
+        return GroupState(logged, [slots[i] for i in sorted(slots)], heads)
 
     def entry_by_leaf_hash(self, leaf_hash: bytes) -> EntryRecord | None:
         rows = self._read(

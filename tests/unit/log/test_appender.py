@@ -34,7 +34,7 @@ def request(rid: str, *, n: int = 38, table: str = "T", client: str = "c") -> Dr
         client_id=client,
         request_id=rid,
         table_id=table,
-        round_id="R",
+        round_id=f"R-{rid}",
         session_id="",
         kind="test_draw",
         params={"n": n},

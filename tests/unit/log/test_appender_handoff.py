@@ -51,7 +51,7 @@ def request(rid: str, *, n: int = 38, fail: bool = False) -> DrawRequest:
         client_id="c",
         request_id=rid,
         table_id="T",
-        round_id="R",
+        round_id=f"R-{rid}",
         session_id="",
         kind="test_draw",
         params={"n": n},

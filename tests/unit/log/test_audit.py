@@ -14,6 +14,7 @@ import io
 import json
 import random
 import re
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -44,16 +45,24 @@ OTHER = Ed25519NoteSigner("audit-test", Ed25519PrivateKey.from_private_bytes(b"\
 KEYS = [SIGNER.verifier()]
 
 
-def _entries(n: int) -> list[bytes]:
-    return [
-        LogEntry(
-            index=i, timestamp_ns=1_767_225_600_000_000_000 + i * 1000, kind="roulette_spin",
-            params={"wheel": "double_zero"}, outcome={"final": {"number": str(i % 38)}},
-            client="default", table_id=f"T{i % 3}", round_id=f"R{i}", session_id="",
-            request_id=f"q{i}", generator=GeneratorRef("ab12", 0, False),
-        ).encode()
-        for i in range(n)
-    ]  # fmt: skip
+def _entries(n: int, *, version: int = 2, start: int = 0) -> list[bytes]:
+    """Entries ``start`` .. ``start + n - 1`` on three tables (format 2: chains from ``start``)."""
+    chain: dict[str, Any] = {}
+    out = []
+    for i in range(start, start + n):
+        if version == 2:
+            seq = (i - start) // 3 + 1
+            chain = {"slot": "spin", "table_seq": seq, "table_prev": i - 3 if seq > 1 else None}
+        out.append(
+            LogEntry(
+                index=i, timestamp_ns=1_767_225_600_000_000_000 + i * 1000, kind="roulette_spin",
+                params={"wheel": "double_zero"}, outcome={"final": {"number": str(i % 38)}},
+                client="default", table_id=f"T{i % 3}", round_id=f"R{i}", session_id="",
+                request_id=f"q{i}", generator=GeneratorRef("ab12", 0, False), version=version,
+                **chain,
+            ).encode()
+        )  # fmt: skip
+    return out
 
 
 DATA = _entries(50)
@@ -282,8 +291,16 @@ def _entry_mutations(rng: random.Random) -> list[bytes]:
         base.replace(b'"epoch":0', b'"epoch":false'),
         base.replace(b"T00:00:00", b"T24:00:00"),
         base.replace(b"2026-01-01", b"2026-02-30"),
-        base.replace(b',"v":1', b',"v":2'),
-        base.replace(b',"v":1', b""),
+        base.replace(b',"v":2', b',"v":1'),
+        base.replace(b',"v":2', b',"v":3'),
+        base.replace(b',"v":2', b""),
+        base.replace(b'"table_seq":3', b'"table_seq":1'),
+        base.replace(b'"table_seq":3', b'"table_seq":0'),
+        base.replace(b'"table_prev":4', b'"table_prev":7'),
+        base.replace(b'"table_prev":4', b'"table_prev":null'),
+        base.replace(b'"table_prev":4', b'"table_prev":"4"'),
+        base.replace(b'"slot":"spin"', b'"slot":""'),
+        base.replace(b'"slot":"spin",', b""),
         b"[" + base + b"]",
         base + b" ",
         b"\xff" + base,
@@ -302,6 +319,7 @@ def test_canonical_entry_index_agrees_with_log_entry_decode() -> None:
 
     assert b"T00:00:00" in DATA[7]
     assert b"2026-01-01" in DATA[7]
+    assert b'"table_prev":4,"table_seq":3' in DATA[7]
     accepted = 0
     for data in _entry_mutations(random.Random(8785)):
         try:
@@ -351,22 +369,30 @@ _AWKWARD = [
 
 
 def _varied_entries() -> list[bytes]:
+    """Twelve shapes: six format 1 entries (indexes 7-12), then six format 2 (13-18)."""
     out = []
-    for i, text in enumerate(_AWKWARD):
-        out.append(
-            LogEntry(
-                index=i + 7, timestamp_ns=1_767_225_600_000_000_000 + i * 86_400 * 10**9,
-                kind="cards", params={"decks": i, "note": text, "max": -(10**15 - 1)},
-                outcome={
-                    "cards": ["AS", text, "KD"][: i % 3 + 1], "nested": [[1, 2], [3], []],
-                    "none": None, "flags": [True, False], "mixed": [1, "one", {"k": text}],
-                    "empty": {}, f"k{i % 3}": i,  # six shapes (with lab_mode)
-                },
-                client=text, table_id=f"T{i}", round_id="R", session_id="s" * i,
-                request_id=f"q{i}",
-                generator=GeneratorRef("g", 2**53 - 1 if i == 5 else i, i % 2 == 0),
-            ).encode()
-        )  # fmt: skip
+    for version in (1, 2):
+        for i, text in enumerate(_AWKWARD):
+            chain: dict[str, Any] = {}
+            if version == 2:  # a chain's first entry (null) and a later one (an index)
+                chain = {"slot": "s" + text, "table_seq": 1 + i % 2 * 4,
+                         "table_prev": 3 if i % 2 else None}  # fmt: skip
+            out.append(
+                LogEntry(
+                    index=len(out) + 7,
+                    timestamp_ns=1_767_225_600_000_000_000 + i * 86_400 * 10**9,
+                    kind="cards", params={"decks": i, "note": text, "max": -(10**15 - 1)},
+                    outcome={
+                        "cards": ["AS", text, "KD"][: i % 3 + 1], "nested": [[1, 2], [3], []],
+                        "none": None, "flags": [True, False], "mixed": [1, "one", {"k": text}],
+                        "empty": {}, f"k{i % 3}": i,  # six shapes (with lab_mode)
+                    },
+                    client=text, table_id=f"T{i}", round_id="R", session_id="s" * i,
+                    request_id=f"q{i}",
+                    generator=GeneratorRef("g", 2**53 - 1 if i == 5 else i, i % 2 == 0),
+                    version=version, **chain,
+                ).encode()
+            )  # fmt: skip
     return out
 
 
@@ -431,6 +457,21 @@ _NAMED_CHANGES: list[tuple[bytes, bytes]] = [
     (b"2026-01-01", b"\\u0032026-01-01"), (b".000000Z", b".00000Z"), (b".000000Z", b".000000"),
     (b".000000Z", b".000000z"), (b".000000Z", b".000000+00:00"), (b".000000Z", b"Z"),
     (b"2026-01-02", b"2026-01-32"), (b"2026-01-02", b"2026-04-31"), (b"2026-01-02", b"9999-12-31"),
+    # format 2: the slot and the table chain
+    (b'"v":2}', b'"v":1}'), (b'"v":1}', b'"v":2}'), (b'"v":2}', b'"v":3}'),
+    (b'"slot":"splain"', b'"slot":""'), (b'"slot":"splain"', b'"slot":null'),
+    (b'"slot":"splain"', b'"slot":"plain"'), (b'"slot":"s', b'"slot":"'),
+    (b'"table_prev":null,"table_seq":1', b'"table_prev":null,"table_seq":2'),
+    (b'"table_prev":null,"table_seq":1', b'"table_prev":0,"table_seq":1'),
+    (b'"table_prev":null,"table_seq":1', b'"table_prev":6,"table_seq":2'),
+    (b'"table_prev":3,"table_seq":5', b'"table_prev":3,"table_seq":1'),
+    (b'"table_prev":3,"table_seq":5', b'"table_prev":3,"table_seq":0'),
+    (b'"table_prev":3,"table_seq":5', b'"table_prev":-1,"table_seq":5'),
+    (b'"table_prev":3,"table_seq":5', b'"table_prev":99,"table_seq":5'),
+    (b'"table_prev":3,"table_seq":5', b'"table_prev":12,"table_seq":5'),
+    (b'"table_prev":3,"table_seq":5', b'"table_prev":3.0,"table_seq":5'),
+    (b'"table_prev":3,"table_seq":5', b'"table_prev":false,"table_seq":5'),
+    (b'"table_prev":3,', b""), (b'"table_seq":5,', b""),
     # the whole text
     (b'{"client"', b'[{"client"'), (b'"v":1}', b'"v":1}]'), (b'"v":1}', b'"v":1}{}'),
     (b'"v":1}', b'"v":1'), (b'{"client"', b'\xef\xbb\xbf{"client"'),
@@ -455,13 +496,16 @@ def _fast(checker: EntryChecker, data: bytes) -> int | None:
 
 def _taught() -> EntryChecker:
     checker = EntryChecker()
+    checker.ACTIVE = len(_VARIED)  # more shapes here than a log's usual few
     for i, data in enumerate(_VARIED):
         assert checker.index(data) == i + 7
     assert checker.misses == len(_VARIED)
     for i, data in enumerate(_VARIED):  # now each one is proven by its template ...
-        assert checker.index(data) == i + 7
-    # ... but the one with a 16-digit integer (2^53 - 1), which only the reference check takes.
-    assert (checker.hits, checker.misses) == (len(_VARIED) - 1, len(_VARIED) + 1)
+        assert checker.check(data) == (i + 7, 1 if i < len(_AWKWARD) else 2)
+    # ... but those with a 16-digit integer (2^53 - 1), which only the reference check takes.
+    big = sum(b"9007199254740991" in d for d in _VARIED)
+    assert big == 2
+    assert (checker.hits, checker.misses) == (len(_VARIED) - big, len(_VARIED) + big)
     # No more templates: accepted mutations would crowd the bases' templates out of the few
     # tried for each entry, and the mutations of a base are to be tried against its template.
     checker.COMPILED = 0
@@ -518,7 +562,7 @@ def test_entry_checker_generalises_arrays_and_stays_bounded() -> None:
     assert checker.hits == hits + 1  # proven by the template of a one-card entry
     small = EntryChecker()
     small.COMPILED = 2
-    for data in _VARIED * 2:  # six shapes, two templates: the rest by the reference check
+    for data in _VARIED * 2:  # twelve shapes, two templates: the rest by the reference check
         assert small.index(data) == _reference(data)
     assert (small.hits, small.misses) == (2, 2 * len(_VARIED) - 2)
 
@@ -536,8 +580,11 @@ def test_entry_checker_gives_up_on_a_log_without_repeated_shapes() -> None:
 
 
 def test_verify_export_with_awkward_entries() -> None:
-    entries = [e.replace(b'"index":%d' % (i % len(_VARIED) + 7), b'"index":%d' % i)
-               for i, e in enumerate(_varied_entries() * 3)]  # fmt: skip
+    half = len(_AWKWARD)  # format 1 entries first: a log's format never goes back
+    v1, v2 = _varied_entries()[:half], _varied_entries()[half:]
+    entries = [e.replace(b'"index":%d' % (i % half + 7 + (i >= 3 * half) * half),
+                         b'"index":%d' % i)
+               for i, e in enumerate(v1 * 3 + v2 * 3)]  # fmt: skip
     assert all(_reference(e) == i for i, e in enumerate(entries))
     leaves = [merkle.leaf_hash(e) for e in entries]
     size = len(entries)
@@ -561,3 +608,51 @@ def test_verify_export_with_awkward_entries() -> None:
         verify_export(export(bad), KEYS)
     assert info.value.index == 14
     verify_export(export(bad), KEYS, check_entries=False)
+
+
+def _export_of(data: list[bytes], *, form: str = EXPORT_FORMAT) -> list[str]:
+    out = io.StringIO()
+    leaves = [merkle.leaf_hash(d) for d in data]
+    root = merkle.root_from_leaf_hashes(leaves)
+    note = sign_note(Checkpoint(ORIGIN, len(data), root).body(), [SIGNER]).decode()
+    write_export(
+        out, origin=ORIGIN, checkpoints=[(note, 1)],
+        entries=[(i, leaves[i], d) for i, d in enumerate(data)], tree_size=len(data),
+    )  # fmt: skip
+    lines = out.getvalue().splitlines(keepends=True)
+    lines[0] = lines[0].replace(EXPORT_FORMAT, form)
+    return lines
+
+
+def test_a_log_upgraded_to_format_2_says_where_the_chains_start() -> None:
+    old = _entries(5, version=1)
+    mixed = old + _entries(6, start=5)
+    report = verify_export(_export_of(mixed), KEYS)
+    assert report.first_format_2 == 5
+    assert verify_export(_export_of(old), KEYS).first_format_2 is None
+    assert verify_export(_export_of(DATA), KEYS).first_format_2 == 0
+    # Without the entry check nothing is said about formats.
+    assert verify_export(_export_of(mixed), KEYS, check_entries=False).first_format_2 is None
+    # A version 1 export (written before format 2) still reads.
+    v1 = _export_of(old, form="rng-audit-export/v1")
+    assert json.loads(v1[0])["format"] == "rng-audit-export/v1"
+    assert verify_export(v1, KEYS).tree_size == 5
+
+
+def test_a_format_1_entry_after_format_2_is_refused() -> None:
+    # Signed and hashed correctly, but a format 1 entry after the upgrade was inserted: the
+    # release that writes format 2 never writes format 1 again.
+    data = _entries(4, version=1) + _entries(3, start=4)
+    data[6] = _entries(1, version=1, start=6)[0]
+    with pytest.raises(VerificationFailure, match=r"entry 6 .*format 1 entry after the format 2 "
+                       r"entry 4.*never goes back") as info:  # fmt: skip
+        verify_export(_export_of(data), KEYS)
+    assert info.value.index == 6
+
+
+def test_a_version_1_export_holds_format_1_entries_only() -> None:
+    with pytest.raises(ExportFormatError, match=r"line \d+: entry: a format 2 entry in an "
+                       "rng-audit-export/v1 file"):  # fmt: skip
+        verify_export(_export_of(DATA[:3], form="rng-audit-export/v1"), KEYS)
+    with pytest.raises(ExportFormatError, match="format: 'rng-audit-export/v3' is not one of"):
+        verify_export(_export_of(DATA[:3], form="rng-audit-export/v3"), KEYS)

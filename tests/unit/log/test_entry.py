@@ -30,9 +30,18 @@ def make_entry(**overrides: object) -> LogEntry:
         session_id="",
         request_id="req-1",
         generator=GeneratorRef(instance="ab12", epoch=3, lab_mode=False),
+        slot="spin",
+        table_seq=3,
+        table_prev=4,
     )
     fields.update(overrides)
     return LogEntry(**fields)  # type: ignore[arg-type]
+
+
+def make_v1_entry(**overrides: object) -> LogEntry:
+    """An entry of format 1 (logs written before format 2)."""
+    fields: dict[str, object] = {"version": 1, "slot": None, "table_seq": None, "table_prev": None}
+    return make_entry(**{**fields, **overrides})
 
 
 def test_canonical_json_sorts_keys_and_has_no_whitespace() -> None:
@@ -55,14 +64,18 @@ def test_time_has_six_fractional_digits_utc() -> None:
     assert format_time(0) == "1970-01-01T00:00:00.000000Z"
 
 
-def test_encode_decode_round_trip_truncates_time_to_microseconds() -> None:
-    entry = make_entry()
+@pytest.mark.parametrize("make", [make_entry, make_v1_entry], ids=["format 2", "format 1"])
+def test_encode_decode_round_trip_truncates_time_to_microseconds(make) -> None:  # type: ignore[no-untyped-def]
+    entry = make()
     data = entry.encode()
     back = LogEntry.decode(data)
     assert back.encode() == data
     assert back.timestamp_ns == 1_767_225_600_123_456_000
     assert back.outcome == entry.outcome
     assert back.generator == entry.generator
+    assert (back.version, back.slot, back.table_seq, back.table_prev) == (
+        entry.version, entry.slot, entry.table_seq, entry.table_prev,
+    )  # fmt: skip
 
 
 def test_encoding_is_byte_exact() -> None:
@@ -71,15 +84,63 @@ def test_encoding_is_byte_exact() -> None:
         b'{"client":"default","generator":{"epoch":3,"instance":"ab12","lab_mode":false},'
         b'"index":7,"kind":"roulette_spin","outcome":{"final":{"colour":"green","number":"00",'
         b'"position":19,"voided":false}},"params":{"wheel":"double_zero"},"profile_sha256":"",'
+        b'"request_id":"req-1","round_id":"R1","session_id":"","slot":"spin","table_id":"T1",'
+        b'"table_prev":4,"table_seq":3,"time":"2026-01-01T00:00:00.123456Z","v":2}'
+    )
+    first = make_entry(table_seq=1, table_prev=None).encode()
+    assert b'"table_id":"T1","table_prev":null,"table_seq":1,"time"' in first
+
+
+def test_format_1_encoding_is_unchanged() -> None:
+    # The bytes release 1 wrote (tests at commit 54081de): format 1 entries still re-encode
+    # to exactly them, so their leaf hashes and the tree over them are unchanged.
+    data = make_v1_entry().encode()
+    assert data == (
+        b'{"client":"default","generator":{"epoch":3,"instance":"ab12","lab_mode":false},'
+        b'"index":7,"kind":"roulette_spin","outcome":{"final":{"colour":"green","number":"00",'
+        b'"position":19,"voided":false}},"params":{"wheel":"double_zero"},"profile_sha256":"",'
         b'"request_id":"req-1","round_id":"R1","session_id":"","table_id":"T1",'
         b'"time":"2026-01-01T00:00:00.123456Z","v":1}'
     )
+    assert LogEntry.decode(data).version == 1
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"slot": None},
+        {"slot": ""},
+        {"table_seq": None},
+        {"table_seq": 0},
+        {"table_seq": True},
+        {"table_seq": 1},  # with a table_prev: not the chain's first
+        {"table_prev": None},  # with table_seq 3: the chain's first must be 1
+        {"table_prev": 7},  # not below the entry's own index
+        {"table_prev": -1},
+        {"version": 1},  # format 1 has no chain fields
+        {"version": 3},
+    ],
+)
+def test_encode_refuses_inconsistent_format_2_fields(fields: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match=r"slot|table_seq|table_prev|format"):
+        make_entry(**fields).encode()
 
 
 @pytest.mark.parametrize(
     "mutate",
     [
-        lambda d: d.replace(b'"v":1', b'"v":2'),
+        lambda d: d.replace(b'"v":2', b'"v":1'),
+        lambda d: d.replace(b'"v":2', b'"v":3'),
+        lambda d: d.replace(b'"v":2', b'"v":true'),
+        lambda d: d.replace(b'"slot":"spin",', b""),
+        lambda d: d.replace(b'"slot":"spin"', b'"slot":""'),
+        lambda d: d.replace(b'"slot":"spin"', b'"slot":null'),
+        lambda d: d.replace(b'"table_prev":4,', b""),
+        lambda d: d.replace(b'"table_prev":4', b'"table_prev":null'),
+        lambda d: d.replace(b'"table_prev":4', b'"table_prev":7'),
+        lambda d: d.replace(b'"table_prev":4', b'"table_prev":"4"'),
+        lambda d: d.replace(b'"table_seq":3', b'"table_seq":1'),
+        lambda d: d.replace(b'"table_seq":3', b'"table_seq":0'),
         lambda d: d.replace(b'"index":7', b'"index":"7"'),
         lambda d: d.replace(b'"client":"default",', b""),
         lambda d: d.replace(b"{", b"{ ", 1),
@@ -101,6 +162,19 @@ def test_decode_rejects_non_canonical_or_malformed(mutate) -> None:  # type: ign
         LogEntry.decode(mutate(make_entry().encode()))
 
 
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d.replace(b'"v":1', b'"v":2'),  # format 2 needs its three fields
+        lambda d: d.replace(b'"table_id":"T1"', b'"slot":"spin","table_id":"T1"'),
+        lambda d: d.replace(b'"v":1', b'"v":0'),
+    ],
+)
+def test_decode_holds_format_1_to_its_own_fields(mutate) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(EntryFormatError):
+        LogEntry.decode(mutate(make_v1_entry().encode()))
+
+
 def test_request_digest_covers_every_identifying_field() -> None:
     base = dict(kind="k", params={"wheel": "x"}, table_id="T", round_id="R", session_id="")
     d0 = request_digest(**base)  # type: ignore[arg-type]
@@ -113,6 +187,12 @@ def test_request_digest_covers_every_identifying_field() -> None:
         ("session_id", "S"),
     ]:
         assert request_digest(**{**base, key: value}) != d0  # type: ignore[arg-type]
+    # A slot the client names is part of the request; the slot the service derives is not, so
+    # requests without one digest as before format 2.
+    assert request_digest(**base, slot="") == d0  # type: ignore[arg-type]
+    named = request_digest(**base, slot="draw-1")  # type: ignore[arg-type]
+    assert named == hashlib.sha256(canonical_json({**base, "slot": "draw-1"})).digest()
+    assert named != request_digest(**base, slot="draw-2")  # type: ignore[arg-type]
 
 
 def test_entry_json_is_plain_json() -> None:
@@ -141,9 +221,17 @@ def _random_entries(seed: int, n: int) -> list[LogEntry]:
             return [value(depth + 1) for _ in range(rnd.randrange(4))]
         return {text(): value(depth + 1) for _ in range(rnd.randrange(4))}
 
+    def chain(index: int) -> dict[str, object]:
+        if rnd.random() < 0.3:
+            return {"version": 1}
+        if index == 0 or rnd.random() < 0.3:
+            return {"slot": text() or "s", "table_seq": 1, "table_prev": None}
+        return {"slot": text() or "s", "table_seq": rnd.randrange(2, 2**53),
+                "table_prev": rnd.randrange(index)}  # fmt: skip
+
     return [
         LogEntry(
-            index=rnd.randrange(2**53),
+            index=(index := rnd.randrange(2**53)),
             timestamp_ns=rnd.randrange(4 * 10**18) // 1000 * 1000,
             kind=text(),
             params={text(): value() for _ in range(rnd.randrange(3))},
@@ -157,6 +245,7 @@ def _random_entries(seed: int, n: int) -> list[LogEntry]:
                 instance=text(), epoch=rnd.randrange(100), lab_mode=rnd.random() < 0.5
             ),
             profile_sha256=text(),
+            **chain(index),  # type: ignore[arg-type]
         )
         for _ in range(n)
     ]
@@ -190,9 +279,18 @@ _BAD = [
 def test_entry_and_digest_fast_paths_equal_the_general_encoding(seed: int) -> None:
     """``LogEntry.encode`` and ``request_digest`` assemble their JSON member by member; the
     bytes (or the error) must be those of ``canonical_json`` of the whole record."""
-    entries = _random_entries(seed, 500) + [make_entry(**bad) for bad in _BAD]
+    entries = [
+        *_random_entries(seed, 500),
+        *(make_v1_entry(**bad) for bad in _BAD),
+        # (an index of True is refused by the chain check before it reaches the encoder)
+        *(make_entry(**bad) for bad in _BAD if bad.get("index") is not True),
+    ]
     for e in entries:
         assert _outcome_of(e.encode) == _outcome_of(canonical_json, e.to_record())
         ident = {"kind": e.kind, "params": dict(e.params), "table_id": e.table_id,
                  "round_id": e.round_id, "session_id": e.session_id}  # fmt: skip
         assert _outcome_of(request_digest, **ident) == _outcome_of(_general_digest, **ident)
+        if e.slot:  # a named slot joins the digested record
+            assert _outcome_of(request_digest, **ident, slot=e.slot) == _outcome_of(
+                _general_digest, **ident, slot=e.slot
+            )

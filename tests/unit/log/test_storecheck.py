@@ -77,7 +77,7 @@ def fill(store: LogStorage, n: int = N) -> list[bytes]:
             record = EntryRecord(
                 index=i, data=data(i), leaf_hash=leaves[i], client_id="c", request_id=f"r{i}",
                 request_digest=b"\0" * 32, kind="opaque", table_id="T", round_id="R",
-                session_id="", timestamp_ns=i, commit_size=end,
+                session_id="", timestamp_ns=i, commit_size=end, slot=f"s{i}", table_seq=i + 1,
             )  # fmt: skip
             records.append(record)
         cp = None

@@ -216,7 +216,22 @@ def test_load_from_log_storage() -> None:
         hashes = LEAVES[start : min(40, start + 7)]
         pending = tree.prepare(hashes)
         entries = [
-            EntryRecord(start + i, b"d", h, "c", f"r{start + i}", b"", "k", "t", "r", "s", 0, 0)
+            EntryRecord(
+                start + i,
+                b"d",
+                h,
+                "c",
+                f"r{start + i}",
+                b"",
+                "k",
+                "t",
+                "r",
+                "s",
+                0,
+                0,
+                f"s{start + i}",
+                start + i + 1,
+            )
             for i, h in enumerate(hashes)
         ]
         storage.append(entries, pending.nodes)

@@ -39,7 +39,8 @@ def _append(storage: MemoryStorage, tree: MerkleTree, leaf_hashes: Sequence[byte
         EntryRecord(
             index=start + i, data=b"", leaf_hash=h, client_id="c", request_id=f"r{start + i}",
             request_digest=b"", kind="k", table_id="t", round_id="r", session_id="",
-            timestamp_ns=0, commit_size=pending.size,
+            timestamp_ns=0, commit_size=pending.size, slot=f"s{start + i}",
+            table_seq=start + i + 1,
         )
         for i, h in enumerate(leaf_hashes)
     ]  # fmt: skip

@@ -112,8 +112,11 @@ def make_entry(
     session_id: str = "S1",
     timestamp_ns: int | None = None,
     data: bytes | None = None,
+    slot: str | None = None,
+    table_seq: int | None = None,
 ) -> EntryRecord:
-    """A realistic entry (about 600 bytes of canonical data) for log position ``index``."""
+    """A realistic entry (about 600 bytes of canonical data) for log position ``index``; its
+    slot (``s<index>``) and table sequence number (``index + 1``) unique unless given."""
     body = data if data is not None else (b'{"i":%d,"outcome":' % index) + b"7" * 580 + b"}"
     return EntryRecord(
         index=index,
@@ -130,6 +133,8 @@ def make_entry(
         if timestamp_ns is not None
         else 1_767_225_600_000_000_000 + index,
         commit_size=index + 1,
+        slot=slot if slot is not None else f"s{index}",
+        table_seq=table_seq if table_seq is not None else index + 1,
     )
 
 

@@ -7,6 +7,7 @@ while a writer appends.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from rng_service.storage import (
     NodeRecord,
     SequenceConflict,
 )
+from rng_service.storage.base import GroupState, SlotRecord, TableHead
 from tests.unit.storage.drivers import Driver, leaf_nodes, make_entry
 
 T0 = 1_767_225_600_000_000_000
@@ -66,6 +68,163 @@ def test_entries_by_requests_is_one_lookup_for_many(store: LogStorage) -> None:
     assert store.entries_by_requests("other", ["req-7", "req-8"]) == {"req-7": batch[500]}
     assert store.entries_by_requests("nobody", wanted) == {}
     assert store.entries_by_requests("table-client-1", []) == {}
+
+
+def test_round_slots_are_a_rounds_entries_by_index(store: LogStorage) -> None:
+    batch = [
+        make_entry(0, round_id="R1", slot="spin"),
+        make_entry(1, round_id="R1", slot="fire_numbers"),
+        make_entry(2, round_id="R2", slot="spin"),
+        make_entry(3, table_id="T2", round_id="R1", slot="spin"),
+        make_entry(4, client_id="other", round_id="R1", slot="spin"),
+        make_entry(5, round_id="R1", slot="lab/req-5"),
+    ]
+    store.append(batch, leaf_nodes(batch))
+    c = "table-client-1"
+
+    def found(*rounds: tuple[str, str, str]) -> list[tuple[int, str | None]]:
+        got = store.round_slots(list(rounds))
+        assert all((r.client_id, r.table_id, r.round_id) in rounds for r in got)
+        return [(r.index, r.slot) for r in got]
+
+    assert found((c, "T1", "R1")) == [(0, "spin"), (1, "fire_numbers"), (5, "lab/req-5")]
+    # By index whatever the order of the rounds; a repeated round once; each round's own
+    # client, table and round id.
+    assert found((c, "T1", "R2"), ("other", "T1", "R1"), (c, "T2", "R1"), (c, "T1", "R2")) == [
+        (2, "spin"), (3, "spin"), (4, "spin"),
+    ]  # fmt: skip
+    assert found((c, "T1", "R3"), ("nobody", "T1", "R1"), (c, "T3", "R1")) == []
+    assert found() == []
+    assert store.round_slots([(c, "T1", "R2")]) == [SlotRecord(c, "T1", "R2", 2, "spin")]
+
+
+def test_round_slots_of_many_rounds(store: LogStorage) -> None:
+    batch = [make_entry(i, round_id=f"R{i // 2}", slot=f"s{i % 2}") for i in range(600)]
+    store.append(batch, leaf_nodes(batch))
+    rounds = [("table-client-1", "T1", f"R{i}") for i in range(0, 3000)]
+    got = store.round_slots(rounds)
+    assert [(r.index, r.round_id, r.slot) for r in got] == [
+        (i, f"R{i // 2}", f"s{i % 2}") for i in range(600)
+    ]
+
+
+def test_table_heads_are_each_chains_last_entry(store: LogStorage) -> None:
+    batch = [
+        make_entry(0, table_id="T1", table_seq=1),
+        make_entry(1, table_id="T2", table_seq=1),
+        make_entry(2, table_id="T1", table_seq=2),
+        make_entry(3, client_id="other", table_id="T1", table_seq=1),
+    ]
+    store.append(batch, leaf_nodes(batch))
+    more = [make_entry(4, table_id="T1", table_seq=3)]
+    store.append(more, leaf_nodes(more))
+    c = "table-client-1"
+    wanted = [(c, "T1"), (c, "T2"), ("other", "T1"), (c, "T3"), (c, "T1")]
+    assert store.table_heads(wanted) == {
+        (c, "T1"): TableHead(index=4, table_seq=3),
+        (c, "T2"): TableHead(index=1, table_seq=1),
+        ("other", "T1"): TableHead(index=3, table_seq=1),
+    }
+    assert store.table_heads([]) == {}
+    assert store.table_heads([("other", "T2")]) == {}
+
+
+def test_table_heads_many_tables(store: LogStorage) -> None:
+    batch = [make_entry(i, table_id=f"T{i % 500}", table_seq=i // 500 + 1) for i in range(1500)]
+    store.append(batch, leaf_nodes(batch))
+    heads = store.table_heads([("table-client-1", f"T{t}") for t in range(600)])
+    assert heads == {
+        ("table-client-1", f"T{t}"): TableHead(index=1000 + t, table_seq=3) for t in range(500)
+    }
+
+
+def test_group_state_is_the_three_lookups_in_one(store: LogStorage) -> None:
+    batch = [
+        make_entry(i, table_id=f"T{i % 3}", round_id=f"R{i % 5}", slot=f"s{i}",
+                   table_seq=i // 3 + 1)
+        for i in range(30)
+    ]  # fmt: skip
+    batch.append(make_entry(30, client_id="other", request_id="req-2", slot="x", table_seq=1))
+    store.append(batch, leaf_nodes(batch))
+    c = "table-client-1"
+    requests = [(c, f"req-{i}") for i in range(0, 40, 4)] + [("other", "req-2"), (c, "nope")]
+    rounds = [(c, f"T{t}", f"R{r}") for t in range(4) for r in range(6)]
+    tables = [(c, f"T{t}") for t in range(4)] + [("other", "T1"), ("nobody", "T0")]
+    state = store.group_state(requests, rounds, tables)
+    assert state.logged == {
+        **{
+            (c, rid): e
+            for rid, e in store.entries_by_requests(c, [r for x, r in requests if x == c]).items()
+        },
+        ("other", "req-2"): batch[30],
+    }
+    assert len(state.logged) == 9
+    assert state.slots == store.round_slots(rounds)
+    assert state.heads == store.table_heads(tables)
+    assert len(state.slots) == 30
+    assert state.heads[(c, "T2")] == TableHead(index=29, table_seq=10)
+    assert state.heads[("other", "T1")] == TableHead(index=30, table_seq=1)
+    assert ("nobody", "T0") not in state.heads
+    assert store.group_state([], [], []) == GroupState({}, [], {})
+    assert store.group_state([], rounds, []).heads == {}
+    assert store.group_state([], [], tables).slots == []
+    # More keys than one statement of the SQL drivers binds: the same answers.
+    many = store.group_state(
+        requests + [(c, f"x{i}") for i in range(900)],
+        rounds + [(c, "T0", f"X{i}") for i in range(900)],
+        tables + [(c, f"Y{i}") for i in range(900)],
+    )
+    assert many == state
+
+
+@pytest.mark.parametrize(
+    "clash",
+    [
+        {"round_id": "R0", "slot": "spin"},  # a stored entry's slot
+        {"table_id": "T1", "table_seq": 1},  # a stored entry's table sequence number
+    ],
+)
+def test_a_stored_slot_or_table_seq_is_refused(store: LogStorage, clash: dict[str, object]) -> None:
+    first = [make_entry(0, round_id="R0", slot="spin", table_seq=1)]
+    store.append(first, leaf_nodes(first))
+    batch = [make_entry(1), make_entry(2, **clash)]  # type: ignore[arg-type]
+    with pytest.raises(SequenceConflict):
+        store.append(batch, leaf_nodes(batch))
+    _assert_unchanged(store, 1)
+    # Another client, table or round has slots and chains of its own.
+    ok = [
+        make_entry(1, client_id="other", round_id="R0", slot="spin", table_seq=1),
+        make_entry(2, round_id="R1", slot="spin", table_seq=2),
+        make_entry(3, table_id="T2", round_id="R0", slot="spin", table_seq=1),
+    ]
+    store.append(ok, leaf_nodes(ok))
+    assert store.tree_size() == 4
+
+
+@pytest.mark.parametrize(
+    "second",
+    [{"round_id": "R0", "slot": "spin"}, {"table_seq": 1}, {"slot": ""}],
+    ids=["slot", "table_seq", "empty-slot-ok"],
+)
+def test_a_batch_repeating_a_slot_or_table_seq_stores_nothing(
+    store: LogStorage, second: dict[str, object]
+) -> None:
+    batch = [make_entry(0, round_id="R0", slot="spin", table_seq=1), make_entry(1, **second)]  # type: ignore[arg-type]
+    if second.get("slot") == "":
+        store.append(batch, leaf_nodes(batch))  # "" is a slot name like any other
+        assert store.tree_size() == 2
+        return
+    with pytest.raises(SequenceConflict, match="repeats"):
+        store.append(batch, leaf_nodes(batch))
+    _assert_unchanged(store, 0)
+
+
+def test_an_entry_without_slot_or_table_seq_is_refused(store: LogStorage) -> None:
+    for missing in ({"slot": None}, {"table_seq": None}):
+        entry = dataclasses.replace(make_entry(0), **missing)  # type: ignore[arg-type]
+        with pytest.raises(SequenceConflict, match="no slot or table_seq"):
+            store.append([entry], leaf_nodes([entry]))
+        _assert_unchanged(store, 0)
 
 
 def test_append_and_read_back(store: LogStorage) -> None:

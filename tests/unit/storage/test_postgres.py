@@ -34,6 +34,7 @@ from rng_service.log.receipt import verify_receipt
 from rng_service.log.tree import MerkleTree
 from rng_service.sampling import RandomSource
 from rng_service.storage import CheckpointRecord, SchemaVersionMismatch, SequenceConflict, postgres
+from rng_service.storage.base import SlotRecord, TableHead, entry_to_row
 from rng_service.storage.postgres import SCHEMA_VERSION, Migration, PostgresStorage
 from tests import postgres_cluster
 from tests.postgres_cluster import PASSWORD, PASSWORD_ROLE, Cluster
@@ -145,6 +146,10 @@ def test_schema_version_migrations_and_indexes(dsn: str) -> None:
         assert "(level, idx)" in str(indexes["nodes_pkey"])
         for column in ("leaf_hash", "table_id", "round_id", "session_id", "timestamp_ns"):
             assert any(f"({column})" in str(d) for d in indexes.values()), column
+        assert "UNIQUE INDEX entries_slot ON public.entries USING btree (client_id, table_id, " \
+            "round_id, slot)" in indexes["entries_slot"]  # fmt: skip
+        assert "UNIQUE INDEX entries_table_seq ON public.entries USING btree (client_id, " \
+            "table_id, table_seq)" in indexes["entries_table_seq"]  # fmt: skip
 
 
 @pytest.mark.postgres
@@ -153,10 +158,10 @@ def test_refuses_newer_schema_version(dsn: str) -> None:
     _append(store, 0, 1)
     store.close()
     with _raw(dsn) as conn:
-        conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", (b"2",))
-    with pytest.raises(SchemaVersionMismatch, match=r"schema version 2.*version 1 only"):
+        conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", (b"3",))
+    with pytest.raises(SchemaVersionMismatch, match=r"schema version 3.*version 2 only"):
         PostgresStorage(dsn)
-    with pytest.raises(SchemaVersionMismatch, match=r"schema version 2.*version 1 only"):
+    with pytest.raises(SchemaVersionMismatch, match=r"schema version 3.*version 2 only"):
         PostgresStorage(dsn, migrate=True)  # never downgraded either
 
 
@@ -171,7 +176,7 @@ def test_refuses_foreign_database(dsn: str) -> None:
         assert [r[0] for r in tables] == ["something"]  # nothing was created beside it
 
 
-V2 = Migration(2, "entries by kind", ("CREATE INDEX entries_kind ON entries (kind)",))
+V3 = Migration(3, "entries by kind", ("CREATE INDEX entries_kind ON entries (kind)",))
 
 
 @pytest.mark.postgres
@@ -181,12 +186,13 @@ def test_older_schema_is_migrated_only_when_asked(
     store = PostgresStorage(dsn)
     _append(store, 0, 3)
     store.close()
-    monkeypatch.setattr(postgres, "MIGRATIONS", (*postgres.MIGRATIONS, V2))
-    with pytest.raises(SchemaVersionMismatch, match=r"version 1; .* version 2 .*postgres_migrate"):
+    monkeypatch.setattr(postgres, "MIGRATIONS", (*postgres.MIGRATIONS, V3))
+    with pytest.raises(SchemaVersionMismatch, match=r"version 2; .* version 3 .*postgres_migrate"):
         PostgresStorage(dsn)
     store = PostgresStorage(dsn, migrate=True)
     try:
-        assert store.get_meta("schema_version") == b"2"
+        assert store.migrated_from == 2
+        assert store.get_meta("schema_version") == b"3"
         assert [e.index for e in store.entries(0, 10)] == [0, 1, 2]
         _append(store, 3, 1)
     finally:
@@ -194,15 +200,64 @@ def test_older_schema_is_migrated_only_when_asked(
     with _raw(dsn) as conn:
         assert conn.execute(
             "SELECT version FROM schema_migrations ORDER BY version"
-        ).fetchall() == [
-            (1,),
-            (2,),
-        ]
+        ).fetchall() == [(1,), (2,), (3,)]
         assert conn.execute("SELECT 1 FROM pg_indexes WHERE indexname = 'entries_kind'").fetchone()
     PostgresStorage(dsn).close()  # now current: opens without migrate
-    monkeypatch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:1])
-    with pytest.raises(SchemaVersionMismatch, match="schema version 2"):
+    monkeypatch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:2])
+    with pytest.raises(SchemaVersionMismatch, match="schema version 3"):
         PostgresStorage(dsn)
+
+
+_V1_INSERT = (
+    "INSERT INTO entries (idx, data, leaf_hash, client_id, request_id, request_digest, kind, "
+    "table_id, round_id, session_id, timestamp_ns, commit_size) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+
+
+def _v1_row(i: int) -> tuple[object, ...]:
+    e = make_entry(i, round_id=f"R{i // 2}", kind=("roulette_spin", "dice_roll")[i % 2])
+    return (
+        e.index, e.data, e.leaf_hash, e.client_id, e.request_id, e.request_digest, e.kind,
+        e.table_id, e.round_id, e.session_id, e.timestamp_ns, e.commit_size,
+    )  # fmt: skip
+
+
+@pytest.mark.postgres
+def test_a_schema_1_log_is_migrated_to_slots_and_chains(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:1])
+    PostgresStorage(dsn).close()  # the schema as release 1 made it
+    monkeypatch.undo()
+    with _raw(dsn) as conn, conn.transaction():
+        for i in range(6):
+            conn.execute(_V1_INSERT, _v1_row(i))
+        conn.execute("UPDATE log_head SET tree_size = 6")
+    with pytest.raises(SchemaVersionMismatch, match=r"version 1; .*postgres_migrate"):
+        PostgresStorage(dsn)
+    store = PostgresStorage(dsn, migrate=True)
+    try:
+        assert store.migrated_from == 1
+        old = store.entries(0, 6)
+        assert [(e.kind, e.slot, e.table_seq) for e in old] == [
+            (k, None, None) for k in ("roulette_spin", "dice_roll") * 3
+        ]
+        c = "table-client-1"
+        assert store.round_slots([(c, "T1", "R1")]) == [
+            SlotRecord(c, "T1", "R1", 2, None),
+            SlotRecord(c, "T1", "R1", 3, None),
+        ]
+        assert store.table_heads([(c, "T1")]) == {}
+        new = [make_entry(6, round_id="R1", slot="spin", table_seq=1)]
+        store.append(new, leaf_nodes(new))
+        assert [r.slot for r in store.round_slots([(c, "T1", "R1")])] == [None, None, "spin"]
+        assert store.table_heads([(c, "T1")]) == {(c, "T1"): TableHead(index=6, table_seq=1)}
+    finally:
+        store.close()
+    # A replica of the older release, still running, cannot add entries without slots.
+    with _raw(dsn) as conn, pytest.raises(psycopg.errors.CheckViolation, match="entries_slotted"):
+        conn.execute(_V1_INSERT, _v1_row(7))
 
 
 @pytest.mark.postgres
@@ -220,7 +275,9 @@ def test_concurrent_opens_of_an_empty_database_create_one_schema(dsn: str) -> No
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         assert list(pool.map(lambda _: open_one(), range(4))) == [0, 0, 0, 0]
     with _raw(dsn) as conn:
-        assert conn.execute("SELECT count(*) FROM schema_migrations").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM schema_migrations").fetchone() == (
+            len(postgres.MIGRATIONS),
+        )
 
 
 @pytest.mark.postgres
@@ -259,10 +316,7 @@ def test_writer_waiting_on_the_head_sees_the_committed_size(dsn: str) -> None:
         with psycopg.connect(dsn) as other:  # another writer, mid-transaction
             other.execute("SELECT tree_size FROM log_head FOR UPDATE")
             e = make_entry(2, request_id="from-other-writer")
-            other.execute(postgres._INSERT_ENTRY, (
-                e.index, e.data, e.leaf_hash, e.client_id, e.request_id, e.request_digest,
-                e.kind, e.table_id, e.round_id, e.session_id, e.timestamp_ns, e.commit_size,
-            ))  # fmt: skip
+            other.execute(postgres._INSERT_ENTRY, entry_to_row(e))
             other.execute("UPDATE log_head SET tree_size = 3")
             with concurrent.futures.ThreadPoolExecutor(1) as pool:
                 mine = pool.submit(_append, store, 2, 2)
@@ -410,7 +464,7 @@ def _request(rid: str) -> DrawRequest:
         client_id="c",
         request_id=rid,
         table_id="T",
-        round_id="R",
+        round_id=f"R-{rid}",
         session_id="",
         kind="test_draw",
         params={"n": 38},

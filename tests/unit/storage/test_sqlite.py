@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from rng_service.errors import InvalidArgument, StorageUnavailable
-from rng_service.storage import CheckpointRecord, SchemaVersionMismatch
-from rng_service.storage.sqlite import SCHEMA_VERSION, SqliteStorage
+from rng_service.storage import CheckpointRecord, SchemaVersionMismatch, SequenceConflict
+from rng_service.storage.base import SlotRecord, TableHead
+from rng_service.storage.sqlite import MIGRATIONS, SCHEMA_VERSION, SqliteStorage
 from tests.unit.storage.drivers import leaf_nodes, make_entry
 
 
@@ -51,6 +52,9 @@ def test_schema_version_and_indexes(db_path: Path) -> None:
         assert unique["entries_request"] == 1
         for column in ("leaf_hash", "table_id", "round_id", "session_id", "timestamp_ns"):
             assert [column] in index_columns.values(), column
+        assert index_columns["entries_slot"] == ["client_id", "table_id", "round_id", "slot"]
+        assert index_columns["entries_table_seq"] == ["client_id", "table_id", "table_seq"]
+        assert unique["entries_slot"] == unique["entries_table_seq"] == 1
         pk = [
             r[1]
             for r in sorted(raw.execute("PRAGMA table_info('nodes')"), key=lambda r: r[5])
@@ -74,11 +78,92 @@ def test_refuses_other_schema_version(db_path: Path) -> None:
     store.append([make_entry(0)], [])
     store.close()
     raw = sqlite3.connect(db_path)
-    raw.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (b"2",))
+    raw.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (b"3",))
     raw.commit()
     raw.close()
-    with pytest.raises(SchemaVersionMismatch, match=r"schema version 2.*version 1"):
+    with pytest.raises(SchemaVersionMismatch, match=r"schema version 3.*version 2 only"):
         _open(db_path)
+    with pytest.raises(SchemaVersionMismatch, match=r"schema version 3"):
+        SqliteStorage(db_path, migrate=True)  # a newer schema is never "migrated"
+
+
+_V1_INSERT = (
+    "INSERT INTO entries (idx, data, leaf_hash, client_id, request_id, request_digest, kind, "
+    "table_id, round_id, session_id, timestamp_ns, commit_size) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+
+
+def _schema_1_database(path: Path, n: int) -> list[tuple[object, ...]]:
+    """A database as schema 1 made it, with ``n`` entries (two per round, kinds alternating)."""
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("BEGIN")
+    for statement in MIGRATIONS[1].split(";"):
+        if statement.strip():
+            raw.execute(statement)
+    raw.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (b"1",))
+    rows = []
+    for i in range(n):
+        e = make_entry(i, round_id=f"R{i // 2}", kind=("roulette_spin", "dice_roll")[i % 2])
+        row = (
+            e.index, e.data, e.leaf_hash, e.client_id, e.request_id, e.request_digest, e.kind,
+            e.table_id, e.round_id, e.session_id, e.timestamp_ns, e.commit_size,
+        )  # fmt: skip
+        raw.execute(_V1_INSERT, row)
+        rows.append(row)
+    raw.execute("COMMIT")
+    raw.close()
+    return rows
+
+
+def test_a_schema_1_database_is_refused_unless_migrated(db_path: Path) -> None:
+    _schema_1_database(db_path, 4)
+    with pytest.raises(SchemaVersionMismatch, match=r"schema version 1.*migrate-store"):
+        _open(db_path)
+    raw = sqlite3.connect(db_path)
+    assert raw.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (b"1",)
+    raw.close()
+
+
+def test_migration_keeps_schema_1_rows_without_slots(db_path: Path) -> None:
+    rows = _schema_1_database(db_path, 6)
+    store = SqliteStorage(db_path, busy_timeout_ms=50, migrate=True)
+    try:
+        assert store.migrated_from == 1
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION).encode()
+        old = store.entries(0, 6)
+        assert [(e.index, e.data, e.kind, e.slot, e.table_seq) for e in old] == [
+            (r[0], r[1], r[6], None, None) for r in rows
+        ]
+        c = "table-client-1"
+        # Schema-1 rows are in their rounds, without a slot (the sequencer reads their kind).
+        assert store.round_slots([(c, "T1", "R1")]) == [
+            SlotRecord(c, "T1", "R1", 2, None),
+            SlotRecord(c, "T1", "R1", 3, None),
+        ]
+        assert store.table_heads([(c, "T1")]) == {}  # chains start at the first new entry
+        new = [make_entry(6, round_id="R1", slot="spin", table_seq=1)]
+        store.append(new, leaf_nodes(new))
+        assert [r.slot for r in store.round_slots([(c, "T1", "R1")])] == [None, None, "spin"]
+        assert store.table_heads([(c, "T1")]) == {(c, "T1"): TableHead(index=6, table_seq=1)}
+        bad = [make_entry(7, round_id="R1", slot="spin", table_seq=2)]
+        with pytest.raises(SequenceConflict):
+            store.append(bad, leaf_nodes(bad))
+    finally:
+        store.close()
+    again = _open(db_path)  # migrated once: opens without migrate from now on
+    try:
+        assert again.migrated_from is None
+        assert again.tree_size() == 7
+    finally:
+        again.close()
+
+
+def test_a_new_database_is_not_migrated(db_path: Path) -> None:
+    store = _open(db_path)
+    try:
+        assert store.migrated_from is None
+    finally:
+        store.close()
 
 
 def test_refuses_foreign_database(db_path: Path) -> None:

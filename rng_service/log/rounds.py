@@ -1,0 +1,324 @@
+"""Rounds and slots: which game event an outcome is, and the order the rules give them.
+
+A **round** is (client, ``table_id``, ``round_id``). Every outcome fills one named **slot** of
+its round, at most once (docs/outcomes-api.md, "Rounds and slots"):
+
+- each game kind its own slot (:data:`KIND_SLOTS`: ``spin``, ``fire_numbers``, ``bonus``,
+  ``jackpot``, ``dice``, ``shuffle``, ``multiball``; a round's void ``void``);
+- a generic draw (``uniform_int``, ``weighted_choice``) the slot the client names
+  (``RequestContext.slot``), or by default its kind's name, so that an unnamed generic draw is
+  once per round too;
+- lab entries (batches, stream chunks, raw-output sessions: :data:`LAB_KINDS`) a slot of their
+  own, ``lab/<request id>`` (a ``/`` never occurs in a client's request id or slot name), so
+  they never block, and are never blocked by, a game round: the sequencer looks nothing up for
+  them.
+
+Within a round the rules of 58 Pa. Code give an order, checked by :func:`check` against the
+round's filled slots (the log's, read under the store's writers' lock, and the ones filled
+earlier in the same commit group):
+
+- Mega Fire Blaze (617b.7): the Fire Number draw comes before the spin (617b.7(e)); a round
+  with Fire Numbers spins on a single zero wheel (617b.7(a)); the bonus game follows a spin of
+  the same round whose final number is one of its Fire Numbers (617b.7(f)), once per round,
+  under the Fire Number draw's profile; its entry names both (``fire_numbers_index``,
+  ``spin_index``) and takes the Fire Number count from the draw (617b.7(g)(3));
+- Blazing 7's (617c.2): the multi-ball bonus round is once per round (its slot); that it
+  follows a spin on 7, 17 or 27 (617c.2(e)) is documented, not checked: labs draw it on its own
+  to measure the bonus round's return (docs/outcomes.md, "Round rules");
+- a voided round (``VoidRound``) takes nothing more.
+
+Pure: no storage, no I/O. The appender (``rng_service.log.appender``) feeds it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rng_service.errors import (
+    InvalidArgument,
+    RoundOrderViolation,
+    RoundVoided,
+    SlotFilled,
+)
+from rng_service.log.entry import JsonValue, LogEntry
+
+__all__ = [
+    "BONUS_KIND",
+    "FIRE_NUMBERS_KIND",
+    "GENERIC_KINDS",
+    "KIND_SLOTS",
+    "LAB_KINDS",
+    "LAB_SLOT_PREFIX",
+    "MULTIBALL_KIND",
+    "NEED_A_FILLED_ROUND",
+    "RESERVED_SLOTS",
+    "SLOT_ALLOWED",
+    "SPIN_KIND",
+    "VOID_KIND",
+    "VOID_SLOT",
+    "Filled",
+    "check",
+    "effective_slot",
+    "is_lab_slot",
+    "named_slot",
+    "slot_of_legacy",
+]
+
+SPIN_KIND = "roulette_spin"
+FIRE_NUMBERS_KIND = "fire_numbers"
+BONUS_KIND = "mega_fire_blaze_bonus"
+MULTIBALL_KIND = "multiball"
+VOID_KIND = "round_void"
+VOID_SLOT = "void"
+
+#: The slot each game kind fills.
+KIND_SLOTS: Mapping[str, str] = {
+    SPIN_KIND: "spin",
+    FIRE_NUMBERS_KIND: "fire_numbers",
+    BONUS_KIND: "bonus",
+    "jackpot_tier": "jackpot",
+    "dice_roll": "dice",
+    "card_shuffle": "shuffle",
+    MULTIBALL_KIND: "multiball",
+    VOID_KIND: VOID_SLOT,
+}
+#: Kinds whose slot the client names (default: the kind's own name).
+GENERIC_KINDS = frozenset({"uniform_int", "weighted_choice"})
+#: Kinds of lab entries: a slot of their own per entry, no round rules.
+LAB_KINDS = frozenset(
+    {"roulette_spin_batch", "dice_roll_batch", "uniform_int_batch", "raw_output_session"}
+)
+LAB_SLOT_PREFIX = "lab/"
+#: Slot names a client may not give a generic draw: the game kinds' slots.
+RESERVED_SLOTS = frozenset(KIND_SLOTS.values())
+_SLOT_NAME = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+SLOT_ALLOWED = "1 to 64 characters of A-Z a-z 0-9 . _ : -, not " + ", ".join(sorted(RESERVED_SLOTS))
+
+
+def named_slot(kind: str, given: str) -> str:
+    """The slot a request names, validated: "" for the kind's own slot (the default).
+
+    A generic draw may name a slot (:data:`SLOT_ALLOWED`; its kind's own name is the default);
+    any other kind fills its fixed slot, so ``given`` must be empty or that slot. Raises
+    :class:`InvalidArgument` for ``context.slot``.
+    """
+    if not given:
+        return ""
+    if kind in GENERIC_KINDS:
+        if given == kind:
+            return ""
+        if not _SLOT_NAME.fullmatch(given) or given in RESERVED_SLOTS:
+            shown = given[:40] + ("..." if len(given) > 40 else "")
+            raise InvalidArgument("context.slot", f"{shown!r} is not allowed", allowed=SLOT_ALLOWED)
+        return given
+    own = KIND_SLOTS.get(kind)
+    if own is not None and given == own:
+        return ""
+    fixed = f"'{own}'" if own is not None else "a slot of its own (lab/<request_id>)"
+    raise InvalidArgument(
+        "context.slot",
+        f"{kind} fills {fixed}; only generic draws name their slot",
+        allowed=f"empty{f' or {own!r}' if own is not None else ''}",
+    )
+
+
+def effective_slot(kind: str, named: str, request_id: str) -> str:
+    """The slot an entry fills: a lab entry's own, the client's name, or the kind's slot."""
+    if kind in LAB_KINDS:
+        return LAB_SLOT_PREFIX + request_id
+    if named:
+        return named
+    return KIND_SLOTS.get(kind, kind)
+
+
+def is_lab_slot(slot: str) -> bool:
+    return slot.startswith(LAB_SLOT_PREFIX)
+
+
+def slot_of_legacy(kind: str) -> str | None:
+    """The slot a format-1 entry (written before slots existed) of ``kind`` fills, if any: the
+    slot of its kind (lab entries and kinds without a slot fill none)."""
+    if kind in GENERIC_KINDS:
+        return kind
+    if kind == VOID_KIND or kind in LAB_KINDS:
+        return None
+    return KIND_SLOTS.get(kind)
+
+
+@dataclass(slots=True)
+class Filled:
+    """A filled slot of a round: the entry's log index, and the entry itself, read and decoded
+    only when a rule needs its outcome or a refusal its request id."""
+
+    index: int
+    load: Callable[[], LogEntry]
+    _entry: LogEntry | None = field(default=None, repr=False)
+
+    @property
+    def entry(self) -> LogEntry:
+        if self._entry is None:
+            self._entry = self.load()
+        return self._entry
+
+    @property
+    def request_id(self) -> str:
+        return self.entry.request_id
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """What an order rule reads: the request and its round's filled slots."""
+
+    table_id: str
+    round_id: str
+    params: Mapping[str, JsonValue]
+    profile_sha256: str
+    filled: Mapping[str, Filled]
+
+    @property
+    def where(self) -> str:
+        return _where(self.table_id, self.round_id)
+
+    def refuse(self, rule: str, text: str) -> RoundOrderViolation:
+        return RoundOrderViolation(
+            f"{self.where}: {text}", table_id=self.table_id, round_id=self.round_id, rule=rule
+        )
+
+
+def _where(table_id: str, round_id: str) -> str:
+    return f"table {table_id!r} round {round_id!r}"
+
+
+def check(
+    *,
+    kind: str,
+    slot: str,
+    table_id: str,
+    round_id: str,
+    params: Mapping[str, JsonValue],
+    profile_sha256: str,
+    filled: Mapping[str, Filled],
+) -> dict[str, JsonValue]:
+    """Checks a request against its round's filled slots; returns the links its entry records
+    (for example ``{"spin_index": 12}``), or raises a :class:`~rng_service.errors.RoundRefused`.
+
+    ``filled`` maps each filled slot of the round to its entry. The checks, in order: the
+    round is not voided; the request's slot is empty; the kind's order rules.
+    """
+    rule = _RULES.get(kind)
+    if not filled and (rule is None or kind in _FINE_ALONE):  # the common case: a new round
+        return {}
+    if slot.startswith(LAB_SLOT_PREFIX):
+        return {}
+    where = _where(table_id, round_id)
+    void = filled.get(VOID_SLOT)
+    if void is not None:
+        if kind == VOID_KIND:
+            message = f"{where} was already voided at log index {void.index}"
+        else:
+            message = (
+                f"{where} was voided at log index {void.index}: nothing more is drawn in it; "
+                "start a new round"
+            )
+        raise RoundVoided(message, table_id=table_id, round_id=round_id, index=void.index)
+    taken = filled.get(slot)
+    if taken is not None:
+        raise SlotFilled(
+            f"{where}: slot {slot!r} is already filled by request {taken.request_id!r} at log "
+            f"index {taken.index}; a game event is drawn once (retry with that request id to "
+            "get its outcome again)",
+            table_id=table_id,
+            round_id=round_id,
+            slot=slot,
+            index=taken.index,
+        )
+    if rule is None:
+        return {}
+    return rule(_Request(table_id, round_id, params, profile_sha256, filled))
+
+
+def _fire_numbers(r: _Request) -> dict[str, JsonValue]:
+    spin = r.filled.get("spin")
+    if spin is not None:
+        raise r.refuse(
+            "fire_numbers_after_spin",
+            "the Fire Numbers are selected before the round's spin (58 Pa. Code 617b.7(e)); "
+            f"this round was spun at log index {spin.index}",
+        )
+    return {}
+
+
+def _spin(r: _Request) -> dict[str, JsonValue]:
+    fire = r.filled.get("fire_numbers")
+    wheel = r.params.get("wheel")
+    if fire is not None and wheel != "single_zero":
+        raise r.refuse(
+            "fire_numbers_wheel",
+            f"this round has Fire Numbers (log index {fire.index}): Mega Fire Blaze Roulette "
+            "is played on a single zero wheel (58 Pa. Code 617b.7(a)); wheel must be "
+            f"WHEEL_TYPE_SINGLE_ZERO, not {wheel}",
+        )
+    return {}
+
+
+def _final_number(spin: Filled) -> Any:
+    final = spin.entry.outcome.get("final")
+    return final.get("number") if isinstance(final, dict) else None
+
+
+def _bonus(r: _Request) -> dict[str, JsonValue]:
+    fire = r.filled.get("fire_numbers")
+    named = r.params.get("fire_numbers_index")
+    if fire is None:
+        raise r.refuse(
+            "bonus_without_fire_numbers",
+            "fire_numbers_index: this round has no Fire Number draw (SelectFireNumbers comes "
+            "first, 58 Pa. Code 617b.7(e))",
+        )
+    if named is not None and named != fire.index:
+        raise r.refuse(
+            "bonus_fire_numbers_index",
+            f"fire_numbers_index: {named} is not this round's Fire Number draw, which is at log "
+            f"index {fire.index} (the field may be left out)",
+        )
+    drawn = fire.entry
+    if drawn.profile_sha256 != r.profile_sha256:
+        raise r.refuse(
+            "bonus_profile",
+            f"profile: the Fire Number draw at log index {fire.index} was made under profile "
+            f"sha256 {drawn.profile_sha256}; the bonus game must use the same profile",
+        )
+    spin = r.filled.get("spin")
+    if spin is None:
+        raise r.refuse(
+            "bonus_without_spin",
+            "the bonus game is played when the round's spin comes to rest on a Fire Number "
+            "(58 Pa. Code 617b.7(f)); this round has no spin yet",
+        )
+    numbers = drawn.outcome.get("numbers")
+    number = _final_number(spin)
+    if not isinstance(numbers, list) or number not in numbers:
+        raise r.refuse(
+            "bonus_not_triggered",
+            f"the round's spin at log index {spin.index} came to rest on {number}, not on one "
+            f"of its Fire Numbers {numbers} (log index {fire.index}): there is no bonus game "
+            "(58 Pa. Code 617b.7(f))",
+        )
+    count = drawn.outcome.get("count")
+    return {"fire_number_count": count, "fire_numbers_index": fire.index, "spin_index": spin.index}
+
+
+#: Kinds whose order rules accept a round with nothing in it yet.
+_FINE_ALONE = frozenset({FIRE_NUMBERS_KIND, SPIN_KIND})
+#: Kinds that a round with nothing in it refuses (:func:`check` of any other kind on such a
+#: round returns no links and raises nothing).
+NEED_A_FILLED_ROUND = frozenset({BONUS_KIND})
+
+_RULES: Mapping[str, Callable[[_Request], dict[str, JsonValue]]] = {
+    FIRE_NUMBERS_KIND: _fire_numbers,
+    SPIN_KIND: _spin,
+    BONUS_KIND: _bonus,
+}
