@@ -13,8 +13,8 @@ target answered (``calls_by_target``).
 
 Kinds (``--kind``):
 
-- ``spin``: unary calls whose bodies are ``SpinRouletteRequest`` s with fresh request ids (for
-  ``SpinRoulette`` and for the unary echo); one item per call.
+- ``spin``: unary calls whose bodies are ``SpinRouletteRequest`` s with fresh request ids and
+  rounds (for ``SpinRoulette`` and for the unary echo); one item per call.
 - ``batch``: unary ``DrawBatchRequest`` s of ``--items`` double-zero spins each, fresh request
   ids; ``--items`` items (outcomes) per call. The warm-up calls check that each answer holds
   that many outcomes; measured answers are not parsed (the client shares the machine's CPUs).
@@ -40,8 +40,9 @@ def _bodies(args: argparse.Namespace, n: int, tag: str) -> list[bytes]:
         return [stream_request(args.items, b"x" * args.payload)] * n
     out = []
     for i in range(n):
+        # A round per call: a round's spin is drawn once (docs/outcomes-api.md).
         context = common_pb2.RequestContext(
-            table_id="bench-table", round_id=f"r{i}", request_id=f"{tag}-{i}"
+            table_id="bench-table", round_id=f"{tag}-r{i}", request_id=f"{tag}-{i}"
         )
         req: outcomes_pb2.SpinRouletteRequest | outcomes_pb2.DrawBatchRequest
         if args.kind == "batch":

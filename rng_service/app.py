@@ -103,6 +103,13 @@ def _signer_from(path: Path, name: str, passphrase_env: str, *, setting: str) ->
     return Ed25519NoteSigner(name, key)
 
 
+def _round_clients(config: Config) -> frozenset[str]:
+    """Whose rounds ``VoidRound`` may void: the game servers (plaintext: the default client)."""
+    if not config.tls.enabled:
+        return frozenset({config.server.default_client_id})
+    return frozenset(c.identity for c in config.clients if Role.GAME_SERVER.value in c.roles)
+
+
 def _client_policies(config: Config) -> list[ClientPolicy]:
     """The ``[[clients]]`` entries as policy: roles, scopes and each one's rate limit."""
     default = config.rate_limit
@@ -126,9 +133,13 @@ def _client_policies(config: Config) -> list[ClientPolicy]:
     return out
 
 
-def open_storage(settings: StorageSettings, *, read_only: bool = False) -> LogStorage:
+def open_storage(
+    settings: StorageSettings, *, read_only: bool = False, migrate: bool = False
+) -> LogStorage:
     """The configured log store; ``read_only``: an existing SQLite log opened for reading only
-    (a PostgreSQL log is only read by what uses it read-only). Errors name the setting."""
+    (a PostgreSQL log is only read by what uses it read-only); ``migrate``: an existing log
+    brought to this release's schema (``rng-service migrate-store``). Errors name the
+    setting."""
     if settings.driver == "postgres":
         # Imported here: only a PostgreSQL deployment loads the driver (and psycopg).
         from rng_service.storage.postgres import PostgresStorage
@@ -147,16 +158,16 @@ def open_storage(settings: StorageSettings, *, read_only: bool = False) -> LogSt
                 password=password,
                 connect_timeout_seconds=settings.postgres_connect_timeout_seconds,
                 lock_timeout_ms=settings.postgres_lock_timeout_ms,
-                migrate=settings.postgres_migrate and not read_only,
+                migrate=(settings.postgres_migrate or migrate) and not read_only,
             )
         except RngServiceError as e:
             raise StartupError(f"storage.postgres_dsn: {e}") from e
     path = settings.path
     try:
-        if read_only:
+        if read_only or migrate:
             if not path.is_file():
                 raise StartupError(f"storage.path: {path} does not exist")
-            return SqliteStorage(path, read_only=True)
+            return SqliteStorage(path, read_only=read_only, migrate=migrate and not read_only)
         path.parent.mkdir(parents=True, exist_ok=True)
         return SqliteStorage(path)
     except (OSError, RngServiceError) as e:
@@ -208,6 +219,57 @@ def check_store_offline(config: Config) -> StoreCheckReport:
         raise StartupError(f"cannot read the log store: {e}") from e
     finally:
         storage.close()
+
+
+@dataclass(frozen=True)
+class MigrationReport:
+    """What ``rng-service migrate-store`` did: ``migrated_from`` None if nothing was due."""
+
+    where: str
+    migrated_from: int | None
+    schema_version: int
+    entries: int
+
+
+def migrate_store(config: Config) -> MigrationReport:
+    """``rng-service migrate-store``: the configured log store brought to this release's schema
+    (each step one transaction). A SQLite log is migrated only by the one owner of its lock,
+    so never under a running service. Raises StartupError."""
+    owner = InstanceLock()
+    if config.storage.driver == "sqlite":
+        Service._lock(
+            lambda: owner.lock_store(config.storage.path),
+            setting="storage.path",
+            what=f"the SQLite log {config.storage.path}",
+            io_setting="storage.path",
+            hint=": stop the service before migrating its log",
+        )
+    try:
+        storage = open_storage(config.storage, migrate=True)
+        try:
+            return MigrationReport(
+                where=str(config.storage.path) if config.storage.driver == "sqlite"
+                else repr(storage),
+                migrated_from=getattr(storage, "migrated_from", None),
+                schema_version=_schema_version(config),
+                entries=storage.tree_size(),
+            )  # fmt: skip
+        except RngServiceError as e:
+            raise StartupError(f"cannot read the log store: {e}") from e
+        finally:
+            storage.close()
+    finally:
+        owner.release()
+
+
+def _schema_version(config: Config) -> int:
+    if config.storage.driver == "postgres":
+        from rng_service.storage.postgres import SCHEMA_VERSION as PG_SCHEMA_VERSION
+
+        return PG_SCHEMA_VERSION
+    from rng_service.storage.sqlite import SCHEMA_VERSION as SQLITE_SCHEMA_VERSION
+
+    return SQLITE_SCHEMA_VERSION
 
 
 class Service:
@@ -507,9 +569,9 @@ class Service:
                 appender=self.appender,
                 client_id=cfg.server.default_client_id,
                 profiles=profiles,
-                log_reader=storage,
                 rpc_observer=self.metrics,
                 authorizer=authorizer,
+                round_clients=_round_clients(cfg),
             ),
             log=LogServicer(
                 keys=keys,

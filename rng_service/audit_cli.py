@@ -1,7 +1,7 @@
 """rng-audit: export the outcome log and verify it, or one receipt, offline.
 
 Commands:
-  export          write the log (entries and published checkpoints) to an rng-audit-export/v1
+  export          write the log (entries and published checkpoints) to an rng-audit-export/v2
                   file, from the SQLite store (--db) or from a running service (--target)
   verify          recompute an export's RFC 6962 tree and check every signed checkpoint
   verify-receipt  check a receipt's signature and proof, and that it belongs to the log
@@ -253,6 +253,13 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         + (" (entries not decoded: --fast)" if args.fast else "")
         + (" (an empty export: --allow-empty)" if report.tree_size == 0 else "")
     )
+    first = report.first_format_2
+    if first is not None and first > 0:
+        # docs/log-format.md, "Format 1 and format 2 in one log"
+        print(
+            f"entries 0 to {first - 1} are of entry format 1; format 2 (slots and table "
+            f"chains) from entry {first} on, where every table chain starts"
+        )
     if not report.kept:
         print(TRUNCATION_NOT_CHECKED.format(what=f"this export's {report.tree_size} entries"))
     return 0
@@ -472,7 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("export", help="write the log to an rng-audit-export/v1 file")
+    p = sub.add_parser("export", help="write the log to an rng-audit-export/v2 file")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--db", help="the service's SQLite log file (read only)")
     source.add_argument("--target", help="a running service, HOST:PORT")

@@ -6,10 +6,11 @@ Subcommands:
   keygen           write an Ed25519 key pair for signing checkpoints
   pubkey           print the verifier key of a private key file
   dev-ca           write a development CA, server and client certificates for mTLS
-  call spin|keys|health|profiles|profile
+  call spin|void-round|keys|health|profiles|profile
                           a small client, for users without grpcurl (--ca/--cert/--key: mTLS)
   check-store      the full check of the log store (read only; docs/operations.md)
   verify-receipt   check a receipt offline with the log's verifier key
+  migrate-store    bring the configured log store to this release's schema (after a backup)
 Errors are messages with a non-zero exit status, never tracebacks. ``serve`` writes only JSON
 lines: its log on stderr (a configuration error is a ``startup_failed`` event, exit status 2),
 one ``listening`` object on stdout once it serves.
@@ -337,6 +338,17 @@ def _cmd_call(args: argparse.Namespace) -> int:
                 print(json.dumps(described, indent=2))
                 return 0
             request_id = args.request_id or f"cli-{secrets.token_hex(8)}"
+            if args.what == "void-round":
+                void = client.void_round(
+                    table_id=args.table, round_id=args.round, request_id=request_id,
+                    reason=args.reason, client=args.client,
+                )  # fmt: skip
+                print(
+                    f"voided round {args.round!r} of table {args.table!r} (client "
+                    f"{void.outcome['client']!r}) at log index {void.receipt.index}"
+                    + (" (replayed)" if void.receipt.replayed else "")
+                )
+                return 0
             result = client.spin(
                 wheel=args.wheel,
                 table_id=args.table,
@@ -380,6 +392,24 @@ def _cmd_call(args: argparse.Namespace) -> int:
         )
     if verified:
         print(verified)
+    return 0
+
+
+def _cmd_migrate_store(args: argparse.Namespace) -> int:
+    from rng_service.app import StartupError, migrate_store
+
+    try:
+        report = migrate_store(load_config(args.config))
+    except StartupError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if report.migrated_from is None:
+        print(f"{report.where}: already at schema version {report.schema_version}; nothing to do")
+    else:
+        print(
+            f"{report.where}: migrated from schema version {report.migrated_from} to "
+            f"{report.schema_version} (its {report.entries} entries are unchanged)"
+        )
     return 0
 
 
@@ -489,6 +519,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print JSON")
     s.add_argument("--receipt-out", help="write the receipt (JSON) to this file")
     s.add_argument("--key", action="append", help="verify the receipt with this verifier key")
+    v = calls.add_parser("void-round", help="void a game round (operator role)")
+    v.add_argument("--table", required=True, help="table id")
+    v.add_argument("--round", required=True, help="game round id")
+    v.add_argument("--reason", required=True, help="why (logged): 1 to 256 characters")
+    v.add_argument("--client", default="", help="whose round (default: the caller's own)")
+    v.add_argument("--request-id", help="idempotency key (default: a new random one)")
     calls.add_parser("keys", help="the log's public keys")
     h = calls.add_parser("health", help="gRPC health status")
     h.add_argument("--service", default="")
@@ -499,6 +535,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--sha256", default="", help="or its SHA-256 (a log entry's profile_sha256)")
     g.add_argument("--out", help="write the canonical bytes (RFC 8785 JSON) to this file")
     p.set_defaults(fn=_cmd_call)
+
+    p = sub.add_parser(
+        "migrate-store", help="migrate the configured log store to this release's schema"
+    )
+    p.add_argument("--config", type=Path, help="TOML config file (defaults apply without)")
+    p.set_defaults(fn=_cmd_migrate_store)
 
     p = sub.add_parser("verify-receipt", help="verify a receipt offline")
     p.add_argument("receipt", help="receipt file (from call spin --receipt-out)")

@@ -183,7 +183,9 @@ def _cases() -> dict[str, tuple[str, list[dict[str, Any]]]]:
         ),
         "mega_fire_blaze_bonus": (
             "Mega Fire Blaze bonus game (PlayMegaFireBlazeBonus); the entry's params also hold "
-            "fire_numbers_index, the log index of the Fire Number draw the count came from.",
+            "fire_numbers_index, the log index of the round's Fire Number draw the count came "
+            "from, and spin_index, the log index of the round's spin that came to rest on a "
+            "Fire Number.",
             [_case(p.to_record(), _record(mega_fire_blaze.draw, p), 2) for p in bonus],
         ),
         "jackpot_tier": (

@@ -44,7 +44,7 @@ class Role(enum.Enum):
     GAME_SERVER = "game_server"  # draws single outcomes for its own tables
     AUDITOR = "auditor"  # reads the log: entries, proofs, checkpoints (exports use these)
     LAB = "lab"  # batch, stream and single draws for certification testing
-    OPERATOR = "operator"  # publishes checkpoints (and future reload/rotation RPCs)
+    OPERATOR = "operator"  # publishes checkpoints, voids rounds (and future reload/rotation RPCs)
 
 
 ALL_ROLES = frozenset(Role)
@@ -82,6 +82,8 @@ METHODS: Mapping[str, MethodRule] = {
     "GetProfile": MethodRule(ALL_ROLES),
     "DrawBatch": MethodRule(frozenset({Role.LAB})),
     "StreamBatch": MethodRule(frozenset({Role.LAB})),
+    # Voids a game round abandoned at the table: any table of any game server it names.
+    "VoidRound": MethodRule(frozenset({Role.OPERATOR})),
     # rng.v1.LogService
     "GetPublicKeys": MethodRule(ALL_ROLES),
     "GetLatestCheckpoint": MethodRule(frozenset({Role.AUDITOR, Role.OPERATOR})),

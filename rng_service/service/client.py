@@ -157,6 +157,7 @@ def _context(ids: dict[str, str]) -> common_pb2.RequestContext:
         round_id=ids["round_id"],
         request_id=ids["request_id"],
         session_id=ids.get("session_id", ""),
+        slot=ids.get("slot", ""),
     )
 
 
@@ -219,7 +220,7 @@ class RngClient:
         return OutcomeResult(outcome=_plain(reply), receipt=_receipt(reply.receipt))
 
     # Each method below takes the RequestContext fields as keywords: table_id, round_id,
-    # request_id (required) and session_id (optional).
+    # request_id (required), session_id and, for the generic draws, slot (optional).
 
     def multiball(self, *, wheel: str, balls: int, **ids: str) -> OutcomeResult:
         if wheel not in _WHEELS:
@@ -238,14 +239,14 @@ class RngClient:
         )
 
     def mega_fire_blaze_bonus(
-        self, *, profile: str, fire_numbers_index: int, **ids: str
+        self, *, profile: str, fire_numbers_index: int | None = None, **ids: str
     ) -> OutcomeResult:
-        return self._outcome(
-            "PlayMegaFireBlazeBonus",
-            outcomes_pb2.PlayMegaFireBlazeBonusRequest(
-                context=_context(ids), profile=profile, fire_numbers_index=fire_numbers_index
-            ),
-        )
+        """The round's bonus game; ``fire_numbers_index``, if given, is checked against the
+        round's Fire Number draw (the service finds it by the round)."""
+        request = outcomes_pb2.PlayMegaFireBlazeBonusRequest(context=_context(ids), profile=profile)
+        if fire_numbers_index is not None:
+            request.fire_numbers_index = fire_numbers_index
+        return self._outcome("PlayMegaFireBlazeBonus", request)
 
     def jackpot_tier(self, *, profile: str, **ids: str) -> OutcomeResult:
         return self._outcome(
@@ -283,6 +284,28 @@ class RngClient:
         return self._outcome(
             "DrawWeighted",
             outcomes_pb2.DrawWeightedRequest(context=_context(ids), weights=weights, count=count),
+        )
+
+    def void_round(
+        self,
+        *,
+        table_id: str,
+        round_id: str,
+        request_id: str,
+        reason: str,
+        client: str = "",
+    ) -> OutcomeResult:
+        """Voids a game round (operator role): ``client``'s round ``round_id`` at ``table_id``
+        (empty client: the caller's own). Nothing more is drawn in the round afterwards."""
+        return self._outcome(
+            "VoidRound",
+            outcomes_pb2.VoidRoundRequest(
+                context=common_pb2.RequestContext(
+                    table_id=table_id, round_id=round_id, request_id=request_id
+                ),
+                client=client,
+                reason=reason,
+            ),
         )
 
     def profiles(self) -> list[dict[str, Any]]:

@@ -13,17 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from rng_service._proto.rng.v1 import common_pb2, outcomes_pb2
-from rng_service.errors import FailedPrecondition, InvalidArgument
+from rng_service.errors import InvalidArgument
 from rng_service.log.appender import AppendResult
-from rng_service.log.entry import LogEntry
 from rng_service.outcomes import cards, generic
 from rng_service.outcomes.profiles import MegaFireBlazeProfile
 from rng_service.outcomes.roulette import WHEEL_ORDER, WheelType
 from rng_service.settlement.paytables import PaytableDocument
-from rng_service.storage.base import EntryRecord
 
 __all__ = [
-    "FIRE_NUMBERS_KIND",
     "IDS_ALLOWED",
     "JSON_INT_MAX",
     "REQUEST_ID_ALLOWED",
@@ -32,7 +29,6 @@ __all__ = [
     "bonus_to_proto",
     "count_in",
     "field_prefix",
-    "fire_number_count",
     "hands_to_proto",
     "jackpot_tier_to_proto",
     "json_int",
@@ -57,6 +53,9 @@ class RequestIds:
     round_id: str
     request_id: str
     session_id: str
+    slot: str = ""
+    """``context.slot`` as sent; which values a request may give depends on its kind
+    (``rng_service.log.rounds.named_slot``)."""
 
 
 def _printable_id(value: str, field: str, *, required: bool) -> str:
@@ -88,6 +87,7 @@ def request_ids(ctx: common_pb2.RequestContext, has_context: bool) -> RequestIds
         round_id=_printable_id(ctx.round_id, "context.round_id", required=True),
         request_id=ctx.request_id,
         session_id=_printable_id(ctx.session_id, "context.session_id", required=False),
+        slot=ctx.slot,
     )
 
 
@@ -183,40 +183,6 @@ def profile_ref(profile: MegaFireBlazeProfile | PaytableDocument) -> outcomes_pb
 
 
 # --- Mega Fire Blaze ----------------------------------------------------------------------------
-
-#: Entry kind of a Fire Number draw; the bonus game reads its count from such an entry.
-FIRE_NUMBERS_KIND = "fire_numbers"
-
-
-def fire_number_count(
-    record: EntryRecord, *, client_id: str, ids: RequestIds, profile: MegaFireBlazeProfile
-) -> int:
-    """The Fire Number count of a logged draw, after checking the draw belongs to this game:
-    same kind, client, table, round and profile (FAILED_PRECONDITION naming the field)."""
-    where = f"log entry {record.index}"
-    if record.kind != FIRE_NUMBERS_KIND:
-        raise FailedPrecondition(
-            f"fire_numbers_index: {where} is a {record.kind!r} entry, not a Fire Number draw"
-        )
-    entry = LogEntry.decode(record.data)
-    if entry.client != client_id:
-        raise FailedPrecondition(
-            f"fire_numbers_index: the Fire Number draw at {where} belongs to another client"
-        )
-    for field, logged, wanted in (
-        ("context.table_id", entry.table_id, ids.table_id),
-        ("context.round_id", entry.round_id, ids.round_id),
-        ("profile", entry.profile_sha256, profile.id.sha256),
-    ):
-        if logged != wanted:
-            raise FailedPrecondition(
-                f"{field}: {wanted!r} differs from the Fire Number draw at {where} ({logged!r})"
-            )
-    count = entry.outcome.get("count")
-    if isinstance(count, bool) or not isinstance(count, int):
-        raise FailedPrecondition(f"fire_numbers_index: {where} has no Fire Number count")
-    return count
-
 
 _DESIGNATIONS = {
     "x2": outcomes_pb2.SEGMENT_DESIGNATION_X2,

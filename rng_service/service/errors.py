@@ -80,6 +80,10 @@ STATUS_TABLE: tuple[tuple[type[errors.RngServiceError], grpc.StatusCode], ...] =
     (errors.OutOfRange, grpc.StatusCode.OUT_OF_RANGE),
     (errors.NotFound, grpc.StatusCode.NOT_FOUND),
     (errors.AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
+    # Round integrity (docs/outcomes-api.md, "Rounds and slots"): the caller's refusals.
+    (errors.SlotFilled, grpc.StatusCode.FAILED_PRECONDITION),
+    (errors.RoundVoided, grpc.StatusCode.FAILED_PRECONDITION),
+    (errors.RoundOrderViolation, grpc.StatusCode.FAILED_PRECONDITION),
     (errors.FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
     (errors.PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
     (errors.Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
@@ -146,9 +150,16 @@ STATUS_CAUSES: tuple[StatusCause, ...] = (
         "a request id reused with other parameters, or a raw output session already streamed: "
         "the first outcome stands"),
     StatusCause(_C.FAILED_PRECONDITION, "precondition", _R,
-        "the request depends on state the caller has not set up, for example a Fire Number "
-        "draw of another round, client or profile; every FailedPrecondition without a cause of "
-        "its own (round slot and order refusals) is classed here"),
+        "the request depends on state the caller has not set up; every FailedPrecondition "
+        "without a cause of its own is classed here"),
+    StatusCause(_C.FAILED_PRECONDITION, "slot_filled", _R,
+        "the round's slot already holds an outcome drawn under another request id: a game "
+        "event is drawn once (docs/outcomes-api.md, \"Rounds and slots\")"),
+    StatusCause(_C.FAILED_PRECONDITION, "round_order", _R,
+        "the request comes out of the order of its game's rules (for example a bonus game "
+        "without a spin on a Fire Number of the round)"),
+    StatusCause(_C.FAILED_PRECONDITION, "round_voided", _R,
+        "the round was voided (VoidRound): nothing more is drawn in it"),
     StatusCause(_C.FAILED_PRECONDITION, "disabled", _R,
         "the RPC is switched off in this deployment (StreamRawOutput without "
         "certification.raw_stream_enabled)"),

@@ -11,7 +11,8 @@ One call is one session:
 
 1. the request is validated (``num_bytes`` 1 to ``certification.raw_stream_max_bytes``,
    ``chunk_size`` 1 KiB to 1 MiB, 0 = 64 KiB);
-2. the session is logged as ONE entry of kind ``raw_output_session`` through the appender,
+2. the session is logged as ONE entry of kind ``raw_output_session`` through the appender
+   (in a slot of its own, ``lab/<request_id>``: no round rule applies to it),
    before any byte is sent: its ``draw`` returns the session record (the raw generator's
    instance id and epoch, the byte count and chunking) and reads nothing from the random source
    the appender hands it, so the production generator gives no byte to it. The caller and time
@@ -38,6 +39,7 @@ from grpc import aio
 
 from rng_service._proto.rng.v1 import lab_pb2, lab_pb2_grpc
 from rng_service.errors import AlreadyExists, DeadlineExceeded, FailedPrecondition
+from rng_service.log import rounds
 from rng_service.log.appender import Appender, DrawRequest
 from rng_service.log.entry import JsonValue
 from rng_service.sampling import RandomSource
@@ -126,6 +128,7 @@ class LabServicer(lab_pb2_grpc.LabServiceServicer):
             )
         deadline = self._monotonic() + self._max_seconds
         ids = request_ids(request.context, request.HasField("context"))
+        rounds.named_slot(RAW_SESSION_KIND, ids.slot)  # a session's slot is its own
         total = count_in(request.num_bytes, "num_bytes", 1, self._max_bytes)
         size = count_in(
             request.chunk_size or DEFAULT_RAW_CHUNK, "chunk_size", MIN_RAW_CHUNK, MAX_RAW_CHUNK

@@ -2,7 +2,10 @@
 
 Outcome RPCs validate their request (``convert``), build a :class:`DrawRequest` whose ``draw``
 is the pure outcome function, and await the appender: the response is built from the durably
-logged entry, so a first answer and a replayed answer are built the same way.
+logged entry, so a first answer and a replayed answer are built the same way. Round rules
+(a slot filled once, the order of a round's outcomes, voided rounds) are the sequencer's
+(``rng_service.log.rounds``): they are checked under the store's writers' lock, where every
+replica's entries are seen.
 
 The batch draws (``draw_*_batch``) map one ``RandomSource.randbelow_batch`` call to a kind's
 outcomes; each consumes the stream exactly as the same number of scalar outcome draws would
@@ -13,18 +16,18 @@ package takes them.
 
 from __future__ import annotations
 
-import asyncio
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from google.protobuf.message import Message
 from grpc import aio
 
 from rng_service._proto.rng.v1 import outcomes_pb2, outcomes_pb2_grpc
-from rng_service.errors import InvalidArgument, OutOfRange
-from rng_service.log.appender import Appender, AppendResult, DrawRequest
+from rng_service.errors import InvalidArgument
+from rng_service.log import rounds
+from rng_service.log.appender import Appender, AppendResult, DrawFn, DrawRequest, LinkFn
 from rng_service.log.entry import JsonValue
 from rng_service.outcomes import (
     cards,
@@ -42,15 +45,14 @@ from rng_service.outcomes.batch import (
     draw_spin_batch,
     draw_uniform_batch,
 )
+from rng_service.outcomes.profiles import MegaFireBlazeProfile
 from rng_service.sampling import RandomSource
 from rng_service.service.auth import Authorizer, caller_id
 from rng_service.service.convert import (
-    FIRE_NUMBERS_KIND,
     RequestIds,
     bonus_to_proto,
     count_in,
     field_prefix,
-    fire_number_count,
     hands_to_proto,
     jackpot_tier_to_proto,
     profile_ref,
@@ -65,15 +67,15 @@ from rng_service.service.convert import (
 from rng_service.service.errors import RpcObserver, rpc
 from rng_service.service.profiles import ProfileRegistry, document_kind
 from rng_service.settlement.documents import Document
-from rng_service.storage.base import EntryRecord
 
 __all__ = [
     "BATCH_WHEELS",
     "DEFAULT_CHUNK_SIZE",
     "MAX_BATCH",
     "MAX_CHUNKS",
+    "MAX_REASON",
     "MAX_STREAM",
-    "EntryReader",
+    "VOID_REQUEST_PREFIX",
     "OutcomeServicer",
 ]
 
@@ -85,17 +87,14 @@ MAX_STREAM = 10_000_000
 DEFAULT_CHUNK_SIZE = 10_000
 #: Most chunks (log entries) in one StreamBatch call.
 MAX_CHUNKS = 1_000
-#: Wheels a batch spins: no void-and-respin, so one randbelow(size) per spin.
+#: Longest VoidRound reason, in characters.
+MAX_REASON = 256
+#: A void's entry is logged under request id "void@<operator's request id>" in the round
+#: client's request ids: "@" never occurs in a client's own request ids, so an operator's ids
+#: and the game server's never meet.
+VOID_REQUEST_PREFIX = "void@"
 
-
-class EntryReader(Protocol):
-    """What the bonus game needs of the log store: reading one committed entry."""
-
-    def tree_size(self) -> int: ...
-    def entries(self, start: int, end: int) -> list[EntryRecord]: ...
-
-
-_Draw = Callable[[RandomSource], Mapping[str, JsonValue]]
+_Draw = DrawFn
 
 
 def _recorder(draw: Callable[[RandomSource, Any], Any], params: Any) -> _Draw:
@@ -106,6 +105,42 @@ def _recorder(draw: Callable[[RandomSource, Any], Any], params: Any) -> _Draw:
         return record
 
     return run
+
+
+def _no_draw(src: RandomSource) -> Mapping[str, JsonValue]:
+    """The draw of a request that its round's links complete (``link``): never called."""
+    raise AssertionError("a linked request is drawn by its link's draw")
+
+
+def _bonus_link(
+    profile: MegaFireBlazeProfile, links: Mapping[str, JsonValue]
+) -> tuple[Mapping[str, JsonValue], DrawFn]:
+    """The bonus game from its round's links (``rounds.check``): the Fire Number count of the
+    round's draw (617b.7(g)(3)), and the draw's and the spin's log indexes for the entry."""
+    params = mega_fire_blaze.BonusParams(
+        profile=profile, fire_number_count=links["fire_number_count"]
+    )
+    record = {
+        **params.to_record(),
+        "fire_numbers_index": links["fire_numbers_index"],
+        "spin_index": links["spin_index"],
+    }
+    return record, _recorder(mega_fire_blaze.draw, params)
+
+
+def _void_draw(src: RandomSource) -> Mapping[str, JsonValue]:
+    """A void draws nothing: its outcome is the void itself."""
+    return {"voided": True}
+
+
+def _void_reason(reason: str) -> str:
+    if not reason or len(reason) > MAX_REASON or not reason.isprintable():
+        raise InvalidArgument(
+            "reason",
+            "is required" if not reason else "is too long or holds control characters",
+            allowed=f"1 to {MAX_REASON} printable characters",
+        )
+    return reason
 
 
 # --- batch draws ----------------------------------------------------------------------------
@@ -191,17 +226,19 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
         appender: Appender,
         client_id: str,
         profiles: ProfileRegistry,
-        log_reader: EntryReader,
         rpc_observer: RpcObserver | None = None,
         authorizer: Authorizer | None = None,
+        round_clients: Collection[str] | None = None,
     ) -> None:
         """``client_id`` scopes idempotency when no ``authorizer`` identifies callers; with one,
-        every call is authorized first (``rpc``) and scoped to the caller's identity."""
+        every call is authorized first (``rpc``) and scoped to the caller's identity.
+        ``round_clients``: the identities whose rounds ``VoidRound`` may name (the game
+        servers); None: any."""
         self._appender = appender
         self._client_id = client_id
         self.authorizer = authorizer
         self._profiles = profiles
-        self._log_reader = log_reader
+        self._round_clients = None if round_clients is None else frozenset(round_clients)
         self.rpc_observer = rpc_observer
 
     async def _issue(
@@ -213,18 +250,23 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
         draw: _Draw,
         profile_sha256: str = "",
         request_id: str | None = None,
+        link: LinkFn | None = None,
+        client_id: str | None = None,
+        session_id: str | None = None,
     ) -> AppendResult:
         waiter = self._appender.submit_async(
             DrawRequest(
-                client_id=caller_id(self._client_id),
+                client_id=caller_id(self._client_id) if client_id is None else client_id,
                 request_id=ids.request_id if request_id is None else request_id,
                 table_id=ids.table_id,
                 round_id=ids.round_id,
-                session_id=ids.session_id,
+                session_id=ids.session_id if session_id is None else session_id,
                 kind=kind,
                 params=params,
                 draw=draw,
                 profile_sha256=profile_sha256,
+                slot=rounds.named_slot(kind, ids.slot),
+                link=link,
             )
         )
         # The outcome is logged even if the caller goes away; a retry gets it back. No
@@ -268,7 +310,10 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
             wheel=wheel_from_proto(request.wheel), balls=request.balls
         )
         result = await self._issue(
-            ids, kind="multiball", params=params.to_record(), draw=_recorder(multiball.draw, params)
+            ids,
+            kind=rounds.MULTIBALL_KIND,
+            params=params.to_record(),
+            draw=_recorder(multiball.draw, params),
         )
         return outcomes_pb2.DrawMultiBallResponse(
             balls=[spin_to_proto(b) for b in result.entry.outcome["balls"]],
@@ -288,7 +333,7 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
         params = fire_numbers.FireNumberParams(profile=profile)
         result = await self._issue(
             ids,
-            kind=FIRE_NUMBERS_KIND,
+            kind=rounds.FIRE_NUMBERS_KIND,
             params=params.to_record(),
             draw=_recorder(fire_numbers.draw, params),
             profile_sha256=profile.id.sha256,
@@ -312,40 +357,27 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
     ) -> outcomes_pb2.PlayMegaFireBlazeBonusResponse:
         ids = request_ids(request.context, request.HasField("context"))
         profile = self._profiles.get(request.profile)
-        if not request.HasField("fire_numbers_index"):
-            raise InvalidArgument(
-                "fire_numbers_index",
-                "is required",
-                allowed="the log index of this round's Fire Number draw",
-            )
-        index = request.fire_numbers_index
-        records = await asyncio.to_thread(self._read_entry, index)
-        count = fire_number_count(
-            records, client_id=caller_id(self._client_id), ids=ids, profile=profile
-        )
-        params = mega_fire_blaze.BonusParams(profile=profile, fire_number_count=count)
+        # The round's Fire Number draw and spin are found by the sequencer (under the writers'
+        # lock): it checks them (rounds.check) and hands their links to _bonus_link.
+        params: dict[str, JsonValue] = {"profile": profile.id.to_record()}
+        if request.HasField("fire_numbers_index"):
+            params["fire_numbers_index"] = request.fire_numbers_index
         result = await self._issue(
             ids,
-            kind="mega_fire_blaze_bonus",
-            params={**params.to_record(), "fire_numbers_index": index},
-            draw=_recorder(mega_fire_blaze.draw, params),
+            kind=rounds.BONUS_KIND,
+            params=params,
+            draw=_no_draw,
             profile_sha256=profile.id.sha256,
+            link=functools.partial(_bonus_link, profile),
         )
+        logged = result.entry.params
         return outcomes_pb2.PlayMegaFireBlazeBonusResponse(
             profile=profile_ref(profile),
-            fire_numbers_index=result.entry.params["fire_numbers_index"],
+            fire_numbers_index=logged["fire_numbers_index"],
+            spin_index=logged.get("spin_index", 0),
             receipt=receipt_to_proto(result),
             **bonus_to_proto(result.entry.outcome),
         )
-
-    def _read_entry(self, index: int) -> EntryRecord:
-        size = self._log_reader.tree_size()
-        if index >= size:
-            raise OutOfRange(
-                f"fire_numbers_index: {index} is beyond the log "
-                f"(size {size}; allowed 0..{size - 1})"
-            )
-        return self._log_reader.entries(index, index + 1)[0]
 
     @rpc("DrawJackpotTier")
     async def DrawJackpotTier(
@@ -505,6 +537,39 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
         response = outcomes_pb2.DrawBatchResponse(receipt=receipt_to_proto(result))
         getattr(response, batch.field).CopyFrom(batch.to_proto(result.entry.outcome))
         return response
+
+    @rpc("VoidRound")
+    async def VoidRound(
+        self,
+        request: outcomes_pb2.VoidRoundRequest,
+        context: aio.ServicerContext[outcomes_pb2.VoidRoundRequest, outcomes_pb2.VoidRoundResponse],
+    ) -> outcomes_pb2.VoidRoundResponse:
+        ids = request_ids(request.context, request.HasField("context"))
+        reason = _void_reason(request.reason)
+        operator = caller_id(self._client_id)
+        client = request.client or operator
+        if (
+            len(client) > 128
+            or not client.isprintable()
+            or (self._round_clients is not None and client not in self._round_clients)
+        ):
+            raise InvalidArgument(
+                "client",
+                f"{client[:40]!r} is not a configured game server",
+                allowed="empty (the caller) or a configured client with the game_server role",
+            )
+        result = await self._issue(
+            ids,
+            kind=rounds.VOID_KIND,
+            params={"reason": reason, "operator": operator},
+            draw=_void_draw,
+            request_id=VOID_REQUEST_PREFIX + ids.request_id,
+            client_id=client,
+            session_id="",
+        )
+        return outcomes_pb2.VoidRoundResponse(
+            client=result.entry.client, receipt=receipt_to_proto(result)
+        )
 
     @rpc("StreamBatch")
     async def StreamBatch(

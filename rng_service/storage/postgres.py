@@ -430,7 +430,7 @@ class PostgresStorage:
                         f"PostgreSQL log ({self._where}, schema {schema}) has schema version "
                         f"{found}; this build reads version {target} only. Refusing to open it "
                         "(back the database up, then open it once with migrations enabled: "
-                        "storage.postgres_migrate = true)"
+                        "storage.postgres_migrate = true, or `rng-service migrate-store`)"
                     )
                 if 0 < found < target:
                     self.migrated_from = found

@@ -48,11 +48,14 @@ class Running:
         self.loop.close()
 
     def spin(self, request_id: str, *, wheel: int = outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO,
-             table_id: str = "T1", round_id: str = "R1", session_id: str = "") -> Any:  # fmt: skip
+             table_id: str = "T1", round_id: str = "", session_id: str = "") -> Any:  # fmt: skip
+        """One spin; in round ``R-<request_id>`` unless ``round_id`` is given (a round's spin
+        is drawn once)."""
         return self.outcomes.SpinRoulette(
             outcomes_pb2.SpinRouletteRequest(
                 context=common_pb2.RequestContext(
-                    table_id=table_id, round_id=round_id, request_id=request_id,
+                    table_id=table_id, round_id=round_id or f"R-{request_id}",
+                    request_id=request_id,
                     session_id=session_id,
                 ),
                 wheel=wheel,

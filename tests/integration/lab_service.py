@@ -70,7 +70,6 @@ def start_lab_service(seed: bytes, profiles: ProfileRegistry | None = None) -> L
         appender=appender,
         client_id="lab",
         profiles=profiles or ProfileRegistry.load(directory=None, allow_examples=True),
-        log_reader=storage,
     )
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="lab-service-loop", daemon=True)

@@ -403,7 +403,7 @@ def test_receipt_from_a_fork(exported: Exported, capsys: pytest.CaptureFixture[s
     # A receipt whose own proof and signature check out, but for another tree (one leaf).
     entry = base64.b64decode(receipt["entry"])
     record = json.loads(entry)
-    record["index"] = 0
+    record.update(index=0, table_seq=1, table_prev=None)  # the first entry of its tree
     data = canonical_json(record)
     forged = {
         **receipt,

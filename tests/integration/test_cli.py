@@ -66,6 +66,34 @@ def test_retry_and_conflict_through_the_cli(
     assert "ALREADY_EXISTS" in err
 
 
+def test_a_second_spin_of_a_round_and_a_void_through_the_cli(
+    running: Running, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = f"127.0.0.1:{running.port}"
+    spin = ["call", "--target", target, "spin", "--wheel", "double_zero", "--table", "TV"]
+    code, _, _ = run(capsys, *spin, "--round", "RV", "--request-id", "cli-v1")
+    assert code == 0
+    code, _, err = run(capsys, *spin, "--round", "RV")  # another (random) request id
+    assert code == 1
+    assert "FAILED_PRECONDITION" in err
+    assert "slot 'spin' is already filled by request 'cli-v1'" in err
+    void = ["call", "--target", target, "void-round", "--table", "TV", "--round", "RV",
+            "--reason", "ball left the wheel", "--request-id", "op-1"]  # fmt: skip
+    code, out, _ = run(capsys, *void)
+    assert code == 0
+    assert out.startswith("voided round 'RV' of table 'TV' (client 'default') at log index ")
+    code, out, _ = run(capsys, *void)
+    assert code == 0
+    assert out.rstrip().endswith("(replayed)")
+    code, _, err = run(capsys, *spin, "--round", "RV")
+    assert code == 1
+    assert "was voided at log index" in err
+    code, _, err = run(capsys, *void[:-2], "--request-id", "op-2", "--client", "nobody")
+    assert code == 1
+    assert "INVALID_ARGUMENT" in err
+    assert "client: " in err
+
+
 def test_health(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "call", "--target", f"127.0.0.1:{running.port}", "health")
     assert (code, out.strip()) == (0, "SERVING")

@@ -38,6 +38,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from rng_service._proto.rng.v1 import common_pb2, outcomes_pb2, outcomes_pb2_grpc
+from rng_service.log.entry import LogEntry
 from rng_service.log.keys import KeyPairInfo, generate_key_pair
 from rng_service.log.merkle import node_hash, root_from_leaf_hashes
 from rng_service.log.note import Checkpoint, NoteVerifier, open_note
@@ -188,7 +189,7 @@ class Req:
 
 
 def _req(n: int, i: int, prefix: str = "c") -> Req:
-    return Req(f"{prefix}{n}-{i}", KINDS[i % len(KINDS)], f"T{n}", f"R{i}")
+    return Req(f"{prefix}{n}-{i}", KINDS[i % len(KINDS)], f"T{n}", f"{prefix}R{i}")
 
 
 def _receipt(response: Any) -> Receipt:
@@ -559,3 +560,97 @@ def test_postgres_restart_under_load_recovers_without_loss(
         f"stored entry {replayed}, {len(retried) - len(replayed)} drew; log size "
         f"{len(stored.entries)}"
     )
+
+
+# -- round integrity across replicas -----------------------------------------------------------
+
+RACERS = 16  # concurrent requests for one slot, each under its own request id
+PROFILE = "mega_fire_blaze_example"
+SZ = outcomes_pb2.WHEEL_TYPE_SINGLE_ZERO
+
+
+def _race(replicas: list[Replica], method: str, make: Callable[[str], Any]) -> list[Any]:
+    """RACERS calls of ``method`` released together, dealt over the replicas: the answers (or
+    the RpcErrors)."""
+    barrier = threading.Barrier(RACERS)
+    results: list[Any] = [None] * RACERS
+
+    def one(i: int) -> None:
+        request = make(f"race-{method}-{i}")
+        barrier.wait(10)
+        try:
+            results[i] = getattr(replicas[i % len(replicas)].stub, method)(request, timeout=30)
+        except grpc.RpcError as e:
+            results[i] = e
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(RACERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return results
+
+
+def _one_winner(results: list[Any], slot: str) -> Any:
+    """Exactly one answer; every other call FAILED_PRECONDITION naming its request and index."""
+    won = [r for r in results if not isinstance(r, grpc.RpcError)]
+    lost = [r for r in results if isinstance(r, grpc.RpcError)]
+    assert len(won) == 1, [e.details() for e in lost]
+    winner = won[0].receipt
+    rid = LogEntry.decode(winner.entry).request_id
+    for e in lost:
+        assert e.code() == grpc.StatusCode.FAILED_PRECONDITION, e.details()
+        assert f"slot '{slot}' is already filled by request '{rid}' at log index " \
+            f"{winner.index}" in (e.details() or ""), e.details()  # fmt: skip
+    return won[0]
+
+
+def _ctx(rid: str, round_id: str) -> common_pb2.RequestContext:
+    return common_pb2.RequestContext(table_id="RACE", round_id=round_id, request_id=rid)
+
+
+def test_one_slot_raced_on_two_replicas_is_filled_once(tmp_path: Path, dsn: str) -> None:
+    """The round rules are checked under the store's writers' lock: requests for one slot
+    under different request ids, sent at once to two replicas, give exactly one outcome; every
+    other gets FAILED_PRECONDITION naming it and logs nothing. The same for a round's bonus
+    game (once per round, after a spin on one of its Fire Numbers)."""
+    _make_key(tmp_path)
+    env = _env(tmp_path, dsn, RNG_SERVICE__PROFILES__ALLOW_EXAMPLES="true")
+    with _replicas(tmp_path, env, ["replica0", "replica1"]) as two:
+        spin = _one_winner(
+            _race(two, "SpinRoulette",
+                  lambda rid: outcomes_pb2.SpinRouletteRequest(context=_ctx(rid, "R1"), wheel=SZ)),
+            "spin",
+        )  # fmt: skip
+        # A Mega Fire Blaze round whose spin lands on one of its Fire Numbers (about 1 in 27).
+        for i in range(3000):
+            round_id = f"M{i}"
+            fire = two[0].stub.SelectFireNumbers(
+                outcomes_pb2.SelectFireNumbersRequest(
+                    context=_ctx(f"fire-{i}", round_id), profile=PROFILE
+                ),
+                timeout=30,
+            )
+            landed = two[1].stub.SpinRoulette(
+                outcomes_pb2.SpinRouletteRequest(context=_ctx(f"spin-{i}", round_id), wheel=SZ),
+                timeout=30,
+            )
+            if int(landed.result.number) in fire.numbers:
+                break
+        size = landed.receipt.index + 1
+        bonus = _one_winner(
+            _race(two, "PlayMegaFireBlazeBonus",
+                  lambda rid: outcomes_pb2.PlayMegaFireBlazeBonusRequest(
+                      context=_ctx(rid, round_id), profile=PROFILE)),
+            "bonus",
+        )  # fmt: skip
+        assert (bonus.fire_numbers_index, bonus.spin_index) == (
+            fire.receipt.index,
+            landed.receipt.index,
+        )
+        _stop(two)
+    stored = _read_log(dsn)
+    assert len(stored.entries) == size + 1  # one bonus game, nothing else
+    assert [e.index for e in stored.entries if e.round_id == "R1"] == [spin.receipt.index]
+    chain = [LogEntry.decode(e.data) for e in stored.entries]
+    assert [e.table_seq for e in chain] == list(range(1, len(chain) + 1))  # one table: RACE

@@ -164,8 +164,11 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
         running.stop()
 
 
-def ctx(request_id: str, table_id: str = "T1", round_id: str = "R1") -> common_pb2.RequestContext:
-    return common_pb2.RequestContext(table_id=table_id, round_id=round_id, request_id=request_id)
+def ctx(request_id: str, table_id: str = "T1", round_id: str = "") -> common_pb2.RequestContext:
+    """The context of ``request_id``, in round ``R-<request_id>`` unless told."""
+    return common_pb2.RequestContext(
+        table_id=table_id, round_id=round_id or f"R-{request_id}", request_id=request_id
+    )
 
 
 # --- one valid request per RPC --------------------------------------------------------------
@@ -199,22 +202,26 @@ def _raw(s: Secure, identity: str, rid: str) -> Any:
 
 
 def _bonus(s: Secure, identity: str, rid: str) -> Any:
-    """The bonus needs the caller's own Fire Number draw of the same round; only a game
-    server or a lab can make one, so other roles name entry 0 (refused before it is read)."""
+    """The bonus follows the caller's own Fire Number draw and a spin of the same round on one
+    of the Fire Numbers; only a game server or a lab can make them (other roles are refused
+    first)."""
     stub = outcomes_pb2_grpc.OutcomeServiceStub(s.channel(identity))
-    index = 0
+    round_id = rid
     if identity in (ROLE_CLIENT[Role.GAME_SERVER], ROLE_CLIENT[Role.LAB]):
-        fire = stub.SelectFireNumbers(
-            outcomes_pb2.SelectFireNumbersRequest(
-                context=ctx(f"fire-{rid}", round_id=rid), profile=PROFILE
-            ),
-            timeout=20,
-        )
-        index = fire.receipt.index
+        for i in range(3000):  # about one round in 27 qualifies
+            round_id = f"{rid}-{i}"
+            fire = stub.SelectFireNumbers(
+                o.SelectFireNumbersRequest(context=ctx(f"fire-{round_id}", round_id=round_id),
+                                           profile=PROFILE), timeout=20,
+            )  # fmt: skip
+            spin = stub.SpinRoulette(
+                o.SpinRouletteRequest(context=ctx(f"spin-{round_id}", round_id=round_id),
+                                      wheel=o.WHEEL_TYPE_SINGLE_ZERO), timeout=20,
+            )  # fmt: skip
+            if int(spin.result.number) in fire.numbers:
+                break
     return stub.PlayMegaFireBlazeBonus(
-        outcomes_pb2.PlayMegaFireBlazeBonusRequest(
-            context=ctx(rid, round_id=rid), profile=PROFILE, fire_numbers_index=index
-        ),
+        o.PlayMegaFireBlazeBonusRequest(context=ctx(rid, round_id=round_id), profile=PROFILE),
         timeout=20,
     )
 
@@ -256,6 +263,10 @@ CALLS: dict[str, Call] = {
         lambda r: o.StreamBatchRequest(
             context=ctx(r), count=10, chunk_size=5, uniform=o.UniformBatch(low=1, high=6)
         ),
+    ),
+    "VoidRound": _outcome(
+        "VoidRound",
+        lambda r: o.VoidRoundRequest(context=ctx(r), client="game-1", reason="wheel jammed"),
     ),
     "GetPublicKeys": _log("GetPublicKeys", log_pb2.GetPublicKeysRequest),
     "GetLatestCheckpoint": _log("GetLatestCheckpoint", log_pb2.GetLatestCheckpointRequest),
@@ -389,21 +400,58 @@ def test_idempotency_is_scoped_to_the_client_identity(secure: Secure) -> None:
 
 
 def test_a_bonus_cannot_use_another_clients_fire_numbers(secure: Secure) -> None:
+    """A round is the caller's own: another client's draw at the same table and round is not
+    in it, and the refusal tells nothing about that entry or the log (the same answer for its
+    index, an index beyond the log, and none)."""
     game1 = outcomes_pb2_grpc.OutcomeServiceStub(secure.channel("game-1"))
     drawn = game1.SelectFireNumbers(
         o.SelectFireNumbersRequest(context=ctx("x-fire", round_id="RX"), profile=PROFILE)
     )
-    secure.clock.advance(10)  # limited-1's bucket is full again
+    before = secure.size()
+    answers = []
+    for index in (drawn.receipt.index, 10**12, None):
+        secure.clock.advance(10)  # limited-1's bucket is full again
+        request = o.PlayMegaFireBlazeBonusRequest(
+            context=ctx("x-bonus", round_id="RX"), profile=PROFILE
+        )
+        if index is not None:
+            request.fire_numbers_index = index
+        with pytest.raises(grpc.RpcError) as info:
+            outcomes_pb2_grpc.OutcomeServiceStub(
+                secure.channel("limited-1")
+            ).PlayMegaFireBlazeBonus(request)
+        assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        answers.append(info.value.details())
+    assert answers[0] == answers[1] == answers[2]
+    assert "this round has no Fire Number draw" in (answers[0] or "")
+    assert str(drawn.receipt.index) not in (answers[0] or "")
+    assert secure.size() == before
+
+
+def test_an_operator_voids_a_game_servers_round(secure: Secure) -> None:
+    game1 = outcomes_pb2_grpc.OutcomeServiceStub(secure.channel("game-1"))
+    operator = outcomes_pb2_grpc.OutcomeServiceStub(secure.channel("operator-1"))
+    game1.SpinRoulette(o.SpinRouletteRequest(context=ctx("v-spin", round_id="RV"), wheel=DZ))
+    void = operator.VoidRound(
+        o.VoidRoundRequest(context=ctx("v-1", round_id="RV"), client="game-1", reason="jam")
+    )
+    assert void.client == "game-1"
+    entry = LogEntry.decode(void.receipt.entry)
+    assert (entry.kind, entry.slot, entry.client, entry.request_id) == (
+        "round_void", "void", "game-1", "void@v-1",
+    )  # fmt: skip
+    assert entry.params == {"reason": "jam", "operator": "operator-1"}
     before = secure.size()
     with pytest.raises(grpc.RpcError) as info:
-        outcomes_pb2_grpc.OutcomeServiceStub(secure.channel("limited-1")).PlayMegaFireBlazeBonus(
-            o.PlayMegaFireBlazeBonusRequest(
-                context=ctx("x-bonus", round_id="RX"), profile=PROFILE,
-                fire_numbers_index=drawn.receipt.index,
-            )
-        )  # fmt: skip
+        game1.RollDice(o.RollDiceRequest(context=ctx("v-dice", round_id="RV"), count=1, sides=6))
     assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert "another client" in (info.value.details() or "")
+    assert f"voided at log index {void.receipt.index}" in (info.value.details() or "")
+    # Only game servers' rounds, and the operator's own identity is not one.
+    for client in ("", "auditor-1", "nobody"):
+        with pytest.raises(grpc.RpcError) as info:
+            operator.VoidRound(o.VoidRoundRequest(context=ctx("v-2"), client=client, reason="x"))
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert (info.value.details() or "").startswith("client: ")
     assert secure.size() == before
 
 

@@ -4,6 +4,7 @@ lab-mode generator, called with a fake gRPC context (no channel, no server)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,9 +15,11 @@ from grpc import aio
 
 from rng_service.clock import FakeClock
 from rng_service.drbg import DeterministicGenerator
-from rng_service.log.appender import Appender
+from rng_service.log.appender import Appender, AppendResult, DrawRequest
 from rng_service.log.note import Ed25519NoteSigner
 from rng_service.log.tree import MerkleTree
+from rng_service.outcomes import roulette
+from rng_service.sampling import RandomSource
 from rng_service.service.profiles import ProfileRegistry
 from rng_service.service.servicers import OutcomeServicer
 from rng_service.storage.memory import MemoryStorage
@@ -68,7 +71,6 @@ class ServicerHarness:
             appender=self.appender,
             client_id=CLIENT,
             profiles=ProfileRegistry.load_builtin(),
-            log_reader=self.storage,
         )
 
     def call(self, method: str, request: Any, servicer: OutcomeServicer | None = None) -> Any:
@@ -89,6 +91,52 @@ class ServicerHarness:
 
     def close(self) -> None:
         self.appender.stop(publish=False)
+
+    def spin_landing_on(
+        self, number: str, *, wheel: str, round_id: str, table_id: str = "T", client: str = CLIENT
+    ) -> AppendResult:
+        """Logs the round's spin, landing on ``number``, through a second appender on the same
+        store (as another replica would) whose generator is chosen so that it does: the
+        harness's own generator gives no byte to it."""
+        params = roulette.SpinParams(wheel=roulette.WheelType(wheel))
+        appender = Appender(
+            storage=self.storage,
+            tree=MerkleTree.load(self.storage),
+            generator=_seeded(landing_seed(number, wheel)),
+            signer=SIGNER,
+            origin="unit.example/log",
+            clock=FakeClock(),
+        )
+        appender.start()
+        try:
+            return appender.submit(
+                DrawRequest(
+                    client_id=client,
+                    request_id=f"spin-{round_id}",
+                    table_id=table_id,
+                    round_id=round_id,
+                    session_id="",
+                    kind="roulette_spin",
+                    params=params.to_record(),
+                    draw=lambda src: roulette.draw(src, params).to_record(),
+                )
+            ).result(timeout=30)
+        finally:
+            appender.stop(publish=False)
+
+
+def _seeded(seed: int) -> DeterministicGenerator:
+    return DeterministicGenerator(entropy_input=seed.to_bytes(32, "big"), nonce=b"\x07" * 16)
+
+
+@functools.cache
+def landing_seed(number: str, wheel: str) -> int:
+    """A generator seed whose first spin on ``wheel`` comes to rest on ``number``."""
+    params = roulette.SpinParams(wheel=roulette.WheelType(wheel))
+    for seed in range(100_000):
+        if roulette.draw(RandomSource(_seeded(seed)), params).final.number == number:
+            return seed
+    raise AssertionError(f"no seed lands on {number}")  # pragma: no cover
 
 
 @pytest.fixture

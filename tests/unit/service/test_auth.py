@@ -96,7 +96,9 @@ def test_each_role_has_its_methods() -> None:
     assert by_role[Role.LAB] == sorted(
         ["DrawBatch", "StreamBatch", "StreamRawOutput", *single, *public]
     )
-    assert by_role[Role.OPERATOR] == sorted(["GetLatestCheckpoint", "PublishCheckpoint", *public])
+    assert by_role[Role.OPERATOR] == sorted(
+        ["GetLatestCheckpoint", "PublishCheckpoint", "VoidRound", *public]
+    )
     assert by_role[Role.AUDITOR] == sorted(
         ["FindEntries", "GetCheckpoints", "GetConsistencyProof", "GetEntries",
          "GetInclusionProof", "GetLatestCheckpoint", *public]

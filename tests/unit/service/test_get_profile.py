@@ -33,6 +33,10 @@ def test_an_entrys_outcome_is_rederived_from_the_entry_and_the_served_bytes(
         outcomes_pb2.SelectFireNumbersRequest(context=ctx("f"), profile=EXAMPLE),
     )
     assert fire.profile.example is True  # the response says the profile is an example
+    # The round's spin lands on a Fire Number (another replica's generator: the harness's
+    # generator draws the bonus game next, as the replay below expects).
+    number = json.loads(fire.receipt.entry)["outcome"]["numbers"][0]
+    harness.spin_landing_on(number, wheel="single_zero", round_id="R")
     bonus = harness.call(
         "PlayMegaFireBlazeBonus",
         outcomes_pb2.PlayMegaFireBlazeBonusRequest(

@@ -63,8 +63,8 @@ WHEELS = {
 
 
 def _request(kind: str, p: dict[str, Any], rid: str) -> tuple[str, Any]:
-    """The RPC and request that log an entry of ``kind`` with params ``p``."""
-    c = common_pb2.RequestContext(table_id="T", round_id="R", request_id=rid)
+    """The RPC and request that log an entry of ``kind`` with params ``p``, in round R-<rid>."""
+    c = common_pb2.RequestContext(table_id="T", round_id=f"R-{rid}", request_id=rid)
     if kind == "roulette_spin":
         return "SpinRoulette", outcomes_pb2.SpinRouletteRequest(context=c, wheel=WHEELS[p["wheel"]])
     if kind == "multiball":
@@ -157,12 +157,14 @@ def test_the_bonus_game_logs_the_pure_draw_after_the_logged_fire_numbers() -> No
             "SelectFireNumbers",
             outcomes_pb2.SelectFireNumbersRequest(context=c, profile=profile.id.name),
         )
+        # The round's spin lands on a Fire Number (from another generator: the bonus game
+        # is the next thing the vectors' generator draws).
+        number = LogEntry.decode(fire.receipt.entry).outcome["numbers"][0]
+        spin = h.spin_landing_on(number, wheel="single_zero", round_id="R")
         c.request_id = "bonus"
         bonus = h.call(
             "PlayMegaFireBlazeBonus",
-            outcomes_pb2.PlayMegaFireBlazeBonusRequest(
-                context=c, profile=profile.id.name, fire_numbers_index=fire.receipt.index
-            ),
+            outcomes_pb2.PlayMegaFireBlazeBonusRequest(context=c, profile=profile.id.name),
         )
     finally:
         h.close()
@@ -177,7 +179,9 @@ def test_the_bonus_game_logs_the_pure_draw_after_the_logged_fire_numbers() -> No
     assert entry.params == {
         **mega_fire_blaze.BonusParams(profile, drawn.count).to_record(),
         "fire_numbers_index": 0,
+        "spin_index": spin.receipt.index,
     }
+    assert (bonus.fire_numbers_index, bonus.spin_index) == (0, 1)
     vector = json.loads((VECTORS / "fire_numbers.json").read_text())["cases"][0]
     assert vector["outcomes"][0] == drawn.to_record()
 

@@ -37,27 +37,32 @@ def fire(h: ServicerHarness, servicer: OutcomeServicer, profile: str = EXAMPLE) 
     return index
 
 
-def bonus(h: ServicerHarness, index: int, profile: str = EXAMPLE) -> Aborted:
-    request = outcomes_pb2.PlayMegaFireBlazeBonusRequest(
-        context=ctx("bonus"), profile=profile, fire_numbers_index=index
-    )
+def bonus(h: ServicerHarness, index: int | None, profile: str = EXAMPLE) -> Aborted:
+    request = outcomes_pb2.PlayMegaFireBlazeBonusRequest(context=ctx("bonus"), profile=profile)
+    if index is not None:
+        request.fire_numbers_index = index
     with pytest.raises(Aborted) as info:
         h.call("PlayMegaFireBlazeBonus", request)
     return info.value
 
 
-def test_a_fire_number_draw_of_another_client_is_refused(harness: ServicerHarness) -> None:
+def test_another_clients_fire_numbers_are_not_in_my_round(harness: ServicerHarness) -> None:
+    """A round is the caller's own: another client's draw at the same table and round is not
+    this round's, and the refusal says nothing about that entry (not its kind, owner or the
+    log's size): naming its index, an index beyond the log, or none gives the same answer."""
     stranger = OutcomeServicer(
         appender=harness.appender,
         client_id="another-client",
         profiles=ProfileRegistry.load_builtin(),
-        log_reader=harness.storage,
     )
     index = fire(harness, stranger)
-    err = bonus(harness, index)
-    assert err.code == grpc.StatusCode.FAILED_PRECONDITION
-    assert err.details.startswith("fire_numbers_index:")
-    assert "another client" in err.details
+    answers = [bonus(harness, i) for i in (index, 10**9, None)]
+    assert {a.code for a in answers} == {grpc.StatusCode.FAILED_PRECONDITION}
+    assert answers[0].details == (
+        "table 'T' round 'R': fire_numbers_index: this round has no Fire Number draw "
+        "(SelectFireNumbers comes first, 58 Pa. Code 617b.7(e))"
+    )
+    assert answers[0].details == answers[1].details == answers[2].details
     assert harness.appender.tree_size == 1
 
 
@@ -66,19 +71,21 @@ def test_a_fire_number_draw_under_another_profile_is_refused(harness: ServicerHa
         appender=harness.appender,
         client_id="unit-client",
         profiles=other_profile(),
-        log_reader=harness.storage,
     )
     index = fire(harness, elsewhere, profile="other")
     err = bonus(harness, index)
     assert err.code == grpc.StatusCode.FAILED_PRECONDITION
-    assert err.details.startswith("profile:")
+    assert "profile: the Fire Number draw at log index 0 was made under profile" in err.details
     assert harness.appender.tree_size == 1
 
 
-def test_index_beyond_the_log_is_out_of_range(harness: ServicerHarness) -> None:
-    err = bonus(harness, 0)
-    assert err.code == grpc.StatusCode.OUT_OF_RANGE
-    assert err.details.startswith("fire_numbers_index: 0 is beyond the log (size 0")
+def test_a_wrong_fire_numbers_index_is_refused(harness: ServicerHarness) -> None:
+    index = fire(harness, harness.servicer)
+    err = bonus(harness, index + 5)
+    assert err.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert f"fire_numbers_index: {index + 5} is not this round's Fire Number draw, which is " \
+        f"at log index {index}" in err.details  # fmt: skip
+    assert harness.appender.tree_size == 1
 
 
 def test_list_profiles_needs_no_context(harness: ServicerHarness) -> None:

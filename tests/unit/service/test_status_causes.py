@@ -99,6 +99,11 @@ EXPECTED = {
     (C.ALREADY_EXISTS, "request_id_reused"): REFUSAL,
     (C.FAILED_PRECONDITION, "precondition"): REFUSAL,
     (C.FAILED_PRECONDITION, "disabled"): REFUSAL,
+    # Issue 15's round rules: the client asked for a slot its round already holds, out of the
+    # rules' order, or in a voided round - the client's own mistake, never the service's.
+    (C.FAILED_PRECONDITION, "slot_filled"): REFUSAL,
+    (C.FAILED_PRECONDITION, "round_order"): REFUSAL,
+    (C.FAILED_PRECONDITION, "round_voided"): REFUSAL,
     (C.UNAUTHENTICATED, "unconfigured_identity"): REFUSAL,
     (C.UNAUTHENTICATED, "ambiguous_identity"): REFUSAL,
     (C.UNAUTHENTICATED, "no_identity"): REFUSAL,
@@ -184,8 +189,7 @@ def test_the_policys_denials_are_refusals_with_their_reason_as_cause() -> None:
 
 
 def test_errors_added_later_are_classed_by_their_base() -> None:
-    # What issue 15 (round slots) and issue 16 (store integrity) add: subclasses without a
-    # cause of their own take their base class's row.
+    # Subclasses without a cause of their own take their base class's row.
     class SlotFilled(errors.FailedPrecondition):
         pass
 

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13rng/v1/common.proto\x12\x06rng.v1\"\\\n\x0eRequestContext\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x10\n\x08round_id\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x03 \x01(\t\x12\x12\n\nsession_id\x18\x04 \x01(\t\"\x8c\x01\n\x07Receipt\x12\r\n\x05index\x18\x01 \x01(\x04\x12\r\n\x05\x65ntry\x18\x02 \x01(\x0c\x12\x11\n\tleaf_hash\x18\x03 \x01(\x0c\x12\x17\n\x0finclusion_proof\x18\x04 \x03(\x0c\x12\x11\n\ttree_size\x18\x05 \x01(\x04\x12\x12\n\ncheckpoint\x18\x06 \x01(\t\x12\x10\n\x08replayed\x18\x07 \x01(\x08\x42 P\x01Z\x1c\x65xample.invalid/rng/v1;rngv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13rng/v1/common.proto\x12\x06rng.v1\"j\n\x0eRequestContext\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x10\n\x08round_id\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x03 \x01(\t\x12\x12\n\nsession_id\x18\x04 \x01(\t\x12\x0c\n\x04slot\x18\x05 \x01(\t\"\x8c\x01\n\x07Receipt\x12\r\n\x05index\x18\x01 \x01(\x04\x12\r\n\x05\x65ntry\x18\x02 \x01(\x0c\x12\x11\n\tleaf_hash\x18\x03 \x01(\x0c\x12\x17\n\x0finclusion_proof\x18\x04 \x03(\x0c\x12\x11\n\ttree_size\x18\x05 \x01(\x04\x12\x12\n\ncheckpoint\x18\x06 \x01(\t\x12\x10\n\x08replayed\x18\x07 \x01(\x08\x42 P\x01Z\x1c\x65xample.invalid/rng/v1;rngv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,7 +33,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'P\001Z\034example.invalid/rng/v1;rngv1'
   _globals['_REQUESTCONTEXT']._serialized_start=31
-  _globals['_REQUESTCONTEXT']._serialized_end=123
-  _globals['_RECEIPT']._serialized_start=126
-  _globals['_RECEIPT']._serialized_end=266
+  _globals['_REQUESTCONTEXT']._serialized_end=137
+  _globals['_RECEIPT']._serialized_start=140
+  _globals['_RECEIPT']._serialized_end=280
 # @@protoc_insertion_point(module_scope)

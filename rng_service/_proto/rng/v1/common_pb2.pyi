@@ -7,16 +7,18 @@ from typing import ClassVar as _ClassVar, Optional as _Optional
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class RequestContext(_message.Message):
-    __slots__ = ("table_id", "round_id", "request_id", "session_id")
+    __slots__ = ("table_id", "round_id", "request_id", "session_id", "slot")
     TABLE_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SLOT_FIELD_NUMBER: _ClassVar[int]
     table_id: str
     round_id: str
     request_id: str
     session_id: str
-    def __init__(self, table_id: _Optional[str] = ..., round_id: _Optional[str] = ..., request_id: _Optional[str] = ..., session_id: _Optional[str] = ...) -> None: ...
+    slot: str
+    def __init__(self, table_id: _Optional[str] = ..., round_id: _Optional[str] = ..., request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., slot: _Optional[str] = ...) -> None: ...
 
 class Receipt(_message.Message):
     __slots__ = ("index", "entry", "leaf_hash", "inclusion_proof", "tree_size", "checkpoint", "replayed")

@@ -240,7 +240,7 @@ class BetOdds(_message.Message):
     def __init__(self, bet: _Optional[_Union[InsideBet, str]] = ..., odds: _Optional[int] = ...) -> None: ...
 
 class PlayMegaFireBlazeBonusResponse(_message.Message):
-    __slots__ = ("profile", "fire_numbers_index", "fire_number_count", "cells", "segments", "fill_order", "total", "odds", "receipt")
+    __slots__ = ("profile", "fire_numbers_index", "fire_number_count", "cells", "segments", "fill_order", "total", "odds", "receipt", "spin_index")
     PROFILE_FIELD_NUMBER: _ClassVar[int]
     FIRE_NUMBERS_INDEX_FIELD_NUMBER: _ClassVar[int]
     FIRE_NUMBER_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -250,6 +250,7 @@ class PlayMegaFireBlazeBonusResponse(_message.Message):
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     ODDS_FIELD_NUMBER: _ClassVar[int]
     RECEIPT_FIELD_NUMBER: _ClassVar[int]
+    SPIN_INDEX_FIELD_NUMBER: _ClassVar[int]
     profile: ProfileRef
     fire_numbers_index: int
     fire_number_count: int
@@ -259,7 +260,8 @@ class PlayMegaFireBlazeBonusResponse(_message.Message):
     total: int
     odds: _containers.RepeatedCompositeFieldContainer[BetOdds]
     receipt: _common_pb2.Receipt
-    def __init__(self, profile: _Optional[_Union[ProfileRef, _Mapping]] = ..., fire_numbers_index: _Optional[int] = ..., fire_number_count: _Optional[int] = ..., cells: _Optional[_Iterable[_Union[BonusCell, _Mapping]]] = ..., segments: _Optional[_Iterable[_Union[BonusSegment, _Mapping]]] = ..., fill_order: _Optional[_Iterable[int]] = ..., total: _Optional[int] = ..., odds: _Optional[_Iterable[_Union[BetOdds, _Mapping]]] = ..., receipt: _Optional[_Union[_common_pb2.Receipt, _Mapping]] = ...) -> None: ...
+    spin_index: int
+    def __init__(self, profile: _Optional[_Union[ProfileRef, _Mapping]] = ..., fire_numbers_index: _Optional[int] = ..., fire_number_count: _Optional[int] = ..., cells: _Optional[_Iterable[_Union[BonusCell, _Mapping]]] = ..., segments: _Optional[_Iterable[_Union[BonusSegment, _Mapping]]] = ..., fill_order: _Optional[_Iterable[int]] = ..., total: _Optional[int] = ..., odds: _Optional[_Iterable[_Union[BetOdds, _Mapping]]] = ..., receipt: _Optional[_Union[_common_pb2.Receipt, _Mapping]] = ..., spin_index: _Optional[int] = ...) -> None: ...
 
 class DrawJackpotTierRequest(_message.Message):
     __slots__ = ("context", "profile")
@@ -488,3 +490,21 @@ class StreamBatchResponse(_message.Message):
     uniform: UniformBatchResult
     receipt: _common_pb2.Receipt
     def __init__(self, chunk: _Optional[int] = ..., first: _Optional[int] = ..., chunks: _Optional[int] = ..., roulette: _Optional[_Union[RouletteBatchResult, _Mapping]] = ..., dice: _Optional[_Union[DiceBatchResult, _Mapping]] = ..., uniform: _Optional[_Union[UniformBatchResult, _Mapping]] = ..., receipt: _Optional[_Union[_common_pb2.Receipt, _Mapping]] = ...) -> None: ...
+
+class VoidRoundRequest(_message.Message):
+    __slots__ = ("context", "client", "reason")
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    context: _common_pb2.RequestContext
+    client: str
+    reason: str
+    def __init__(self, context: _Optional[_Union[_common_pb2.RequestContext, _Mapping]] = ..., client: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class VoidRoundResponse(_message.Message):
+    __slots__ = ("client", "receipt")
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    receipt: _common_pb2.Receipt
+    def __init__(self, client: _Optional[str] = ..., receipt: _Optional[_Union[_common_pb2.Receipt, _Mapping]] = ...) -> None: ...

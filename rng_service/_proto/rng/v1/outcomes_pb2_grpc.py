@@ -100,6 +100,11 @@ class OutcomeServiceStub:
                 request_serializer=rng_dot_v1_dot_outcomes__pb2.StreamBatchRequest.SerializeToString,
                 response_deserializer=rng_dot_v1_dot_outcomes__pb2.StreamBatchResponse.FromString,
                 _registered_method=True)
+        self.VoidRound = channel.unary_unary(
+                '/rng.v1.OutcomeService/VoidRound',
+                request_serializer=rng_dot_v1_dot_outcomes__pb2.VoidRoundRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_outcomes__pb2.VoidRoundResponse.FromString,
+                _registered_method=True)
 
 
 class OutcomeServiceServicer:
@@ -117,7 +122,9 @@ class OutcomeServiceServicer:
 
     def DrawMultiBall(self, request, context):
         """Multi-ball draw of the Blazing 7's bonus round (617c.2(f)-(i)): k balls released together
-        on one wheel come to rest in k distinct compartments, uniformly over every k-subset.
+        on one wheel come to rest in k distinct compartments, uniformly over every k-subset. Once
+        per round (slot "multiball"); the game server plays it after a spin on 7, 17 or 27
+        (617c.2(e)), which the service does not check (docs/outcomes.md, "Round rules").
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -126,18 +133,19 @@ class OutcomeServiceServicer:
     def SelectFireNumbers(self, request, context):
         """Fire Number selection of Mega Fire Blaze Roulette (617b.7(e)): the count (1, 2, 3, 4, 5
         or 10) is drawn from the named profile's weights (the client never chooses it), then that
-        many distinct numbers of 0-36.
+        many distinct numbers of 0-36. Before the round's spin (else FAILED_PRECONDITION); the
+        round's spin must then be on a single zero wheel (617b.7(a)). Once per round.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def PlayMegaFireBlazeBonus(self, request, context):
-        """Mega Fire Blaze bonus game (617b.7(g)). The number of filled cells is the count of the
-        Fire Number draw the request names by log index, read from the log (never from the
-        client). That entry must be a Fire Number draw of the same client, table and round under
-        the same profile, else FAILED_PRECONDITION naming the field; an index at or beyond the
-        log's size is OUT_OF_RANGE.
+        """Mega Fire Blaze bonus game (617b.7(f)-(g)), once per round: after the round's spin came to
+        rest on one of the round's Fire Numbers. The number of filled cells is the count of the
+        round's Fire Number draw, read from the log (never from the client), under the same
+        profile; the entry names the Fire Number draw and the spin by log index. Any rule not met
+        is FAILED_PRECONDITION saying which.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -215,6 +223,16 @@ class OutcomeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def VoidRound(self, request, context):
+        """For operators: voids a game round abandoned at the table (for example a malfunction), as a
+        signed entry of kind "round_void" in slot "void". The round's filled slots stay filled and
+        nothing more is drawn in it: any new request in the round is FAILED_PRECONDITION naming
+        the void's log index; the game server starts a new round. Draws nothing. Operator role.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OutcomeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -282,6 +300,11 @@ def add_OutcomeServiceServicer_to_server(servicer, server):
                     servicer.StreamBatch,
                     request_deserializer=rng_dot_v1_dot_outcomes__pb2.StreamBatchRequest.FromString,
                     response_serializer=rng_dot_v1_dot_outcomes__pb2.StreamBatchResponse.SerializeToString,
+            ),
+            'VoidRound': grpc.unary_unary_rpc_method_handler(
+                    servicer.VoidRound,
+                    request_deserializer=rng_dot_v1_dot_outcomes__pb2.VoidRoundRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_outcomes__pb2.VoidRoundResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -636,6 +659,33 @@ class OutcomeService:
             '/rng.v1.OutcomeService/StreamBatch',
             rng_dot_v1_dot_outcomes__pb2.StreamBatchRequest.SerializeToString,
             rng_dot_v1_dot_outcomes__pb2.StreamBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def VoidRound(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.OutcomeService/VoidRound',
+            rng_dot_v1_dot_outcomes__pb2.VoidRoundRequest.SerializeToString,
+            rng_dot_v1_dot_outcomes__pb2.VoidRoundResponse.FromString,
             options,
             channel_credentials,
             insecure,
