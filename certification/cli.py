@@ -594,7 +594,7 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         required=True,
         metavar="FILE",
-        help="JSON Lines of log entries or an rng-audit-export/v1 file (repeatable)",
+        help="JSON Lines of log entries or an rng-audit-export file (repeatable)",
     )
     outcomes.add_argument(
         "--profile",

@@ -10,8 +10,9 @@ everything else in the package is pure statistics over what this module hands it
   - canonical log entries, one per line (docs/log-format.md, "Entries"): objects with at least
     ``"kind"``, ``"params"`` and ``"outcome"`` (``params`` may be omitted for kinds whose
     parameters are inside the outcome, such as ``roulette_spin``); or
-  - an ``rng-audit-export/v1`` file (``rng-audit export``): the header and checkpoint lines are
-    skipped and each ``{"type": "entry", "entry": <base64>}`` line is decoded to its entry.
+  - an ``rng-audit-export`` file, v1 or v2 (``rng-audit export``): the header and checkpoint
+    lines are skipped and each ``{"type": "entry", "entry": <base64>}`` line is decoded to its
+    entry.
   The signatures and Merkle tree of an export are checked by ``rng-audit verify``, not here.
 * **Lab mode** (:func:`lab_generator`, :func:`generate_records`): outcomes drawn exactly as the
   service draws them (``rng_service.outcomes.*.draw`` over a ``RandomSource``) from a
@@ -205,7 +206,7 @@ def _decode_line(line: str, where: str) -> Record | None:
     if not isinstance(obj, dict):
         raise SourceError(f"{where}: not a JSON object")
     if "format" in obj or obj.get("type") == "checkpoint":
-        return None  # rng-audit-export/v1 header or checkpoint
+        return None  # rng-audit-export header or checkpoint
     if obj.get("type") == "entry":
         try:
             entry = json.loads(base64.b64decode(obj["entry"], validate=True))
@@ -220,7 +221,7 @@ def _decode_line(line: str, where: str) -> Record | None:
 
 
 def read_records(path: Path) -> Iterator[Record]:
-    """Records of a JSON Lines file (canonical entries or an ``rng-audit-export/v1`` file)."""
+    """Records of a JSON Lines file (canonical entries or an ``rng-audit-export`` file)."""
     try:
         handle = path.open(encoding="utf-8")
     except OSError as e:
@@ -321,8 +322,9 @@ def collect_live(
 
     ``plan`` maps :data:`KIND_PARAMS` names to counts; collection stops at the counts or after
     ``time_limit`` seconds, whichever comes first (the records so far are returned). Request
-    ids are ``<run_id>-<kind>-<i>``, so a rerun with the same ``run_id`` replays the logged
-    outcomes instead of drawing new ones. Only loopback targets are accepted.
+    ids are ``<run_id>-<kind>-<i>``, each outcome in a round of its own (a round's slot is
+    filled once), so a rerun with the same ``run_id`` replays the logged outcomes instead of
+    drawing new ones. Only loopback targets are accepted.
     """
     # Imported here: only live collection needs grpc, so reading files never loads it.
     from rng_service.service.client import ClientError, RngClient
@@ -341,7 +343,7 @@ def collect_live(
                 for i in range(count):
                     if clock() >= deadline:
                         return records
-                    ids = {"table_id": table_id, "round_id": f"{run}-{i}",
+                    ids = {"table_id": table_id, "round_id": f"{run}-{name}-{i}",
                            "request_id": f"{run}-{name}-{i}"}  # fmt: skip
                     entry = _live_one(client, name, ids, profile_name)
                     records.append(_record(entry["kind"], entry["params"], entry["outcome"]))

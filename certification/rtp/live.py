@@ -16,8 +16,10 @@ replays the logged outcomes instead of drawing new ones):
 * **Blazing 7's**: ``DrawBatch`` base spins; for each spin on 7, 17 or 27 one
   ``DrawMultiBall`` of three balls (its own round id).
 * **Mega Fire Blaze**: per round one ``SelectFireNumbers`` under the service's profile (the
-  count is never the client's), the spin from a ``DrawBatch`` of single zero spins, and, when a
-  priced inside wager wins on a Fire Number, one ``PlayMegaFireBlazeBonus`` naming that draw.
+  count is never the client's), then the round's ``SpinRoulette`` on a single zero wheel (the
+  service plays the bonus game only after a spin of its round on one of its Fire Numbers:
+  docs/outcomes-api.md, "Rounds and slots"), and, when a priced inside wager wins on a Fire
+  Number, one ``PlayMegaFireBlazeBonus`` for the round.
 * **Six Card Bonus**: per round one ``ShuffleCards`` with the plan
   ``four_card_poker_six_card_bonus`` and one player, whose five cards and the bonus card are
   the six.
@@ -250,33 +252,36 @@ def _mega_fire_blaze(
     rounds: int,
     profile: MegaFireBlazeProfile,
 ) -> dict[str, Any]:
-    spins = ctx.batch("mega_fire_blaze-spins", rounds, wheel="single_zero")
     wagers = {s.key: mega_fire_blaze.Wager.parse(s.wager) for s in specs}
     inside = [w for w in wagers.values() if w.inside]
     out = {s.key: np.zeros(rounds) for s in specs}
     name = profile.id.name
 
-    def play_round(i: int) -> tuple[set[str], dict[str, int] | None]:
-        """One round's Fire Numbers and, when a priced inside wager needs it, the bonus odds."""
+    def play_round(i: int) -> tuple[str, set[str], dict[str, int] | None]:
+        """One round's spin, Fire Numbers and, when a priced inside wager needs it, the bonus
+        odds: the Fire Numbers first, then the round's spin (617b.7(e)), then the bonus."""
         fire = ctx.client.fire_numbers(profile=name, **ctx.ids(f"mega_fire_blaze-{i}"))
         fire_entry = ctx.entry(fire)
         if fire_entry.get("profile_sha256") != profile.id.sha256:
             raise LiveError(f"the service drew Fire Numbers under another profile than {name}")
         numbers = set(fire_entry["outcome"]["numbers"])
-        if spins[i] in numbers and any(int(spins[i]) in w.numbers for w in inside):
-            ids = ctx.ids(f"mega_fire_blaze-{i}")
-            ids["request_id"] += "-bonus"
+        ids = ctx.ids(f"mega_fire_blaze-{i}")
+        ids["request_id"] += "-spin"
+        spun = ctx.client.spin(wheel="single_zero", **ids)
+        number = ctx.entry(spun)["outcome"]["final"]["number"]
+        if number in numbers and any(int(number) in w.numbers for w in inside):
+            ids["request_id"] = ids["round_id"] + "-bonus"
             bonus = ctx.client.mega_fire_blaze_bonus(
                 profile=name, fire_numbers_index=fire.receipt.index, **ids
             )
-            return numbers, dict(ctx.entry(bonus)["outcome"]["odds"])
-        return numbers, None
+            return number, numbers, dict(ctx.entry(bonus)["outcome"]["odds"])
+        return number, numbers, None
 
-    for i, (numbers, odds) in enumerate(ctx.map(play_round, range(rounds))):
+    for i, (number, numbers, odds) in enumerate(ctx.map(play_round, range(rounds))):
         for spec in specs:
             paytable = doc.table(spec.paytable)
             out[spec.key][i] = float(
-                mega_fire_blaze.settle(paytable, wagers[spec.key], spins[i], numbers, odds)
+                mega_fire_blaze.settle(paytable, wagers[spec.key], number, numbers, odds)
             )
     return out
 

@@ -91,11 +91,12 @@ def test_every_game_through_the_service(lab: LabService, tmp_path: Path) -> None
         ("blazing_7s", "single_zero"), ("blazing_7s", "double_zero"),
         ("sic_bo", None), ("mega_fire_blaze", None), ("six_card_bonus", None),
     ]  # fmt: skip
-    # Six Card Bonus: one shuffle per round; Mega Fire Blaze: one Fire Number draw per round,
-    # one spin batch and a bonus game only for the rounds that need it.
+    # Six Card Bonus: one shuffle per round; Mega Fire Blaze: one Fire Number draw and one spin
+    # per round (the bonus game follows a spin of its round), and a bonus game only for the
+    # rounds that need it.
     by_game = {g["game"]: g for g in live["games"]}
     assert by_game["six_card_bonus"]["entries"] == 400
-    assert 401 <= by_game["mega_fire_blaze"]["entries"] < 440
+    assert 800 <= by_game["mega_fire_blaze"]["entries"] < 840
     logged = [json.loads(r.data) for r in lab.storage.entries(0, used)]
     kinds = {e["kind"] for e in logged}
     # Exactly the rounds asked for were drawn: one roll per Sic Bo round, one spin per base spin.
@@ -103,9 +104,11 @@ def test_every_game_through_the_service(lab: LabService, tmp_path: Path) -> None
     assert dice == [plan["sic_bo"]]
     spins = {e["request_id"]: e["params"]["count"] for e in logged if "spin_batch" in e["kind"]}
     assert spins["all-blazing_7s-single_zero-b0"] == plan["blazing_7s"]
-    assert spins["all-mega_fire_blaze-spins-b0"] == plan["mega_fire_blaze"]
+    mfb_spins = [e for e in logged if e["kind"] == "roulette_spin"]
+    assert len(mfb_spins) == plan["mega_fire_blaze"]
+    assert {e["params"]["wheel"] for e in mfb_spins} == {"single_zero"}
     assert kinds == {"roulette_spin_batch", "dice_roll_batch", "multiball", "fire_numbers",
-                     "mega_fire_blaze_bonus", "card_shuffle"}  # fmt: skip
+                     "roulette_spin", "mega_fire_blaze_bonus", "card_shuffle"}  # fmt: skip
     rows = _rows(doc)
     measured = [r for r in rows.values() if "live" in r]
     assert len(measured) == live["family"]["wagers"] == 90
