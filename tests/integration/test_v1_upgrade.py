@@ -1,0 +1,149 @@
+"""A log written by release 1 (entry format 1, SQLite schema 1), upgraded by this release.
+
+The fixture (tests/vectors/v1_log/, made once by the code of commit 54081de with
+make_v1_log.py) holds nine format-1 entries, among them a round spun twice under two request
+ids (which format 1 allowed), a Fire Number -> spin -> bonus round, and a round with Fire
+Numbers but no spin yet. This release refuses to serve the old database until it is migrated
+(``rng-service migrate-store``); then the old rounds keep their outcomes (a format-1 entry fills
+the slot of its kind), new entries are format 2 with table chains that start at the first of
+them, and ``rng-audit verify`` accepts the whole log, consistent with the old checkpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import grpc
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from rng_service._proto.rng.v1 import common_pb2, outcomes_pb2
+from rng_service.app import Service, StartupError
+from rng_service.audit_cli import main as audit_main
+from rng_service.cli import main as cli_main
+from rng_service.config import Config, load_config
+from rng_service.log.entry import LogEntry
+from tests.fakes import CounterEntropy
+from tests.integration.conftest import Running, start
+
+FIXTURE = Path(__file__).resolve().parents[1] / "vectors" / "v1_log"
+KEY_SEED = b"rng-service v1 log fixture key!!"  # make_v1_log.py's test-only key
+VKEY = (FIXTURE / "verifier.vkey").read_text().strip()
+SZ = outcomes_pb2.WHEEL_TYPE_SINGLE_ZERO
+DZ = outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO
+
+
+def _config_file(tmp: Path) -> Path:
+    shutil.copyfile(FIXTURE / "log.sqlite3", tmp / "log.sqlite3")
+    (tmp / "key.pem").write_bytes(
+        Ed25519PrivateKey.from_private_bytes(KEY_SEED).private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    path = tmp / "config.toml"
+    path.write_text(
+        f'[storage]\npath = "{tmp / "log.sqlite3"}"\n'
+        f'[log]\nkey_file = "{tmp / "key.pem"}"\nkey_name = "v1-fixture.example/log"\n'
+        'origin = "v1-fixture.example/log"\n[profiles]\nallow_examples = true\n'
+    )
+    return path
+
+
+def _config(path: Path) -> Config:
+    environ = {"RNG_SERVICE__SERVER__PORT": "0", "RNG_SERVICE__METRICS__PORT": "0"}
+    return load_config(path, environ=environ, base_dir=path.parent)
+
+
+def _spin(r: Running, rid: str, round_id: str, wheel: int = DZ, table: str = "T1") -> object:
+    return r.spin(rid, wheel=wheel, table_id=table, round_id=round_id)
+
+
+def _refused(call: object) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as info:
+        call()  # type: ignore[operator]
+    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION, info.value.details()
+    return info.value
+
+
+def test_the_release_1_export_verifies(capsys: pytest.CaptureFixture[str]) -> None:
+    assert audit_main(["verify", str(FIXTURE / "export.jsonl"), "--key", VKEY]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("OK: 9 entries of v1-fixture.example/log")
+    assert "format 2" not in out  # no format-2 entry in it
+    header = json.loads((FIXTURE / "export.jsonl").read_text().splitlines()[0])
+    assert header["format"] == "rng-audit-export/v1"
+
+
+def test_a_release_1_log_upgraded_keeps_its_rounds_and_verifies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _config_file(tmp_path)
+    service = Service(_config(path), entropy=CounterEntropy())
+    with pytest.raises(StartupError, match=r"schema version 1.*migrate-store"):
+        asyncio.run(service.start())
+    asyncio.run(service.stop(0))  # releases the log's lock, as the process's exit would
+    assert cli_main(["migrate-store", "--config", str(path)]) == 0
+    assert "migrated from schema version 1 to 2 (its 9 entries are unchanged)" in (
+        capsys.readouterr().out
+    )
+    assert cli_main(["migrate-store", "--config", str(path)]) == 0
+    assert "already at schema version 2" in capsys.readouterr().out
+
+    r = start(_config(path))
+    try:
+        # Round T1/R1 was spun twice under format 1: it is filled by its first spin.
+        err = _refused(lambda: _spin(r, "after-upgrade", "R1"))
+        assert "slot 'spin' is already filled by request 'spin-1' at log index 0" in (
+            err.details() or ""
+        )
+        # A retry from before the upgrade still gets its logged (format 1) outcome.
+        replay = _spin(r, "spin-1", "R1")
+        assert replay.receipt.replayed  # type: ignore[attr-defined]
+        assert LogEntry.decode(replay.receipt.entry).version == 1  # type: ignore[attr-defined]
+        # Round T1/R2 had its bonus game: not another.
+        err = _refused(
+            lambda: r.outcomes.PlayMegaFireBlazeBonus(
+                outcomes_pb2.PlayMegaFireBlazeBonusRequest(
+                    context=common_pb2.RequestContext(
+                        table_id="T1", round_id="R2", request_id="bonus-again"
+                    ),
+                    profile="mega_fire_blaze_example",
+                ),
+                timeout=30,
+            )
+        )
+        assert "slot 'bonus' is already filled by request 'bonus-2'" in (err.details() or "")
+        # Round T1/R4 has format-1 Fire Numbers: its spin is on a single zero wheel.
+        err = _refused(lambda: _spin(r, "r4-dz", "R4"))
+        assert "617b.7(a)" in (err.details() or "")
+        r4 = LogEntry.decode(_spin(r, "r4-sz", "R4", SZ).receipt.entry)  # type: ignore[attr-defined]
+        later = LogEntry.decode(_spin(r, "new-1", "R10").receipt.entry)  # type: ignore[attr-defined]
+        other = LogEntry.decode(  # type: ignore[attr-defined]
+            _spin(r, "new-2", "R10", table="T2").receipt.entry  # type: ignore[attr-defined]
+        )
+        # Format 2 from here; each table's chain starts at its first format-2 entry.
+        assert [(e.version, e.index, e.slot, e.table_seq, e.table_prev) for e in
+                (r4, later, other)] == [(2, 9, "spin", 1, None), (2, 10, "spin", 2, 9),
+                                       (2, 11, "spin", 1, None)]  # fmt: skip
+        export = tmp_path / "upgraded.jsonl"
+        target = f"127.0.0.1:{r.port}"
+        assert audit_main(["export", "--target", target, "--out", str(export)]) == 0
+    finally:
+        r.stop()
+    capsys.readouterr()
+    # The whole log verifies, and is consistent with the checkpoints release 1 signed.
+    old = [json.loads(line) for line in (FIXTURE / "export.jsonl").read_text().splitlines()]
+    kept = tmp_path / "release-1-checkpoint.txt"
+    kept.write_text(old[2]["note"])  # its newest: tree size 9
+    assert audit_main(["verify", str(export), "--key", VKEY, "--checkpoint", str(kept)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("OK: 12 entries of v1-fixture.example/log")
+    assert "entries 0 to 8 are of entry format 1; format 2 (slots and table chains) from " \
+        "entry 9 on" in out  # fmt: skip
+    assert json.loads(export.read_text().splitlines()[0])["format"] == "rng-audit-export/v2"
