@@ -97,6 +97,9 @@ def test_a_release_1_log_upgraded_keeps_its_rounds_and_verifies(
 
     r = start(_config(path))
     try:
+        # Never under a running service: it owns the log's lock.
+        assert cli_main(["migrate-store", "--config", str(path)]) == 2
+        assert "stop the service before migrating its log" in capsys.readouterr().err
         # Round T1/R1 was spun twice under format 1: it is filled by its first spin.
         err = _refused(lambda: _spin(r, "after-upgrade", "R1"))
         assert "slot 'spin' is already filled by request 'spin-1' at log index 0" in (
