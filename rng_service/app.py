@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import signal
+import ssl
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from rng_service.config import Config, StorageSettings, check_transport
 from rng_service.drbg import EntropySource, GeneratorConfig, OsEntropySource, ProductionGenerator
 from rng_service.errors import IntegrityError, RngServiceError
 from rng_service.log.appender import Appender
+from rng_service.log.cosignature import CosignatureVerifier
 from rng_service.log.keys import load_private_key, load_verifier, load_verifier_keys
 from rng_service.log.note import Ed25519NoteSigner, NoteVerifier
 from rng_service.log.store_health import StoreHealth
@@ -43,6 +45,7 @@ from rng_service.log.storecheck import (
     record_verified,
 )
 from rng_service.log.tree import MerkleTree
+from rng_service.log.witnessing import HttpWitnessTransport, WitnessEndpoint, Witnessing
 from rng_service.metrics import GeneratorCollector, Metrics, StoreCollector
 from rng_service.ownership import InstanceLock, LockHeld
 from rng_service.security.policy import ClientPolicy, RateLimit, Role
@@ -307,6 +310,8 @@ class Service:
         self._metrics_server: Any = None
         self._owner = InstanceLock()
         self.endpoints: Endpoints | None = None
+        #: Sends published checkpoints to the ``[[witnesses]]`` (None without witnesses).
+        self.witnessing: Witnessing | None = None
 
     def _open_storage(self) -> LogStorage:
         if self._storage is not None:
@@ -463,6 +468,90 @@ class Service:
         except OSError as e:
             raise StartupError(f"{io_setting}: cannot take the lock of {what}: {e}") from e
 
+    def _witness_endpoints(self) -> list[WitnessEndpoint]:
+        """The ``[[witnesses]]``: each one's key (errors name the entry), URL and TLS trust."""
+        endpoints = []
+        timeout = self.config.witnessing.timeout_seconds
+        for i, w in enumerate(self.config.witnesses):
+            setting = f"witnesses[{i}]"
+            try:
+                text = w.key
+                if "+" not in text or Path(text).is_file():
+                    text = Path(text).read_text(encoding="utf-8").strip().splitlines()[0]
+                verifier = CosignatureVerifier.from_verifier_key(text)
+            except (OSError, IndexError, UnicodeDecodeError) as e:
+                raise StartupError(f"{setting}.key: cannot read {w.key}: {e}") from e
+            except RngServiceError as e:
+                raise StartupError(f"{setting}.key: {e}") from e
+            context: ssl.SSLContext | None = None
+            if w.url.startswith("https://"):
+                try:
+                    context = ssl.create_default_context(cafile=w.ca_file or None)
+                except (OSError, ssl.SSLError) as e:
+                    raise StartupError(f"{setting}.ca_file: {w.ca_file}: {e}",
+                                       file=w.ca_file) from e  # fmt: skip
+            endpoints.append(
+                WitnessEndpoint(
+                    name=w.name or verifier.name,
+                    url=w.url,
+                    verifier=verifier,
+                    transport=HttpWitnessTransport(w.url, timeout=timeout, ssl_context=context),
+                )
+            )
+        names = [e.name for e in endpoints]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise StartupError(
+                    f"witnesses[{i}].name: {name!r} names two witnesses; give each a name"
+                )
+        return endpoints
+
+    def _check_witnesses(self, witnessing: Witnessing) -> None:
+        """Start-up against the witnesses (docs/operations.md, "Witnesses"): the current
+        tree's checkpoint goes to each; one that holds a checkpoint this tree does not extend
+        refuses the start, naming it. Unreachable ones are a warning, unless
+        ``witnessing.require_at_startup`` asks for ``min_witnesses`` cosignatures."""
+        cfg = self.config.witnessing
+        report = witnessing.startup()
+        if report.conflicts:
+            named = "; ".join(
+                f"witness {o.witness} ({self._witness_url(o.witness)}): {o.message}"
+                for o in report.conflicts
+            )
+            raise StartupError(
+                f"witnesses: {named}. Nothing was served; the log's store does not hold the "
+                f'log the witnesses saw (docs/operations.md, "Witnesses")',
+                setting="witnesses",
+            )
+        if cfg.require_at_startup and report.cosigned < cfg.min_witnesses:
+            missing = "; ".join(
+                f"{o.witness}: {o.result} ({o.message})"
+                for o in report.outcomes
+                if o.result != "cosigned"
+            )
+            raise StartupError(
+                f"witnessing.require_at_startup: {report.cosigned} of the "
+                f"{cfg.min_witnesses} witnesses needed cosigned the log's checkpoint ({missing})",
+                setting="witnessing.require_at_startup",
+            )
+        if report.cosigned and self.appender is not None:
+            self.appender.publish_checkpoint()  # the checkpoint they cosigned, as published
+        _log.info(
+            {
+                "event": "witnesses_checked",
+                "cosigned": report.cosigned,
+                "required": cfg.min_witnesses,
+                "witnesses": {o.witness: o.result for o in report.outcomes},
+            }
+        )
+
+    def _witness_url(self, name: str) -> str:
+        if self.witnessing is not None:
+            for e in self.witnessing.endpoints:
+                if e.name == name:
+                    return e.url
+        return "?"
+
     def _check_store(self, storage: LogStorage, verifiers: Sequence[NoteVerifier]) -> None:
         """The store's own check (rng_service.log.storecheck): refuses to serve a log that is
         not the log that was signed, naming the first bad index or checkpoint."""
@@ -549,6 +638,30 @@ class Service:
             self.appender.start()
         except IntegrityError as e:
             raise StartupError(f"log store: {e}") from e
+        if cfg.witnesses:
+            endpoints = self._witness_endpoints()
+            self.metrics.witnesses_configured(
+                [e.name for e in endpoints], cfg.witnessing.min_witnesses
+            )
+            self.witnessing = Witnessing(
+                endpoints=endpoints,
+                storage=storage,
+                tree=tree,
+                checkpoint_note=self.appender.checkpoint_note,
+                publish=self.appender.publish_checkpoint,
+                sync=self.appender.sync,
+                clock=self.clock,
+                interval_seconds=cfg.witnessing.interval_seconds
+                or cfg.log.publish_interval_seconds,
+                min_witnesses=cfg.witnessing.min_witnesses,
+                observer=self.metrics,
+            )
+            try:
+                await asyncio.to_thread(self._check_witnesses, self.witnessing)
+            except StartupError:
+                # Nothing more is signed over a store the witnesses contradict.
+                await asyncio.to_thread(self.appender.stop, publish=False)
+                raise
         health = HealthService()
         self._health_monitor = HealthMonitor(health, generator.status, store=self.store_health)
         await self._health_monitor.update()
@@ -631,6 +744,8 @@ class Service:
                 f"process, or not an address of this host"
             )
         await self._server.start()
+        if self.witnessing is not None:
+            self.witnessing.start()
         metrics_port: int | None = None
         if cfg.metrics.enabled:
             try:
@@ -689,6 +804,8 @@ class Service:
         if self._server is not None:
             await self._drain_calls(grace)
             await self._server.stop(min(grace, 1.0))  # our calls are done: nothing to wait for
+        if self.witnessing is not None:
+            await asyncio.to_thread(self.witnessing.stop)
         if self.appender is not None:
             await asyncio.to_thread(self.appender.stop)
         if self._metrics_server is not None:

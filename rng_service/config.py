@@ -34,6 +34,8 @@ __all__ = [
     "ServerSettings",
     "StorageSettings",
     "TlsSettings",
+    "WitnessSettings",
+    "WitnessingSettings",
     "check_transport",
     "load_config",
 ]
@@ -382,6 +384,131 @@ class ProfilesSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class WitnessingSettings:
+    """How the service uses its ``[[witnesses]]`` (C2SP tlog-witness; docs/operations.md,
+    "Witnesses"). Outcomes never wait for witnesses: each published checkpoint is sent to them
+    by a background task, and their cosignatures are stored beside it."""
+
+    #: How many witnesses must cosign a checkpoint for it to count as witnessed (the
+    #: ``rng_witness_quorum`` metric and its alert; auditors apply their own with
+    #: ``--min-witnesses``). 0 to the number of ``[[witnesses]]``; default: 1 if there are any.
+    min_witnesses: int = -1
+    #: Seconds one request to a witness may take (connect, send, answer) before it counts as
+    #: unreachable.
+    timeout_seconds: float = 5.0
+    #: Seconds between rounds: each round publishes the current tree's checkpoint if the log
+    #: grew, and asks every witness to cosign the latest one, even when nothing changed (a
+    #: quiet log still gets fresh cosignature timestamps). 0 = ``log.publish_interval_seconds``.
+    interval_seconds: float = 0.0
+    #: At start-up, refuse to serve unless ``min_witnesses`` witnesses cosigned the log's
+    #: checkpoint. When false (the default), unreachable witnesses are a warning and the
+    #: service starts; a witness that refuses the checkpoint as inconsistent always stops it.
+    require_at_startup: bool = False
+
+    def __post_init__(self) -> None:
+        _require(
+            -1 <= self.min_witnesses <= 100,
+            "witnessing.min_witnesses",
+            "0 to the number of [[witnesses]]",
+            self.min_witnesses,
+        )
+        _require(
+            0.1 <= self.timeout_seconds <= 120,
+            "witnessing.timeout_seconds",
+            "0.1 to 120",
+            self.timeout_seconds,
+        )
+        _require(
+            self.interval_seconds == 0 or 0.1 <= self.interval_seconds <= 86400,
+            "witnessing.interval_seconds",
+            "0 (log.publish_interval_seconds) or 0.1 to 86400",
+            self.interval_seconds,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class WitnessSettings:
+    """One ``[[witnesses]]`` entry: a C2SP tlog-witness the service submits its checkpoints to."""
+
+    #: The witness's submission prefix: ``POST <url>/add-checkpoint``; http or https.
+    url: str
+    #: The witness's cosignature verifier key (``<name>+<key id>+<base64(0x04 || key)>``, from
+    #: ``rng-witness keygen``/``pubkey``) or a ``.vkey`` file holding it (relative: to the
+    #: working directory at start-up, like every path).
+    key: str
+    #: A short name for logs and metric labels; default: the key's name.
+    name: str = ""
+    #: For an https url: CA certificate(s), PEM, to verify the witness's certificate with
+    #: ("" = the system's trust store).
+    ca_file: str = ""
+
+
+_WITNESS_KEYS = ("url", "key", "name", "ca_file")
+
+
+def _witness(index: int, raw: Any) -> WitnessSettings:
+    where = f"witnesses[{index}]"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: must be a table (write [[witnesses]] entries)")
+    unknown = sorted(set(raw) - set(_WITNESS_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{where}.{unknown[0]}: unknown setting (allowed in [[witnesses]]: "
+            f"{', '.join(_WITNESS_KEYS)})"
+        )
+    values: dict[str, str] = {}
+    for key in _WITNESS_KEYS:
+        value = raw.get(key, "")
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}.{key}: {value!r} is not allowed (allowed: a string)")
+        values[key] = value.strip()
+    url = values["url"]
+    scheme, _, rest = url.partition("://")
+    _require(
+        scheme in ("http", "https") and bool(rest) and not rest.startswith("/")
+        and not any(c.isspace() for c in url) and "?" not in url and "#" not in url,
+        f"{where}.url",
+        "the witness's submission prefix, http(s)://host[:port][/path] (the service POSTs to "
+        "<url>/add-checkpoint)",
+        url,
+    )  # fmt: skip
+    _require(
+        bool(values["key"]),
+        f"{where}.key",
+        "the witness's verifier key <name>+<key id>+<base64>, or a .vkey file",
+        "",
+    )
+    name = values["name"]
+    _require(
+        not name or (len(name) <= 64 and all(c.isalnum() or c in "-_.:/" for c in name)),
+        f"{where}.name",
+        "'' (the key's name) or up to 64 letters, digits and - _ . : /",
+        name,
+    )
+    _require(
+        not values["ca_file"] or scheme == "https",
+        f"{where}.ca_file",
+        "'' for an http url (ca_file is for https)",
+        values["ca_file"],
+    )
+    return WitnessSettings(url=url.rstrip("/"), key=values["key"], name=name,
+                           ca_file=values["ca_file"])  # fmt: skip
+
+
+def _build_witnesses(raw: Any) -> tuple[WitnessSettings, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError("witnesses: must be an array of tables (write [[witnesses]] entries)")
+    witnesses = tuple(_witness(i, item) for i, item in enumerate(raw))
+    urls = [w.url for w in witnesses]
+    for i, url in enumerate(urls):
+        if url in urls[:i]:
+            raise ConfigError(
+                f"witnesses[{i}].url: {url!r} is already configured (allowed: each witness once)"
+            )
+    return witnesses
+
+
+@dataclass(frozen=True, kw_only=True)
 class TlsSettings:
     """mTLS on the gRPC port (docs/security.md). All three files, or none: without them the
     port is plaintext, which is allowed on a loopback address only (:func:`check_transport`)."""
@@ -567,12 +694,36 @@ class Config:
     rate_limit: RateLimitSettings = field(default_factory=RateLimitSettings)
     certification: CertificationSettings = field(default_factory=CertificationSettings)
     profiles: ProfilesSettings = field(default_factory=ProfilesSettings)
+    witnessing: WitnessingSettings = field(default_factory=WitnessingSettings)
     #: ``[[clients]]``: identities and roles (used when mTLS is on; docs/security.md).
     clients: tuple[ClientSettings, ...] = ()
+    #: ``[[witnesses]]``: the C2SP tlog-witnesses that cosign published checkpoints.
+    witnesses: tuple[WitnessSettings, ...] = ()
+
+    def __post_init__(self) -> None:
+        wanted = self.witnessing.min_witnesses
+        if wanted == -1:
+            object.__setattr__(
+                self, "witnessing",
+                dataclasses.replace(self.witnessing, min_witnesses=min(1, len(self.witnesses))),
+            )  # fmt: skip
+        else:
+            _require(
+                wanted <= len(self.witnesses),
+                "witnessing.min_witnesses",
+                f"0 to the number of [[witnesses]] ({len(self.witnesses)})",
+                wanted,
+            )
+        _require(
+            not self.witnessing.require_at_startup or bool(self.witnesses),
+            "witnessing.require_at_startup",
+            "false when no [[witnesses]] are configured",
+            True,
+        )
 
 
 #: Top-level keys that are arrays of tables rather than ``[section]`` tables.
-_ARRAYS = ("clients",)
+_ARRAYS = ("clients", "witnesses")
 
 _SECTIONS: dict[str, type[Any]] = {
     f.name: typing.get_type_hints(Config)[f.name]
@@ -694,7 +845,11 @@ def load_config(
         name: _build_section(name, data.get(name, {}), env_keys.get(name, set()))
         for name in _SECTIONS
     }
-    config = Config(**sections, clients=_build_clients(arrays.get("clients", [])))
+    config = Config(
+        **sections,
+        clients=_build_clients(arrays.get("clients", [])),
+        witnesses=_build_witnesses(arrays.get("witnesses", [])),
+    )
     base = base_dir if base_dir is not None else Path.cwd()
     tls = config.tls
     if tls.enabled:
@@ -709,8 +864,19 @@ def load_config(
         profiles = dataclasses.replace(
             profiles, directory=str(_resolve(base, Path(profiles.directory)))
         )
+    witnesses = tuple(
+        dataclasses.replace(
+            w,
+            key=w.key
+            if "+" in w.key and not (base / w.key).is_file()
+            else str(_resolve(base, Path(w.key))),
+            ca_file=str(_resolve(base, Path(w.ca_file))) if w.ca_file else "",
+        )
+        for w in config.witnesses
+    )
     return dataclasses.replace(
         config,
+        witnesses=witnesses,
         server=dataclasses.replace(config.server, lock_dir=_resolve(base, config.server.lock_dir)),
         profiles=profiles,
         log=dataclasses.replace(config.log, key_file=_resolve(base, config.log.key_file)),

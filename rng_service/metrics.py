@@ -143,6 +143,79 @@ class Metrics:
             "Checkpoints stored as published checkpoints.",
             registry=registry,
         )
+        self.witness_up = Gauge(
+            "rng_witness_up",
+            "1 while the witness cosigns the log's checkpoints, 0 after a round in which it "
+            "did not (unreachable, refused, a bad answer or a conflict), by configured witness.",
+            ["witness"],
+            registry=registry,
+        )
+        self.witness_requests = Counter(
+            "rng_witness_requests",
+            "Checkpoints sent to a witness, by witness and result (cosigned, conflict, stale, "
+            "unreachable, refused, bad_answer).",
+            ["witness", "result"],
+            registry=registry,
+        )
+        self.witness_conflicts = Counter(
+            "rng_witness_conflicts",
+            "Times a witness refused the log's checkpoint as inconsistent with one it cosigned "
+            "(the log was cut back or forked): an alarm.",
+            ["witness"],
+            registry=registry,
+        )
+        self.witness_last_cosignature = Gauge(
+            "rng_witness_last_cosignature_timestamp_seconds",
+            "The timestamp (in the witness's own clock) of the newest cosignature of the "
+            "witness, 0 before the first.",
+            ["witness"],
+            registry=registry,
+        )
+        self.witness_cosigned_size = Gauge(
+            "rng_witness_cosigned_size",
+            "Tree size of the newest checkpoint the witness cosigned.",
+            ["witness"],
+            registry=registry,
+        )
+        self.witnesses_cosigned = Gauge(
+            "rng_witnesses_cosigned",
+            "Witnesses that cosigned the checkpoint of the latest round.",
+            registry=registry,
+        )
+        self.witnesses_required = Gauge(
+            "rng_witnesses_required",
+            "witnessing.min_witnesses: how many witnesses must cosign a checkpoint.",
+            registry=registry,
+        )
+
+    def witnesses_configured(self, names: list[str], required: int) -> None:
+        """Creates every witness's series before the first round (up 0 until it cosigns)."""
+        for name in names:
+            self.witness_up.labels(witness=name).set(0)
+            self.witness_conflicts.labels(witness=name)
+            self.witness_last_cosignature.labels(witness=name)
+            for result in ("cosigned", "conflict", "unreachable"):
+                self.witness_requests.labels(witness=name, result=result)
+        self.witnesses_required.set(required)
+
+    # rng_service.log.witnessing.WitnessObserver
+    def witness_outcome(
+        self, *, witness: str, result: str, size: int, timestamp: int | None
+    ) -> None:
+        self.witness_requests.labels(witness=witness, result=result).inc()
+        if result == "conflict":
+            self.witness_conflicts.labels(witness=witness).inc()
+        if result in ("cosigned", "stale"):
+            self.witness_up.labels(witness=witness).set(1)
+        else:
+            self.witness_up.labels(witness=witness).set(0)
+        if result == "cosigned" and timestamp is not None:
+            self.witness_last_cosignature.labels(witness=witness).set(timestamp)
+            self.witness_cosigned_size.labels(witness=witness).set(size)
+
+    def witness_quorum(self, *, cosigned: int, required: int) -> None:
+        self.witnesses_cosigned.set(cosigned)
+        self.witnesses_required.set(required)
 
     # AppendObserver
     def committed(

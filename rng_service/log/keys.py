@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from rng_service.errors import FailedPrecondition, InvalidArgument
+from rng_service.log.cosignature import CosignatureSigner
 from rng_service.log.note import Ed25519NoteSigner, InvalidVerifierKey, NoteVerifier
 
 __all__ = [
@@ -154,18 +155,24 @@ def generate_key_pair(
     name: str,
     passphrase: bytes | None = None,
     overwrite: bool = False,
+    cosigner: bool = False,
 ) -> KeyPairInfo:
     """Generates an Ed25519 key pair for the signer key ``name``.
 
     Writes the private key to ``path`` (PKCS#8 PEM, 0600), the public key to ``<path>.pub``
     (PEM) and the verifier key to ``<path>.vkey`` (one line). Refuses to replace existing files
     unless ``overwrite``. The key name must be a valid note key name (no spaces, no '+').
+    ``cosigner``: a witness's key, whose verifier key has the C2SP tlog-cosignature type 0x04
+    (``cosignature/v1``) instead of the log signature type 0x01.
     """
     private_path = Path(path)
     public_path = private_path.with_name(private_path.name + ".pub")
     vkey_path = private_path.with_name(private_path.name + ".vkey")
     key = Ed25519PrivateKey.generate()
-    signer = Ed25519NoteSigner(name, key)  # validates the name before anything is written
+    # Validates the name before anything is written.
+    signer: Ed25519NoteSigner | CosignatureSigner = (
+        CosignatureSigner(name, key) if cosigner else Ed25519NoteSigner(name, key)
+    )
     if not overwrite:
         for p in (private_path, public_path, vkey_path):
             if p.exists():
@@ -174,7 +181,7 @@ def generate_key_pair(
     _atomic_write(
         public_path, public_key_pem(key.public_key()), mode=PUBLIC_KEY_MODE, overwrite=overwrite
     )
-    vkey = signer.verifier_key()
+    vkey = signer.verifier().verifier_key()
     _atomic_write(
         vkey_path, (vkey + "\n").encode("ascii"), mode=PUBLIC_KEY_MODE, overwrite=overwrite
     )

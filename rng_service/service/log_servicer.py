@@ -25,10 +25,16 @@ from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc
 from rng_service.errors import InvalidArgument, NotFound, OutOfRange, Unavailable
 from rng_service.log.merkle import HASH_SIZE
 from rng_service.log.note import Checkpoint, parse_note
+from rng_service.log.witnessing import cosigned_note
 from rng_service.service.auth import Authorizer
 from rng_service.service.client import ClientTls
 from rng_service.service.errors import RpcObserver, rpc
-from rng_service.storage.base import CheckpointRecord, EntryRecord, LogStorage
+from rng_service.storage.base import (
+    CheckpointRecord,
+    CosignatureRecord,
+    EntryRecord,
+    LogStorage,
+)
 
 __all__ = ["MAX_ENTRIES_PER_PAGE", "LogClient", "LogServicer", "PublicKeyInfo", "TreeReader"]
 
@@ -159,13 +165,34 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
     def _current_size(self) -> int:
         return self._sync() if self._sync is not None else self._tree.size
 
+    def _cosigned(self, note: bytes, size: int) -> bytes:
+        """``note`` with the witness cosignatures stored for its checkpoint."""
+        return cosigned_note(note, self._storage.cosignatures(min_size=size, max_size=size))
+
     def _latest(self) -> log_pb2.SignedCheckpoint:
         size = self._current_size()
-        note = self._checkpoint_note(size).encode("utf-8")
+        note = self._cosigned(self._checkpoint_note(size).encode("utf-8"), size)
         stored = self._storage.checkpoints(min_size=size, max_size=size)
         return _checkpoint_to_proto(
             note, published_at_ns=stored[0].timestamp_ns if stored else None
         )
+
+    def _latest_witnessed(self) -> log_pb2.SignedCheckpoint:
+        """The largest size with stored cosignatures whose checkpoint this log signs today:
+        the signed note of the tree at that size, with those cosignatures."""
+        current = self._current_size()
+        for record in sorted(
+            self._storage.latest_cosignatures(), key=lambda r: r.size, reverse=True
+        ):
+            if record.size > current:
+                continue
+            note = self._cosigned(self._checkpoint_note(record.size).encode("utf-8"), record.size)
+            if record.line in note:  # of this tree's checkpoint (not of another body)
+                stored = self._storage.checkpoints(min_size=record.size, max_size=record.size)
+                return _checkpoint_to_proto(
+                    note, published_at_ns=stored[0].timestamp_ns if stored else None
+                )
+        raise NotFound("no checkpoint of this log has witness cosignatures yet")
 
     @rpc("GetLatestCheckpoint")
     async def GetLatestCheckpoint(
@@ -173,6 +200,8 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         request: log_pb2.GetLatestCheckpointRequest,
         context: aio.ServicerContext[log_pb2.GetLatestCheckpointRequest, log_pb2.SignedCheckpoint],
     ) -> log_pb2.SignedCheckpoint:
+        if request.witnessed:
+            return await asyncio.to_thread(self._latest_witnessed)
         return await asyncio.to_thread(self._latest)
 
     @rpc("PublishCheckpoint")
@@ -182,7 +211,8 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         context: aio.ServicerContext[log_pb2.PublishCheckpointRequest, log_pb2.SignedCheckpoint],
     ) -> log_pb2.SignedCheckpoint:
         record = await asyncio.to_thread(self._publish)
-        return _checkpoint_to_proto(record.note, published_at_ns=record.timestamp_ns)
+        note = await asyncio.to_thread(self._cosigned, record.note, record.size)
+        return _checkpoint_to_proto(note, published_at_ns=record.timestamp_ns)
 
     @rpc("GetCheckpoints")
     async def GetCheckpoints(
@@ -197,18 +227,35 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
                 "max_size", f"{max_size} is below min_size {min_size}", allowed=">= min_size"
             )
         since_ns, until_ns = _time_range(request.since_ns, request.until_ns)
-        records = await asyncio.to_thread(
-            self._storage.checkpoints,
-            min_size=min_size,
-            max_size=max_size,
-            since_ns=since_ns,
-            until_ns=until_ns,
+        records, cosignatures = await asyncio.to_thread(
+            self._checkpoints_with_cosignatures, min_size, max_size, since_ns, until_ns
         )
         return log_pb2.GetCheckpointsResponse(
             checkpoints=[
-                _checkpoint_to_proto(r.note, published_at_ns=r.timestamp_ns) for r in records
+                _checkpoint_to_proto(
+                    cosigned_note(r.note, cosignatures.get(r.size, [])),
+                    published_at_ns=r.timestamp_ns,
+                )
+                for r in records
             ]
         )
+
+    def _checkpoints_with_cosignatures(
+        self,
+        min_size: int | None,
+        max_size: int | None,
+        since_ns: int | None,
+        until_ns: int | None,
+    ) -> tuple[list[CheckpointRecord], dict[int, list[CosignatureRecord]]]:
+        records = self._storage.checkpoints(
+            min_size=min_size, max_size=max_size, since_ns=since_ns, until_ns=until_ns
+        )
+        by_size: dict[int, list[CosignatureRecord]] = {}
+        if records:
+            for c in self._storage.cosignatures(min_size=records[0].size,
+                                                max_size=records[-1].size):  # fmt: skip
+                by_size.setdefault(c.size, []).append(c)
+        return records, by_size
 
     # -- proofs --------------------------------------------------------------------------
 
@@ -376,9 +423,12 @@ class LogClient:
             code = e.code()
             raise Unavailable(f"{self._target}: {method}: {code.name}: {e.details()}") from None
 
-    def latest_checkpoint(self) -> str:
-        """The signed note of the log's current tree."""
-        reply = self._call("GetLatestCheckpoint", log_pb2.GetLatestCheckpointRequest())
+    def latest_checkpoint(self, *, witnessed: bool = False) -> str:
+        """The signed note of the log's current tree (with any witness cosignatures), or with
+        ``witnessed`` of the newest checkpoint that witnesses cosigned."""
+        reply = self._call(
+            "GetLatestCheckpoint", log_pb2.GetLatestCheckpointRequest(witnessed=witnessed)
+        )
         return str(reply.note)
 
     def published_checkpoints(self) -> list[tuple[str, int]]:

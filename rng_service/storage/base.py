@@ -34,6 +34,10 @@ Conventions shared by all drivers:
   and ``(client_id, table_id, table_seq)`` are unique: a batch repeating one, or repeating a
   stored one, raises :class:`SequenceConflict` (the sequencer checks first; the constraint is a
   second line of defence).
+- Witness cosignatures (C2SP tlog-cosignature lines, opaque here) are kept beside the published
+  checkpoints, one per (tree size, checkpoint body hash, witness key): ``add_cosignatures``
+  keeps the newer of two by the cosignature's own timestamp, so a quiet log asking its
+  witnesses again at every interval replaces each witness's line instead of piling them up.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ __all__ = [
     "RESERVED_META_KEYS",
     "AppendBatch",
     "CheckpointRecord",
+    "CosignatureRecord",
     "DuplicateRequest",
     "EntryRecord",
     "GroupState",
@@ -68,8 +73,10 @@ __all__ = [
     "check_limit",
     "check_meta_key",
     "checkpoint_from_row",
+    "cosignature_from_row",
     "entry_from_row",
     "entry_to_row",
+    "newest_cosignatures",
 ]
 
 RESERVED_META_KEYS = frozenset({"schema_version"})
@@ -146,6 +153,21 @@ class CheckpointRecord:
     size: int
     timestamp_ns: int
     note: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CosignatureRecord:
+    """A witness's cosignature line of the checkpoint whose note text hashes to
+    ``body_sha256``, at tree ``size``: the witness's key name and key ID, the cosignature's own
+    timestamp (POSIX seconds) and when the service received it. ``line`` is opaque."""
+
+    size: int
+    body_sha256: bytes
+    witness: str
+    key_id: int
+    timestamp: int
+    line: bytes
+    received_ns: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +280,23 @@ class LogStorage(Protocol):
 
     def set_meta(self, key: str, value: bytes) -> None: ...
 
+    def add_cosignatures(self, records: Sequence[CosignatureRecord]) -> None:
+        """Stores witness cosignatures in one transaction; of two for the same (size,
+        body_sha256, witness, key_id) the one with the newer ``timestamp`` is kept."""
+        ...
+
+    def cosignatures(
+        self, *, min_size: int | None = None, max_size: int | None = None
+    ) -> list[CosignatureRecord]:
+        """Stored cosignatures with ``min_size <= size <= max_size``, by (size, witness,
+        key_id)."""
+        ...
+
+    def latest_cosignatures(self) -> list[CosignatureRecord]:
+        """For each (witness, key_id): its cosignature of the largest size (the newest of
+        that size), by (witness, key_id)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -297,6 +336,27 @@ def entry_to_row(e: EntryRecord) -> tuple[Any, ...]:
 def checkpoint_from_row(row: Sequence[Any]) -> CheckpointRecord:
     """A :class:`CheckpointRecord` from (size, timestamp_ns, note) columns."""
     return CheckpointRecord(size=row[0], timestamp_ns=row[1], note=bytes(row[2]))
+
+
+def cosignature_from_row(row: Sequence[Any]) -> CosignatureRecord:
+    """A :class:`CosignatureRecord` from (size, body_sha256, witness, key_id, timestamp, line,
+    received_ns) columns."""
+    return CosignatureRecord(
+        size=row[0], body_sha256=bytes(row[1]), witness=row[2], key_id=row[3],
+        timestamp=row[4], line=bytes(row[5]), received_ns=row[6],
+    )  # fmt: skip
+
+
+def newest_cosignatures(records: Iterable[CosignatureRecord]) -> list[CosignatureRecord]:
+    """Of several records for the same (size, body_sha256, witness, key_id), the newest by
+    timestamp (then by arrival), in the order they keep."""
+    best: dict[tuple[int, bytes, str, int], CosignatureRecord] = {}
+    for r in records:
+        key = (r.size, r.body_sha256, r.witness, r.key_id)
+        old = best.get(key)
+        if old is None or (r.timestamp, r.received_ns) > (old.timestamp, old.received_ns):
+            best[key] = r
+    return list(best.values())
 
 
 def check_append_batch(size: int, entries: Sequence[EntryRecord]) -> None:

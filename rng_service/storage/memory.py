@@ -17,6 +17,7 @@ from rng_service.errors import StorageUnavailable
 from rng_service.storage.base import (
     AppendBatch,
     CheckpointRecord,
+    CosignatureRecord,
     DuplicateRequest,
     EntryRecord,
     GroupState,
@@ -28,6 +29,7 @@ from rng_service.storage.base import (
     check_entry_range,
     check_limit,
     check_meta_key,
+    newest_cosignatures,
 )
 
 __all__ = ["MemoryStorage"]
@@ -51,6 +53,7 @@ class MemoryStorage:
         self._meta: dict[str, bytes] = {}
         self._fail_next: str | None = None
         self._closed = False
+        self._cosignatures: list[CosignatureRecord] = []
 
     def __repr__(self) -> str:
         return f"MemoryStorage(size={len(self._entries)})"
@@ -278,6 +281,34 @@ class MemoryStorage:
         with self._lock:
             self._check_open()
             self._meta[key] = bytes(value)
+
+    def add_cosignatures(self, records: Sequence[CosignatureRecord]) -> None:
+        with self._lock:
+            self._check_open()
+            self._cosignatures = newest_cosignatures([*self._cosignatures, *records])
+
+    def cosignatures(
+        self, *, min_size: int | None = None, max_size: int | None = None
+    ) -> list[CosignatureRecord]:
+        with self._lock:
+            self._check_open()
+            found = [
+                c
+                for c in self._cosignatures
+                if (min_size is None or c.size >= min_size)
+                and (max_size is None or c.size <= max_size)
+            ]
+        return sorted(found, key=lambda c: (c.size, c.witness, c.key_id, c.body_sha256))
+
+    def latest_cosignatures(self) -> list[CosignatureRecord]:
+        with self._lock:
+            self._check_open()
+            best: dict[tuple[str, int], CosignatureRecord] = {}
+            for c in self._cosignatures:
+                old = best.get((c.witness, c.key_id))
+                if old is None or (c.size, c.timestamp) > (old.size, old.timestamp):
+                    best[(c.witness, c.key_id)] = c
+        return [best[k] for k in sorted(best)]
 
     def close(self) -> None:
         with self._lock:

@@ -62,6 +62,7 @@ from rng_service.errors import InvalidArgument, StorageUnavailable
 from rng_service.storage.base import (
     AppendBatch,
     CheckpointRecord,
+    CosignatureRecord,
     DuplicateRequest,
     EntryRecord,
     GroupState,
@@ -75,6 +76,7 @@ from rng_service.storage.base import (
     check_limit,
     check_meta_key,
     checkpoint_from_row,
+    cosignature_from_row,
     entry_from_row,
     entry_to_row,
 )
@@ -164,6 +166,23 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CHECK (slot IS NOT NULL AND table_seq IS NOT NULL) NOT VALID",
         ),
     ),
+    Migration(
+        3,
+        "witness cosignatures of published checkpoints",
+        (
+            """CREATE TABLE cosignatures (
+                size        BIGINT NOT NULL,
+                body_sha256 BYTEA  NOT NULL,
+                witness     TEXT   NOT NULL,
+                key_id      BIGINT NOT NULL,
+                cosigned_at BIGINT NOT NULL,
+                line        BYTEA  NOT NULL,
+                received_ns BIGINT NOT NULL,
+                CONSTRAINT cosignatures_pkey PRIMARY KEY (size, body_sha256, witness, key_id)
+            )""",
+            "CREATE INDEX cosignatures_witness ON cosignatures (witness, key_id, size)",
+        ),
+    ),
 )
 """Every schema step, oldest first; a new schema version is a new entry here, never an edit."""
 
@@ -203,6 +222,13 @@ _GROUP_STATE = (
 )
 _INSERT_NODE = "INSERT INTO nodes (level, idx, hash) VALUES (%s, %s, %s)"
 _INSERT_CHECKPOINT = "INSERT INTO checkpoints (size, timestamp_ns, note) VALUES (%s, %s, %s)"
+_INSERT_COSIGNATURE = (
+    "INSERT INTO cosignatures (size, body_sha256, witness, key_id, cosigned_at, line, "
+    "received_ns) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+    "ON CONFLICT (size, body_sha256, witness, key_id) DO UPDATE SET "
+    "cosigned_at = excluded.cosigned_at, line = excluded.line, "
+    "received_ns = excluded.received_ns WHERE excluded.cosigned_at > cosignatures.cosigned_at"
+)
 _MAX_IDLE_CONNECTIONS = 16  # connections kept open for reuse; more are opened on demand
 _LOCATION_KEYS = ("host", "hostaddr", "port", "dbname", "user")
 
@@ -570,6 +596,20 @@ class PostgresStorage:
             (checkpoint.size, checkpoint.timestamp_ns, checkpoint.note),
         )
 
+    def add_cosignatures(self, records: Sequence[CosignatureRecord]) -> None:
+        if not records:
+            return
+
+        def work(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+            with conn.cursor() as cur:
+                cur.executemany(
+                    _INSERT_COSIGNATURE,
+                    [(r.size, r.body_sha256, r.witness, r.key_id, r.timestamp, r.line,
+                      r.received_ns) for r in records],
+                )  # fmt: skip
+
+        self._run("storing cosignatures", work, write=True)
+
     def set_meta(self, key: str, value: bytes) -> None:
         check_meta_key(key)
         self._write(
@@ -754,6 +794,36 @@ class PostgresStorage:
     def get_meta(self, key: str) -> bytes | None:
         rows = self._read("reading meta", "SELECT value FROM meta WHERE key = %s", (key,))
         return bytes(rows[0][0]) if rows else None
+
+    def cosignatures(
+        self, *, min_size: int | None = None, max_size: int | None = None
+    ) -> list[CosignatureRecord]:
+        rows = self._read(
+            "reading cosignatures",
+            "SELECT size, body_sha256, witness, key_id, cosigned_at, line, received_ns "
+            "FROM cosignatures WHERE size >= %s AND size <= %s "
+            "ORDER BY size, witness, key_id, body_sha256",
+            (0 if min_size is None else min_size, 2**63 - 1 if max_size is None else max_size),
+        )
+        return [cosignature_from_row(r) for r in rows]
+
+    def latest_cosignatures(self) -> list[CosignatureRecord]:
+        rows = self._read(
+            "reading the latest cosignatures",
+            "SELECT c.size, c.body_sha256, c.witness, c.key_id, c.cosigned_at, c.line, "
+            "c.received_ns FROM cosignatures AS c JOIN (SELECT witness, key_id, "
+            "MAX(size) AS size FROM cosignatures GROUP BY witness, key_id) AS m "
+            "ON c.witness = m.witness AND c.key_id = m.key_id AND c.size = m.size "
+            "ORDER BY c.witness, c.key_id, c.cosigned_at DESC",
+        )
+        seen: set[tuple[str, int]] = set()
+        out: list[CosignatureRecord] = []
+        for row in rows:
+            record = cosignature_from_row(row)
+            if (record.witness, record.key_id) not in seen:
+                seen.add((record.witness, record.key_id))
+                out.append(record)
+        return out
 
     def close(self) -> None:
         with self._lock:

@@ -9,7 +9,9 @@ concurrent reader (WAL readers never block the writer and see only committed tra
 ``executemany`` per table; any failure rolls it back, so a batch is stored whole or not at all.
 SQLite's write lock serialises writers across processes too, so several processes may append to
 one file (on one machine; the service runs one per file, see docs/operations.md). A database
-written with another schema version is refused, never migrated silently.
+written with a newer schema version is refused; an older one is migrated (:data:`MIGRATIONS`,
+in one transaction) only when opened with ``migrate=True`` (``rng-service migrate-store``),
+never silently.
 
 Entry bytes and node hashes are opaque here (RFC 6962 section 2.1 nodes, C2SP tlog-checkpoint
 notes are interpreted by ``rng_service.log`` only).
@@ -28,6 +30,7 @@ from rng_service.errors import InvalidArgument, StorageUnavailable
 from rng_service.storage.base import (
     AppendBatch,
     CheckpointRecord,
+    CosignatureRecord,
     DuplicateRequest,
     EntryRecord,
     GroupState,
@@ -41,6 +44,7 @@ from rng_service.storage.base import (
     check_limit,
     check_meta_key,
     checkpoint_from_row,
+    cosignature_from_row,
     entry_from_row,
     entry_to_row,
 )
@@ -98,12 +102,37 @@ CREATE UNIQUE INDEX entries_slot ON entries (client_id, table_id, round_id, slot
 CREATE UNIQUE INDEX entries_table_seq ON entries (client_id, table_id, table_seq);
 """
 
+# Schema 3: witness cosignatures of published checkpoints (C2SP tlog-cosignature lines, opaque
+# here), one per (tree size, checkpoint body hash, witness key); witness/key_id/size serves
+# latest_cosignatures.
+_SCHEMA_3 = """
+CREATE TABLE cosignatures (
+    size        INTEGER NOT NULL,
+    body_sha256 BLOB    NOT NULL,
+    witness     TEXT    NOT NULL,
+    key_id      INTEGER NOT NULL,
+    cosigned_at INTEGER NOT NULL,
+    line        BLOB    NOT NULL,
+    received_ns INTEGER NOT NULL,
+    PRIMARY KEY (size, body_sha256, witness, key_id)
+);
+CREATE INDEX cosignatures_witness ON cosignatures (witness, key_id, size);
+"""
+
 #: Every schema step, oldest first (version -> statements); a new version is a new entry here.
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_1, 2: _SCHEMA_2}
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_1, 2: _SCHEMA_2, 3: _SCHEMA_3}
 
 SCHEMA_VERSION = max(MIGRATIONS)
 """Version of the schema this build reads and writes; an older database is migrated only when
 opened with ``migrate=True`` (``rng-service migrate-store``), a newer one is refused."""
+
+_COSIGNATURE_COLUMNS = "size, body_sha256, witness, key_id, cosigned_at, line, received_ns"
+_INSERT_COSIGNATURE = (
+    f"INSERT INTO cosignatures ({_COSIGNATURE_COLUMNS}) VALUES (?,?,?,?,?,?,?) "  # noqa: S608
+    "ON CONFLICT (size, body_sha256, witness, key_id) DO UPDATE SET "
+    "cosigned_at = excluded.cosigned_at, line = excluded.line, "
+    "received_ns = excluded.received_ns WHERE excluded.cosigned_at > cosignatures.cosigned_at"
+)
 
 # Queries are literals; the only composed SQL (filters in find_entries/checkpoints, the IN
 # list in nodes) is built from fixed fragments, never from caller text (hence the S608 noqa).
@@ -425,6 +454,28 @@ class SqliteStorage:
     def add_checkpoint(self, checkpoint: CheckpointRecord) -> None:
         self._write(_INSERT_CHECKPOINT, (checkpoint.size, checkpoint.timestamp_ns, checkpoint.note))
 
+    def add_cosignatures(self, records: Sequence[CosignatureRecord]) -> None:
+        if not records:
+            return
+        with self._write_lock:
+            self._check_open()
+            try:
+                self._writer.execute("BEGIN IMMEDIATE")
+                try:
+                    self._writer.executemany(
+                        _INSERT_COSIGNATURE,
+                        [(r.size, r.body_sha256, r.witness, r.key_id, r.timestamp, r.line,
+                          r.received_ns) for r in records],
+                    )  # fmt: skip
+                    self._writer.execute("COMMIT")
+                except BaseException:
+                    self._rollback()
+                    raise
+            except sqlite3.Error as e:
+                raise StorageUnavailable(
+                    f"SQLite log {self._path}: storing cosignatures failed: {e}"
+                ) from e
+
     def set_meta(self, key: str, value: bytes) -> None:
         check_meta_key(key)
         self._write(
@@ -613,6 +664,33 @@ class SqliteStorage:
     def get_meta(self, key: str) -> bytes | None:
         rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
         return bytes(rows[0][0]) if rows else None
+
+    def cosignatures(
+        self, *, min_size: int | None = None, max_size: int | None = None
+    ) -> list[CosignatureRecord]:
+        rows = self._read(
+            f"SELECT {_COSIGNATURE_COLUMNS} FROM cosignatures "  # noqa: S608
+            "WHERE size >= ? AND size <= ? ORDER BY size, witness, key_id, body_sha256",
+            (0 if min_size is None else min_size, 2**63 - 1 if max_size is None else max_size),
+        )
+        return [cosignature_from_row(r) for r in rows]
+
+    def latest_cosignatures(self) -> list[CosignatureRecord]:
+        rows = self._read(
+            f"SELECT {', '.join('c.' + c for c in _COSIGNATURE_COLUMNS.split(', '))} "  # noqa: S608
+            "FROM cosignatures AS c JOIN (SELECT witness, key_id, MAX(size) AS size "
+            "FROM cosignatures GROUP BY witness, key_id) AS m ON c.witness = m.witness "
+            "AND c.key_id = m.key_id AND c.size = m.size "
+            "ORDER BY c.witness, c.key_id, c.cosigned_at DESC"
+        )
+        seen: set[tuple[str, int]] = set()
+        out: list[CosignatureRecord] = []
+        for row in rows:
+            record = cosignature_from_row(row)
+            if (record.witness, record.key_id) not in seen:
+                seen.add((record.witness, record.key_id))
+                out.append(record)
+        return out
 
     def close(self) -> None:
         with self._write_lock, self._readers_lock:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import grpc
@@ -21,12 +22,13 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from rng_service._proto.rng.v1 import common_pb2, outcomes_pb2
+from rng_service._proto.rng.v1 import common_pb2, log_pb2, outcomes_pb2
 from rng_service.app import Service, StartupError
 from rng_service.audit_cli import main as audit_main
 from rng_service.cli import main as cli_main
 from rng_service.config import Config, load_config
 from rng_service.log.entry import LogEntry
+from rng_service.storage import sqlite as sqlite_driver
 from tests.fakes import CounterEntropy
 from tests.integration.conftest import Running, start
 
@@ -60,6 +62,19 @@ def _config(path: Path) -> Config:
     return load_config(path, environ=environ, base_dir=path.parent)
 
 
+def _schema_of(db: Path) -> tuple[str, set[str], bool]:
+    """A log database's schema version, which of the entry columns of schema 2 it has, and
+    whether it has the cosignature table of schema 3 (read with sqlite3, not the driver)."""
+    raw = sqlite3.connect(db)
+    try:
+        version = raw.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        columns = {r[1] for r in raw.execute("PRAGMA table_info('entries')")}
+        tables = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    finally:
+        raw.close()
+    return bytes(version[0]).decode(), columns & {"slot", "table_seq"}, "cosignatures" in tables
+
+
 def _spin(r: Running, rid: str, round_id: str, wheel: int = DZ, table: str = "T1") -> object:
     return r.spin(rid, wheel=wheel, table_id=table, round_id=round_id)
 
@@ -89,11 +104,13 @@ def test_a_release_1_log_upgraded_keeps_its_rounds_and_verifies(
         asyncio.run(service.start())
     asyncio.run(service.stop(0))  # releases the log's lock, as the process's exit would
     assert cli_main(["migrate-store", "--config", str(path)]) == 0
-    assert "migrated from schema version 1 to 2 (its 9 entries are unchanged)" in (
+    # Both steps in one run: 2 (round slots, table chains) and 3 (witness cosignatures).
+    assert "migrated from schema version 1 to 3 (its 9 entries are unchanged)" in (
         capsys.readouterr().out
     )
+    assert _schema_of(tmp_path / "log.sqlite3") == ("3", {"slot", "table_seq"}, True)
     assert cli_main(["migrate-store", "--config", str(path)]) == 0
-    assert "already at schema version 2" in capsys.readouterr().out
+    assert "already at schema version 3" in capsys.readouterr().out
 
     r = start(_config(path))
     try:
@@ -150,3 +167,57 @@ def test_a_release_1_log_upgraded_keeps_its_rounds_and_verifies(
     assert "entries 0 to 8 are of entry format 1; format 2 (slots and table chains) from " \
         "entry 9 on" in out  # fmt: skip
     assert json.loads(export.read_text().splitlines()[0])["format"] == "rng-audit-export/v2"
+
+
+def test_a_schema_2_log_is_brought_to_3_by_migrate_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log of the release before witnessing (schema 2: the release-1 fixture migrated by that
+    release's steps, then format-2 entries written) gets schema 3 from migrate-store alone."""
+    path = _config_file(tmp_path)
+    db = tmp_path / "log.sqlite3"
+    # That release: the schema steps up to 2 (never edited once released), version 2.
+    monkeypatch.setattr(
+        sqlite_driver, "MIGRATIONS", {v: sqlite_driver.MIGRATIONS[v] for v in (1, 2)}
+    )
+    monkeypatch.setattr(sqlite_driver, "SCHEMA_VERSION", 2)
+    assert cli_main(["migrate-store", "--config", str(path)]) == 0
+    assert "migrated from schema version 1 to 2" in capsys.readouterr().out
+    r = start(_config(path))
+    try:
+        first = _spin(r, "v2-spin", "R20")
+    finally:
+        r.stop()
+    assert _schema_of(db) == ("2", {"slot", "table_seq"}, False)
+    monkeypatch.undo()
+
+    service = Service(_config(path), entropy=CounterEntropy())
+    with pytest.raises(StartupError, match=r"schema version 2.*migrate-store"):
+        asyncio.run(service.start())
+    asyncio.run(service.stop(0))
+    assert _schema_of(db) == ("2", {"slot", "table_seq"}, False)  # refusing changed nothing
+    assert cli_main(["migrate-store", "--config", str(path)]) == 0
+    assert "migrated from schema version 2 to 3 (its 10 entries are unchanged)" in (
+        capsys.readouterr().out
+    )
+    assert _schema_of(db) == ("3", {"slot", "table_seq"}, True)
+    r = start(_config(path))
+    try:
+        replay = _spin(r, "v2-spin", "R20")  # the schema-2 entry is still the round's spin
+        assert replay.receipt.replayed  # type: ignore[attr-defined]
+        assert replay.receipt.entry == first.receipt.entry  # type: ignore[attr-defined]
+        err = _refused(lambda: _spin(r, "v2-again", "R20"))
+        assert "slot 'spin' is already filled by request 'v2-spin' at log index 9" in (
+            err.details() or ""
+        )
+        # Served from the new table (empty: no witnesses configured): the plain checkpoint.
+        latest = r.log.GetLatestCheckpoint(log_pb2.GetLatestCheckpointRequest(), timeout=30)
+        assert latest.size == 10
+        assert len(latest.note.split("\n\n", 1)[1].splitlines()) == 1  # the log's signature
+        export = tmp_path / "upgraded.jsonl"
+        assert audit_main(["export", "--target", f"127.0.0.1:{r.port}", "--out", str(export)]) == 0
+    finally:
+        r.stop()
+    capsys.readouterr()
+    assert audit_main(["verify", str(export), "--key", VKEY]) == 0
+    assert capsys.readouterr().out.startswith("OK: 10 entries of v1-fixture.example/log")

@@ -17,6 +17,7 @@ from rng_service.errors import InvalidArgument, StorageUnavailable
 from rng_service.storage import (
     AppendBatch,
     CheckpointRecord,
+    CosignatureRecord,
     DuplicateRequest,
     LogStorage,
     NodeRecord,
@@ -628,3 +629,74 @@ def test_sequence_serialises_writers(driver: Driver, store: LogStorage, tmp_path
 def _fill_from(store: LogStorage, start: int, end: int) -> None:
     entries = [make_entry(i) for i in range(start, end)]
     store.append(entries, leaf_nodes(entries))
+
+
+# -- witness cosignatures -------------------------------------------------------------------
+
+
+def _cosig(size: int, witness: str, timestamp: int, *, body: bytes = b"b", key_id: int = 7,
+           line: bytes | None = None) -> CosignatureRecord:  # fmt: skip
+    return CosignatureRecord(
+        size=size,
+        body_sha256=body * 32 if len(body) == 1 else body,
+        witness=witness,
+        key_id=key_id,
+        timestamp=timestamp,
+        line=line if line is not None else f"{witness}@{size}@{timestamp}".encode(),
+        received_ns=T0 + timestamp,
+    )
+
+
+def test_cosignatures_empty(store: LogStorage) -> None:
+    assert store.cosignatures() == []
+    assert store.latest_cosignatures() == []
+    store.add_cosignatures([])
+    assert store.cosignatures() == []
+
+
+def test_cosignatures_filtered_by_size_and_ordered(store: LogStorage) -> None:
+    store.add_cosignatures([_cosig(20, "w2", 5), _cosig(10, "w2", 3), _cosig(10, "w1", 4)])
+    store.add_cosignatures([_cosig(30, "w1", 9)])
+    assert [(c.size, c.witness) for c in store.cosignatures()] == [
+        (10, "w1"), (10, "w2"), (20, "w2"), (30, "w1"),
+    ]  # fmt: skip
+    assert [(c.size, c.witness) for c in store.cosignatures(min_size=11, max_size=30)] == [
+        (20, "w2"), (30, "w1"),
+    ]  # fmt: skip
+    assert store.cosignatures(min_size=10, max_size=10)[1] == _cosig(10, "w2", 3)
+
+
+def test_a_newer_cosignature_of_the_same_checkpoint_replaces_an_older_one(
+    store: LogStorage,
+) -> None:
+    # A quiet log asks again at every interval: one line per witness and checkpoint is kept,
+    # the newest by the cosignature's own timestamp; an older one arriving late changes nothing.
+    store.add_cosignatures([_cosig(10, "w1", 100)])
+    store.add_cosignatures([_cosig(10, "w1", 200)])
+    store.add_cosignatures([_cosig(10, "w1", 150)])
+    assert store.cosignatures() == [_cosig(10, "w1", 200)]
+    # Another key of the same name, or another body of the same size, is kept apart.
+    store.add_cosignatures([_cosig(10, "w1", 50, key_id=8), _cosig(10, "w1", 60, body=b"c")])
+    assert len(store.cosignatures()) == 3
+
+
+def test_latest_cosignatures_per_witness_key(store: LogStorage) -> None:
+    store.add_cosignatures([
+        _cosig(10, "w1", 100), _cosig(20, "w1", 90), _cosig(20, "w1", 95, body=b"c"),
+        _cosig(15, "w2", 300), _cosig(5, "w2", 400), _cosig(7, "w1", 500, key_id=9),
+    ])  # fmt: skip
+    latest = store.latest_cosignatures()
+    assert [(c.witness, c.key_id, c.size, c.timestamp) for c in latest] == [
+        ("w1", 7, 20, 95), ("w1", 9, 7, 500), ("w2", 7, 15, 300),
+    ]  # fmt: skip
+
+
+def test_cosignatures_persist(persistent_driver: Driver, tmp_path: Path) -> None:
+    store = persistent_driver.open(tmp_path)
+    store.add_cosignatures([_cosig(10, "w1", 100)])
+    store.close()
+    again = persistent_driver.open(tmp_path)
+    try:
+        assert again.cosignatures() == [_cosig(10, "w1", 100)]
+    finally:
+        again.close()

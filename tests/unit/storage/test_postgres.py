@@ -33,7 +33,13 @@ from rng_service.log.note import Ed25519NoteSigner
 from rng_service.log.receipt import verify_receipt
 from rng_service.log.tree import MerkleTree
 from rng_service.sampling import RandomSource
-from rng_service.storage import CheckpointRecord, SchemaVersionMismatch, SequenceConflict, postgres
+from rng_service.storage import (
+    CheckpointRecord,
+    CosignatureRecord,
+    SchemaVersionMismatch,
+    SequenceConflict,
+    postgres,
+)
 from rng_service.storage.base import SlotRecord, TableHead, entry_to_row
 from rng_service.storage.postgres import SCHEMA_VERSION, Migration, PostgresStorage
 from tests import postgres_cluster
@@ -157,11 +163,15 @@ def test_refuses_newer_schema_version(dsn: str) -> None:
     store = PostgresStorage(dsn)
     _append(store, 0, 1)
     store.close()
+    newer = postgres.SCHEMA_VERSION + 1
     with _raw(dsn) as conn:
-        conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", (b"3",))
-    with pytest.raises(SchemaVersionMismatch, match=r"schema version 3.*version 2 only"):
+        conn.execute(
+            "UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(newer).encode(),)
+        )
+    pattern = rf"schema version {newer}.*version {postgres.SCHEMA_VERSION} only"
+    with pytest.raises(SchemaVersionMismatch, match=pattern):
         PostgresStorage(dsn)
-    with pytest.raises(SchemaVersionMismatch, match=r"schema version 3.*version 2 only"):
+    with pytest.raises(SchemaVersionMismatch, match=pattern):
         PostgresStorage(dsn, migrate=True)  # never downgraded either
 
 
@@ -176,7 +186,9 @@ def test_refuses_foreign_database(dsn: str) -> None:
         assert [r[0] for r in tables] == ["something"]  # nothing was created beside it
 
 
-V3 = Migration(3, "entries by kind", ("CREATE INDEX entries_kind ON entries (kind)",))
+NEXT = Migration(
+    postgres.SCHEMA_VERSION + 1, "entries by kind", ("CREATE INDEX entries_kind ON entries (kind)",)
+)
 
 
 @pytest.mark.postgres
@@ -186,13 +198,17 @@ def test_older_schema_is_migrated_only_when_asked(
     store = PostgresStorage(dsn)
     _append(store, 0, 3)
     store.close()
-    monkeypatch.setattr(postgres, "MIGRATIONS", (*postgres.MIGRATIONS, V3))
-    with pytest.raises(SchemaVersionMismatch, match=r"version 2; .* version 3 .*postgres_migrate"):
+    current, following = postgres.SCHEMA_VERSION, NEXT.version
+    monkeypatch.setattr(postgres, "MIGRATIONS", (*postgres.MIGRATIONS, NEXT))
+    with pytest.raises(
+        SchemaVersionMismatch,
+        match=rf"version {current}; .* version {following} .*postgres_migrate",
+    ):
         PostgresStorage(dsn)
     store = PostgresStorage(dsn, migrate=True)
     try:
-        assert store.migrated_from == 2
-        assert store.get_meta("schema_version") == b"3"
+        assert store.migrated_from == current
+        assert store.get_meta("schema_version") == str(following).encode()
         assert [e.index for e in store.entries(0, 10)] == [0, 1, 2]
         _append(store, 3, 1)
     finally:
@@ -200,11 +216,11 @@ def test_older_schema_is_migrated_only_when_asked(
     with _raw(dsn) as conn:
         assert conn.execute(
             "SELECT version FROM schema_migrations ORDER BY version"
-        ).fetchall() == [(1,), (2,), (3,)]
+        ).fetchall() == [(v,) for v in range(1, following + 1)]
         assert conn.execute("SELECT 1 FROM pg_indexes WHERE indexname = 'entries_kind'").fetchone()
     PostgresStorage(dsn).close()  # now current: opens without migrate
-    monkeypatch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:2])
-    with pytest.raises(SchemaVersionMismatch, match="schema version 3"):
+    monkeypatch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:-1])
+    with pytest.raises(SchemaVersionMismatch, match=f"schema version {following}"):
         PostgresStorage(dsn)
 
 
@@ -253,11 +269,51 @@ def test_a_schema_1_log_is_migrated_to_slots_and_chains(
         store.append(new, leaf_nodes(new))
         assert [r.slot for r in store.round_slots([(c, "T1", "R1")])] == [None, None, "spin"]
         assert store.table_heads([(c, "T1")]) == {(c, "T1"): TableHead(index=6, table_seq=1)}
+        assert store.cosignatures() == []  # schema 3's table, made by the same run
     finally:
         store.close()
+    with _raw(dsn) as conn:
+        assert conn.execute(
+            "SELECT version FROM schema_migrations ORDER BY version"
+        ).fetchall() == [(1,), (2,), (3,)]
     # A replica of the older release, still running, cannot add entries without slots.
     with _raw(dsn) as conn, pytest.raises(psycopg.errors.CheckViolation, match="entries_slotted"):
         conn.execute(_V1_INSERT, _v1_row(7))
+
+
+@pytest.mark.postgres
+def test_a_schema_2_log_migrates_to_one_with_the_cosignature_table(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:2])
+    store = PostgresStorage(dsn)  # as the release of entry format 2 made it
+    _append(store, 0, 2)
+    store.close()
+    monkeypatch.undo()
+    with _raw(dsn) as conn:
+        assert conn.execute("SELECT to_regclass('cosignatures')").fetchone() == (None,)
+    with pytest.raises(SchemaVersionMismatch, match=r"version 2; .*postgres_migrate"):
+        PostgresStorage(dsn)
+    store = PostgresStorage(dsn, migrate=True)
+    try:
+        assert store.migrated_from == 2
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION).encode()
+        assert store.entries(0, 2) == [make_entry(0), make_entry(1)]
+        assert store.cosignatures() == []
+        assert store.latest_cosignatures() == []
+        line = CosignatureRecord(2, b"\x01" * 32, "w1", 7, 100, b"-- w1 AAAA\n", 5)
+        store.add_cosignatures([line])
+        assert store.cosignatures() == [line]
+        _append(store, 2, 1)  # the round columns of schema 2 still in force
+        with pytest.raises(SequenceConflict):
+            store.append([make_entry(3, slot="s0")], leaf_nodes([make_entry(3, slot="s0")]))
+    finally:
+        store.close()
+    with _raw(dsn) as conn:
+        assert conn.execute(
+            "SELECT version, description FROM schema_migrations ORDER BY version"
+        ).fetchall() == [(m.version, m.description) for m in postgres.MIGRATIONS]
+    PostgresStorage(dsn).close()  # now current: opens without migrate
 
 
 @pytest.mark.postgres

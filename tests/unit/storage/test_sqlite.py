@@ -9,8 +9,13 @@ from pathlib import Path
 import pytest
 
 from rng_service.errors import InvalidArgument, StorageUnavailable
-from rng_service.storage import CheckpointRecord, SchemaVersionMismatch, SequenceConflict
-from rng_service.storage.base import SlotRecord, TableHead
+from rng_service.storage import (
+    CheckpointRecord,
+    CosignatureRecord,
+    SchemaVersionMismatch,
+    SequenceConflict,
+)
+from rng_service.storage.base import SlotRecord, TableHead, entry_to_row
 from rng_service.storage.sqlite import MIGRATIONS, SCHEMA_VERSION, SqliteStorage
 from tests.unit.storage.drivers import leaf_nodes, make_entry
 
@@ -73,59 +78,81 @@ def test_meta_reports_schema_version(db_path: Path) -> None:
         store.close()
 
 
-def test_refuses_other_schema_version(db_path: Path) -> None:
+def test_refuses_a_newer_schema_version(db_path: Path) -> None:
     store = _open(db_path)
     store.append([make_entry(0)], [])
     store.close()
     raw = sqlite3.connect(db_path)
-    raw.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (b"3",))
+    newer = str(SCHEMA_VERSION + 1)
+    raw.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (newer.encode(),))
     raw.commit()
     raw.close()
-    with pytest.raises(SchemaVersionMismatch, match=r"schema version 3.*version 2 only"):
+    pattern = rf"schema version {newer}.*version {SCHEMA_VERSION} only"
+    with pytest.raises(SchemaVersionMismatch, match=pattern):
         _open(db_path)
-    with pytest.raises(SchemaVersionMismatch, match=r"schema version 3"):
-        SqliteStorage(db_path, migrate=True)  # a newer schema is never "migrated"
+    with pytest.raises(SchemaVersionMismatch, match=pattern):
+        SqliteStorage(db_path, busy_timeout_ms=50, migrate=True)  # never "migrated" downwards
 
 
-_V1_INSERT = (
-    "INSERT INTO entries (idx, data, leaf_hash, client_id, request_id, request_digest, kind, "
-    "table_id, round_id, session_id, timestamp_ns, commit_size) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+_V1_COLUMNS = (
+    "idx, data, leaf_hash, client_id, request_id, request_digest, kind, table_id, round_id, "
+    "session_id, timestamp_ns, commit_size"
 )
 
 
-def _schema_1_database(path: Path, n: int) -> list[tuple[object, ...]]:
-    """A database as schema 1 made it, with ``n`` entries (two per round, kinds alternating)."""
+def _older_database(path: Path, version: int, n: int) -> list[tuple[object, ...]]:
+    """A database as the release of schema ``version`` (1, or 2: entry format 2) left it, with
+    ``n`` entries, two per round, kinds alternating: the steps ``MIGRATIONS[1..version]`` (never
+    edited once released), its version in ``meta``, and rows with the columns of that schema
+    (schema 2: each entry's slot and table_seq too). Returns the rows."""
     raw = sqlite3.connect(path, isolation_level=None)
     raw.execute("BEGIN")
-    for statement in MIGRATIONS[1].split(";"):
-        if statement.strip():
-            raw.execute(statement)
-    raw.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (b"1",))
+    for step in range(1, version + 1):
+        for statement in MIGRATIONS[step].split(";"):
+            if statement.strip():
+                raw.execute(statement)
+    raw.execute(
+        "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(version).encode(),)
+    )
+    columns = _V1_COLUMNS + (", slot, table_seq" if version >= 2 else "")
     rows = []
     for i in range(n):
         e = make_entry(i, round_id=f"R{i // 2}", kind=("roulette_spin", "dice_roll")[i % 2])
-        row = (
-            e.index, e.data, e.leaf_hash, e.client_id, e.request_id, e.request_digest, e.kind,
-            e.table_id, e.round_id, e.session_id, e.timestamp_ns, e.commit_size,
-        )  # fmt: skip
-        raw.execute(_V1_INSERT, row)
+        row = entry_to_row(e)[: len(columns.split(","))]
+        marks = ",".join("?" * len(row))
+        raw.execute(f"INSERT INTO entries ({columns}) VALUES ({marks})", row)
         rows.append(row)
     raw.execute("COMMIT")
     raw.close()
     return rows
 
 
-def test_a_schema_1_database_is_refused_unless_migrated(db_path: Path) -> None:
-    _schema_1_database(db_path, 4)
-    with pytest.raises(SchemaVersionMismatch, match=r"schema version 1.*migrate-store"):
+def _tables(path: Path) -> set[str]:
+    raw = sqlite3.connect(path)
+    try:
+        return {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        raw.close()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_database_is_refused_unless_migrated(db_path: Path, version: int) -> None:
+    _older_database(db_path, version, 4)
+    with pytest.raises(SchemaVersionMismatch, match=rf"schema version {version};.*migrate-store"):
         _open(db_path)
+    # A read-only open (check-store, export) never migrates, even when asked to.
+    with pytest.raises(SchemaVersionMismatch, match=rf"schema version {version};"):
+        SqliteStorage(db_path, read_only=True, migrate=True)
     raw = sqlite3.connect(db_path)
-    assert raw.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (b"1",)
+    assert raw.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+        str(version).encode(),
+    )
     raw.close()
+    assert "cosignatures" not in _tables(db_path)
 
 
 def test_migration_keeps_schema_1_rows_without_slots(db_path: Path) -> None:
-    rows = _schema_1_database(db_path, 6)
+    rows = _older_database(db_path, 1, 6)
     store = SqliteStorage(db_path, busy_timeout_ms=50, migrate=True)
     try:
         assert store.migrated_from == 1
@@ -148,6 +175,7 @@ def test_migration_keeps_schema_1_rows_without_slots(db_path: Path) -> None:
         bad = [make_entry(7, round_id="R1", slot="spin", table_seq=2)]
         with pytest.raises(SequenceConflict):
             store.append(bad, leaf_nodes(bad))
+        assert store.cosignatures() == []  # 1 -> 2 -> 3 in the one open
     finally:
         store.close()
     again = _open(db_path)  # migrated once: opens without migrate from now on
@@ -158,10 +186,35 @@ def test_migration_keeps_schema_1_rows_without_slots(db_path: Path) -> None:
         again.close()
 
 
+def test_migrating_a_schema_2_database_adds_the_cosignature_table(db_path: Path) -> None:
+    rows = _older_database(db_path, 2, 4)
+    store = SqliteStorage(db_path, busy_timeout_ms=50, migrate=True)
+    try:
+        assert store.migrated_from == 2
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION).encode()
+        assert [entry_to_row(e) for e in store.entries(0, 4)] == rows  # slots and chains kept
+        c = "table-client-1"
+        assert store.table_heads([(c, "T1")]) == {(c, "T1"): TableHead(index=3, table_seq=4)}
+        assert store.cosignatures() == []
+        line = CosignatureRecord(4, b"\x01" * 32, "w1", 7, 100, b"-- w1 AAAA\n", 5)
+        store.add_cosignatures([line])
+        assert store.cosignatures() == [line]
+        assert store.latest_cosignatures() == [line]
+    finally:
+        store.close()
+    again = _open(db_path)  # now the current version: opens without migrating
+    try:
+        assert again.migrated_from is None
+        assert again.cosignatures() == [line]
+    finally:
+        again.close()
+
+
 def test_a_new_database_is_not_migrated(db_path: Path) -> None:
     store = _open(db_path)
     try:
         assert store.migrated_from is None
+        assert store.cosignatures() == []
     finally:
         store.close()
 

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10rng/v1/log.proto\x12\x06rng.v1\"\x16\n\x14GetPublicKeysRequest\"\x89\x01\n\tPublicKey\x12\x0e\n\x06key_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\talgorithm\x18\x03 \x01(\t\x12\x12\n\npublic_key\x18\x04 \x01(\x0c\x12\x14\n\x0cverifier_key\x18\x05 \x01(\t\x12\x0e\n\x06\x61\x63tive\x18\x06 \x01(\x08\x12\x11\n\tcosigning\x18\x07 \x01(\x08\"8\n\x15GetPublicKeysResponse\x12\x1f\n\x04keys\x18\x01 \x03(\x0b\x32\x11.rng.v1.PublicKey\"\x1c\n\x1aGetLatestCheckpointRequest\"\x1a\n\x18PublishCheckpointRequest\"m\n\x10SignedCheckpoint\x12\x0c\n\x04size\x18\x01 \x01(\x04\x12\x11\n\troot_hash\x18\x02 \x01(\x0c\x12\x0c\n\x04note\x18\x03 \x01(\t\x12\x11\n\tpublished\x18\x04 \x01(\x08\x12\x17\n\x0fpublished_at_ns\x18\x05 \x01(\x03\"_\n\x15GetCheckpointsRequest\x12\x10\n\x08min_size\x18\x01 \x01(\x04\x12\x10\n\x08max_size\x18\x02 \x01(\x04\x12\x10\n\x08since_ns\x18\x03 \x01(\x03\x12\x10\n\x08until_ns\x18\x04 \x01(\x03\"G\n\x16GetCheckpointsResponse\x12-\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32\x18.rng.v1.SignedCheckpoint\"\\\n\x18GetInclusionProofRequest\x12\x0f\n\x05index\x18\x01 \x01(\x04H\x00\x12\x13\n\tleaf_hash\x18\x02 \x01(\x0cH\x00\x12\x11\n\ttree_size\x18\x03 \x01(\x04\x42\x07\n\x05\x65ntry\"r\n\x19GetInclusionProofResponse\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x11\n\tleaf_hash\x18\x02 \x01(\x0c\x12\x11\n\ttree_size\x18\x03 \x01(\x04\x12\r\n\x05proof\x18\x04 \x03(\x0c\x12\x11\n\troot_hash\x18\x05 \x01(\x0c\"E\n\x1aGetConsistencyProofRequest\x12\x12\n\nfirst_size\x18\x01 \x01(\x04\x12\x13\n\x0bsecond_size\x18\x02 \x01(\x04\"U\n\x1bGetConsistencyProofResponse\x12\x12\n\nfirst_size\x18\x01 \x01(\x04\x12\x13\n\x0bsecond_size\x18\x02 \x01(\x04\x12\r\n\x05proof\x18\x03 \x03(\x0c\"/\n\x11GetEntriesRequest\x12\r\n\x05start\x18\x01 \x01(\x04\x12\x0b\n\x03\x65nd\x18\x02 \x01(\x04\"P\n\x08LogEntry\x12\r\n\x05index\x18\x01 \x01(\x04\x12\r\n\x05\x65ntry\x18\x02 \x01(\x0c\x12\x11\n\tleaf_hash\x18\x03 \x01(\x0c\x12\x13\n\x0b\x63ommit_size\x18\x04 \x01(\x04\"J\n\x12GetEntriesResponse\x12!\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x10.rng.v1.LogEntry\x12\x11\n\ttree_size\x18\x02 \x01(\x04\"\x7f\n\x12\x46indEntriesRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x10\n\x08round_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x10\n\x08since_ns\x18\x04 \x01(\x03\x12\x10\n\x08until_ns\x18\x05 \x01(\x03\x12\r\n\x05limit\x18\x06 \x01(\r\"K\n\x13\x46indEntriesResponse\x12!\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x10.rng.v1.LogEntry\x12\x11\n\ttruncated\x18\x02 \x01(\x08\x32\x98\x05\n\nLogService\x12L\n\rGetPublicKeys\x12\x1c.rng.v1.GetPublicKeysRequest\x1a\x1d.rng.v1.GetPublicKeysResponse\x12S\n\x13GetLatestCheckpoint\x12\".rng.v1.GetLatestCheckpointRequest\x1a\x18.rng.v1.SignedCheckpoint\x12O\n\x11PublishCheckpoint\x12 .rng.v1.PublishCheckpointRequest\x1a\x18.rng.v1.SignedCheckpoint\x12O\n\x0eGetCheckpoints\x12\x1d.rng.v1.GetCheckpointsRequest\x1a\x1e.rng.v1.GetCheckpointsResponse\x12X\n\x11GetInclusionProof\x12 .rng.v1.GetInclusionProofRequest\x1a!.rng.v1.GetInclusionProofResponse\x12^\n\x13GetConsistencyProof\x12\".rng.v1.GetConsistencyProofRequest\x1a#.rng.v1.GetConsistencyProofResponse\x12\x43\n\nGetEntries\x12\x19.rng.v1.GetEntriesRequest\x1a\x1a.rng.v1.GetEntriesResponse\x12\x46\n\x0b\x46indEntries\x12\x1a.rng.v1.FindEntriesRequest\x1a\x1b.rng.v1.FindEntriesResponseB P\x01Z\x1c\x65xample.invalid/rng/v1;rngv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10rng/v1/log.proto\x12\x06rng.v1\"\x16\n\x14GetPublicKeysRequest\"\x89\x01\n\tPublicKey\x12\x0e\n\x06key_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\talgorithm\x18\x03 \x01(\t\x12\x12\n\npublic_key\x18\x04 \x01(\x0c\x12\x14\n\x0cverifier_key\x18\x05 \x01(\t\x12\x0e\n\x06\x61\x63tive\x18\x06 \x01(\x08\x12\x11\n\tcosigning\x18\x07 \x01(\x08\"8\n\x15GetPublicKeysResponse\x12\x1f\n\x04keys\x18\x01 \x03(\x0b\x32\x11.rng.v1.PublicKey\"/\n\x1aGetLatestCheckpointRequest\x12\x11\n\twitnessed\x18\x01 \x01(\x08\"\x1a\n\x18PublishCheckpointRequest\"m\n\x10SignedCheckpoint\x12\x0c\n\x04size\x18\x01 \x01(\x04\x12\x11\n\troot_hash\x18\x02 \x01(\x0c\x12\x0c\n\x04note\x18\x03 \x01(\t\x12\x11\n\tpublished\x18\x04 \x01(\x08\x12\x17\n\x0fpublished_at_ns\x18\x05 \x01(\x03\"_\n\x15GetCheckpointsRequest\x12\x10\n\x08min_size\x18\x01 \x01(\x04\x12\x10\n\x08max_size\x18\x02 \x01(\x04\x12\x10\n\x08since_ns\x18\x03 \x01(\x03\x12\x10\n\x08until_ns\x18\x04 \x01(\x03\"G\n\x16GetCheckpointsResponse\x12-\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32\x18.rng.v1.SignedCheckpoint\"\\\n\x18GetInclusionProofRequest\x12\x0f\n\x05index\x18\x01 \x01(\x04H\x00\x12\x13\n\tleaf_hash\x18\x02 \x01(\x0cH\x00\x12\x11\n\ttree_size\x18\x03 \x01(\x04\x42\x07\n\x05\x65ntry\"r\n\x19GetInclusionProofResponse\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x11\n\tleaf_hash\x18\x02 \x01(\x0c\x12\x11\n\ttree_size\x18\x03 \x01(\x04\x12\r\n\x05proof\x18\x04 \x03(\x0c\x12\x11\n\troot_hash\x18\x05 \x01(\x0c\"E\n\x1aGetConsistencyProofRequest\x12\x12\n\nfirst_size\x18\x01 \x01(\x04\x12\x13\n\x0bsecond_size\x18\x02 \x01(\x04\"U\n\x1bGetConsistencyProofResponse\x12\x12\n\nfirst_size\x18\x01 \x01(\x04\x12\x13\n\x0bsecond_size\x18\x02 \x01(\x04\x12\r\n\x05proof\x18\x03 \x03(\x0c\"/\n\x11GetEntriesRequest\x12\r\n\x05start\x18\x01 \x01(\x04\x12\x0b\n\x03\x65nd\x18\x02 \x01(\x04\"P\n\x08LogEntry\x12\r\n\x05index\x18\x01 \x01(\x04\x12\r\n\x05\x65ntry\x18\x02 \x01(\x0c\x12\x11\n\tleaf_hash\x18\x03 \x01(\x0c\x12\x13\n\x0b\x63ommit_size\x18\x04 \x01(\x04\"J\n\x12GetEntriesResponse\x12!\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x10.rng.v1.LogEntry\x12\x11\n\ttree_size\x18\x02 \x01(\x04\"\x7f\n\x12\x46indEntriesRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x10\n\x08round_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x10\n\x08since_ns\x18\x04 \x01(\x03\x12\x10\n\x08until_ns\x18\x05 \x01(\x03\x12\r\n\x05limit\x18\x06 \x01(\r\"K\n\x13\x46indEntriesResponse\x12!\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x10.rng.v1.LogEntry\x12\x11\n\ttruncated\x18\x02 \x01(\x08\x32\x98\x05\n\nLogService\x12L\n\rGetPublicKeys\x12\x1c.rng.v1.GetPublicKeysRequest\x1a\x1d.rng.v1.GetPublicKeysResponse\x12S\n\x13GetLatestCheckpoint\x12\".rng.v1.GetLatestCheckpointRequest\x1a\x18.rng.v1.SignedCheckpoint\x12O\n\x11PublishCheckpoint\x12 .rng.v1.PublishCheckpointRequest\x1a\x18.rng.v1.SignedCheckpoint\x12O\n\x0eGetCheckpoints\x12\x1d.rng.v1.GetCheckpointsRequest\x1a\x1e.rng.v1.GetCheckpointsResponse\x12X\n\x11GetInclusionProof\x12 .rng.v1.GetInclusionProofRequest\x1a!.rng.v1.GetInclusionProofResponse\x12^\n\x13GetConsistencyProof\x12\".rng.v1.GetConsistencyProofRequest\x1a#.rng.v1.GetConsistencyProofResponse\x12\x43\n\nGetEntries\x12\x19.rng.v1.GetEntriesRequest\x1a\x1a.rng.v1.GetEntriesResponse\x12\x46\n\x0b\x46indEntries\x12\x1a.rng.v1.FindEntriesRequest\x1a\x1b.rng.v1.FindEntriesResponseB P\x01Z\x1c\x65xample.invalid/rng/v1;rngv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,33 +39,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETPUBLICKEYSRESPONSE']._serialized_start=192
   _globals['_GETPUBLICKEYSRESPONSE']._serialized_end=248
   _globals['_GETLATESTCHECKPOINTREQUEST']._serialized_start=250
-  _globals['_GETLATESTCHECKPOINTREQUEST']._serialized_end=278
-  _globals['_PUBLISHCHECKPOINTREQUEST']._serialized_start=280
-  _globals['_PUBLISHCHECKPOINTREQUEST']._serialized_end=306
-  _globals['_SIGNEDCHECKPOINT']._serialized_start=308
-  _globals['_SIGNEDCHECKPOINT']._serialized_end=417
-  _globals['_GETCHECKPOINTSREQUEST']._serialized_start=419
-  _globals['_GETCHECKPOINTSREQUEST']._serialized_end=514
-  _globals['_GETCHECKPOINTSRESPONSE']._serialized_start=516
-  _globals['_GETCHECKPOINTSRESPONSE']._serialized_end=587
-  _globals['_GETINCLUSIONPROOFREQUEST']._serialized_start=589
-  _globals['_GETINCLUSIONPROOFREQUEST']._serialized_end=681
-  _globals['_GETINCLUSIONPROOFRESPONSE']._serialized_start=683
-  _globals['_GETINCLUSIONPROOFRESPONSE']._serialized_end=797
-  _globals['_GETCONSISTENCYPROOFREQUEST']._serialized_start=799
-  _globals['_GETCONSISTENCYPROOFREQUEST']._serialized_end=868
-  _globals['_GETCONSISTENCYPROOFRESPONSE']._serialized_start=870
-  _globals['_GETCONSISTENCYPROOFRESPONSE']._serialized_end=955
-  _globals['_GETENTRIESREQUEST']._serialized_start=957
-  _globals['_GETENTRIESREQUEST']._serialized_end=1004
-  _globals['_LOGENTRY']._serialized_start=1006
-  _globals['_LOGENTRY']._serialized_end=1086
-  _globals['_GETENTRIESRESPONSE']._serialized_start=1088
-  _globals['_GETENTRIESRESPONSE']._serialized_end=1162
-  _globals['_FINDENTRIESREQUEST']._serialized_start=1164
-  _globals['_FINDENTRIESREQUEST']._serialized_end=1291
-  _globals['_FINDENTRIESRESPONSE']._serialized_start=1293
-  _globals['_FINDENTRIESRESPONSE']._serialized_end=1368
-  _globals['_LOGSERVICE']._serialized_start=1371
-  _globals['_LOGSERVICE']._serialized_end=2035
+  _globals['_GETLATESTCHECKPOINTREQUEST']._serialized_end=297
+  _globals['_PUBLISHCHECKPOINTREQUEST']._serialized_start=299
+  _globals['_PUBLISHCHECKPOINTREQUEST']._serialized_end=325
+  _globals['_SIGNEDCHECKPOINT']._serialized_start=327
+  _globals['_SIGNEDCHECKPOINT']._serialized_end=436
+  _globals['_GETCHECKPOINTSREQUEST']._serialized_start=438
+  _globals['_GETCHECKPOINTSREQUEST']._serialized_end=533
+  _globals['_GETCHECKPOINTSRESPONSE']._serialized_start=535
+  _globals['_GETCHECKPOINTSRESPONSE']._serialized_end=606
+  _globals['_GETINCLUSIONPROOFREQUEST']._serialized_start=608
+  _globals['_GETINCLUSIONPROOFREQUEST']._serialized_end=700
+  _globals['_GETINCLUSIONPROOFRESPONSE']._serialized_start=702
+  _globals['_GETINCLUSIONPROOFRESPONSE']._serialized_end=816
+  _globals['_GETCONSISTENCYPROOFREQUEST']._serialized_start=818
+  _globals['_GETCONSISTENCYPROOFREQUEST']._serialized_end=887
+  _globals['_GETCONSISTENCYPROOFRESPONSE']._serialized_start=889
+  _globals['_GETCONSISTENCYPROOFRESPONSE']._serialized_end=974
+  _globals['_GETENTRIESREQUEST']._serialized_start=976
+  _globals['_GETENTRIESREQUEST']._serialized_end=1023
+  _globals['_LOGENTRY']._serialized_start=1025
+  _globals['_LOGENTRY']._serialized_end=1105
+  _globals['_GETENTRIESRESPONSE']._serialized_start=1107
+  _globals['_GETENTRIESRESPONSE']._serialized_end=1181
+  _globals['_FINDENTRIESREQUEST']._serialized_start=1183
+  _globals['_FINDENTRIESREQUEST']._serialized_end=1310
+  _globals['_FINDENTRIESRESPONSE']._serialized_start=1312
+  _globals['_FINDENTRIESRESPONSE']._serialized_end=1387
+  _globals['_LOGSERVICE']._serialized_start=1390
+  _globals['_LOGSERVICE']._serialized_end=2054
 # @@protoc_insertion_point(module_scope)

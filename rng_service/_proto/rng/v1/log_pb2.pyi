@@ -35,8 +35,10 @@ class GetPublicKeysResponse(_message.Message):
     def __init__(self, keys: _Optional[_Iterable[_Union[PublicKey, _Mapping]]] = ...) -> None: ...
 
 class GetLatestCheckpointRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("witnessed",)
+    WITNESSED_FIELD_NUMBER: _ClassVar[int]
+    witnessed: bool
+    def __init__(self, witnessed: _Optional[bool] = ...) -> None: ...
 
 class PublishCheckpointRequest(_message.Message):
     __slots__ = ()

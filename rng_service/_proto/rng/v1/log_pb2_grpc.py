@@ -91,7 +91,9 @@ class LogServiceServicer:
 
     def GetLatestCheckpoint(self, request, context):
         """The signed checkpoint of the log's current tree (the same note every receipt of that tree
-        size carries). Not necessarily stored as published: see PublishCheckpoint.
+        size carries), with the witness cosignatures stored for it if there are any. Not
+        necessarily stored as published: see PublishCheckpoint. With `witnessed`: the newest
+        checkpoint that witnesses cosigned, with their cosignatures.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -107,7 +109,8 @@ class LogServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetCheckpoints(self, request, context):
-        """Published checkpoints, by tree size range and/or publication time range, oldest first.
+        """Published checkpoints, by tree size range and/or publication time range, oldest first,
+        each with the witness cosignatures stored for it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

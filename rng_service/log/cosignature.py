@@ -1,0 +1,334 @@
+"""Witness cosignatures of checkpoints: C2SP tlog-cosignature ``cosignature/v1`` with Ed25519.
+
+Owns the cosignature format that the witness (``rng-witness``) writes, the service stores beside
+its published checkpoints, and the verifiers (``rng-audit verify --witness``) check. Pure: no
+I/O. The spec, C2SP tlog-cosignature, sections quoted where implemented:
+
+- "Format": a cosignature is a signed-note signature line ``— <key name> base64(32-bit key ID
+  || signature)`` on a checkpoint. "The key ID for Ed25519 cosignatures MUST be computed as
+  SHA-256(<name> || "\\n" || 0x04 || 32-byte Ed25519 cosigner public key)[:4]"
+  (:func:`cosigner_key_id`); "Ed25519 public keys MAY be encoded as vkeys with signature type
+  0x04" (:meth:`CosignatureVerifier.verifier_key`).
+- "The signature MUST be a timestamped_signature structure": ``u64 timestamp`` (big-endian,
+  "MUST NOT exceed 2^63 - 1") followed by the 64-byte Ed25519 signature, so a line's base64
+  decodes to 4 + 8 + 64 = 76 bytes (:func:`parse_cosignature`).
+- "Ed25519 signed message": "two newline (U+000A) terminated lines (one header line and one
+  timestamp line) followed by the whole note body of the cosigned checkpoint (including the final
+  newline, but not including any signature lines)"; the header is ``cosignature/v1`` and the
+  timestamp line ``time <decimal, no leading zeroes>`` (:func:`signed_message`).
+- Semantics: "a v1 cosignature is a statement that, as of the specified time, the consistent
+  tree head with the largest size the cosigner has observed for the log identified by the origin
+  line has the specified root hash." That is what makes a cosignature evidence against a log cut
+  back below what a witness saw (docs/auditing.md, "Witnesses").
+
+Verifying follows C2SP signed-note and tlog-witness: "The client MUST ignore any cosignatures
+from unknown keys" (a line whose name and key ID match no configured witness key is skipped); a
+line from a known key that does not verify is an integrity failure
+(:class:`InvalidCosignature`), as a known key's bad signature is for a signed note
+(:mod:`rng_service.log.note`). The type byte 0x04 in the key ID keeps a cosigner key from ever
+matching a log key (type 0x01) of the same name, so log verifiers ignore cosignature lines and
+witness verifiers ignore log signatures.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import NoReturn
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from rng_service.errors import IntegrityError, InvalidArgument
+from rng_service.log.note import (
+    InvalidVerifierKey,
+    MalformedNote,
+    NoteSignature,
+    SignedNote,
+    is_valid_key_name,
+    parse_note,
+)
+
+__all__ = [
+    "ALG_COSIGNATURE_V1",
+    "COSIGNATURE_HEADER",
+    "MAX_TIMESTAMP",
+    "Cosignature",
+    "CosignatureSigner",
+    "CosignatureVerifier",
+    "InvalidCosignature",
+    "VerifiedCosignature",
+    "attach_cosignatures",
+    "cosigner_key_id",
+    "parse_cosignature",
+    "signed_message",
+    "verify_cosignatures",
+]
+
+ALG_COSIGNATURE_V1 = 0x04
+"""Signature type byte of Ed25519 ``cosignature/v1`` in key IDs and vkeys (tlog-cosignature)."""
+COSIGNATURE_HEADER = "cosignature/v1"
+"""First line of the signed message: domain separation from log signatures."""
+MAX_TIMESTAMP = 2**63 - 1
+"""A cosignature's timestamp "MUST NOT exceed 2^63 - 1"."""
+_SIGNATURE_SIZE = 64
+_LINE_SIZE = 4 + 8 + _SIGNATURE_SIZE
+
+
+class InvalidCosignature(IntegrityError):
+    """A cosignature line from a known witness key is malformed or does not verify."""
+
+
+def cosigner_key_id(name: str, public_key: bytes) -> int:
+    """SHA-256(name || 0x0A || 0x04 || 32-byte public key)[:4] as a big-endian uint32."""
+    digest = hashlib.sha256(
+        name.encode("utf-8") + b"\n" + bytes([ALG_COSIGNATURE_V1]) + public_key
+    ).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def signed_message(body: bytes, timestamp: int) -> bytes:
+    """``cosignature/v1\\ntime <timestamp>\\n`` followed by the checkpoint's note body."""
+    if not 0 <= timestamp <= MAX_TIMESTAMP:
+        raise InvalidArgument("timestamp", f"{timestamp} is out of range", allowed="0 to 2^63-1")
+    if not body.endswith(b"\n"):
+        raise MalformedNote("a cosigned note body must end with a newline")
+    return f"{COSIGNATURE_HEADER}\ntime {timestamp}\n".encode("ascii") + body
+
+
+def _raw(key: Ed25519PublicKey) -> bytes:
+    return key.public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+@dataclass(frozen=True, slots=True)
+class Cosignature:
+    """One parsed cosignature line: the cosigner's key name and ID, its timestamp (POSIX
+    seconds) and the 64-byte Ed25519 signature."""
+
+    name: str
+    key_id: int
+    timestamp: int
+    signature: bytes
+
+    def line(self) -> str:
+        """The signature line, ending in a newline."""
+        raw = self.key_id.to_bytes(4, "big") + self.timestamp.to_bytes(8, "big") + self.signature
+        return NoteSignature(self.name, self.key_id, raw[4:]).line()
+
+
+def parse_cosignature(signature: NoteSignature) -> Cosignature:
+    """Splits a note signature into the ``timestamped_signature`` of an Ed25519 cosignature.
+
+    Raises :class:`InvalidCosignature` if it is not 8 + 64 bytes or its timestamp exceeds
+    2^63 - 1 (the caller knows the key: a known key's malformed line rejects it).
+    """
+    raw = signature.signature
+    if len(raw) != _LINE_SIZE - 4:
+        raise InvalidCosignature(
+            f"cosignature of {signature.name}+{signature.key_id:08x} is {len(raw) + 4} bytes, "
+            f"expected {_LINE_SIZE} (key ID, 8-byte timestamp, 64-byte Ed25519 signature)"
+        )
+    timestamp = int.from_bytes(raw[:8], "big")
+    if timestamp > MAX_TIMESTAMP:
+        raise InvalidCosignature(
+            f"cosignature of {signature.name}+{signature.key_id:08x} has timestamp {timestamp}, "
+            f"beyond 2^63 - 1"
+        )
+    return Cosignature(signature.name, signature.key_id, timestamp, raw[8:])
+
+
+class CosignatureVerifier:
+    """A witness's Ed25519 ``cosignature/v1`` key: name, key ID (type 0x04), public key."""
+
+    __slots__ = ("_key_id", "_name", "_public", "_raw")
+
+    def __init__(self, name: str, public_key: Ed25519PublicKey) -> None:
+        if not is_valid_key_name(name):
+            raise InvalidVerifierKey(f"witness key name {name!r} is empty or has a space or '+'")
+        self._name = name
+        self._public = public_key
+        self._raw = _raw(public_key)
+        self._key_id = cosigner_key_id(name, self._raw)
+
+    @classmethod
+    def from_verifier_key(cls, vkey: str) -> CosignatureVerifier:
+        """Parses ``<name>+<8 hex key id>+<base64(0x04 || 32-byte public key)>``."""
+        name, _, rest = vkey.strip().partition("+")
+        id_hex, _, key64 = rest.partition("+")
+        if (
+            not is_valid_key_name(name)
+            or len(id_hex) != 8
+            or any(c not in "0123456789abcdefABCDEF" for c in id_hex)
+            or not key64
+        ):
+            raise InvalidVerifierKey(f"malformed witness verifier key {vkey!r}")
+        try:
+            raw = base64.b64decode(key64.encode("ascii"), validate=True)
+        except (binascii.Error, UnicodeEncodeError) as e:
+            raise InvalidVerifierKey(f"witness verifier key {vkey!r}: key is not base64") from e
+        if not raw or raw[0] != ALG_COSIGNATURE_V1:
+            raise InvalidVerifierKey(
+                f"witness verifier key {vkey!r}: signature type "
+                f"{raw[0] if raw else None!r} is not 0x04 (Ed25519 cosignature/v1); a log's "
+                f"key (type 0x01) cannot verify cosignatures"
+            )
+        if len(raw) != 33:
+            raise InvalidVerifierKey(
+                f"witness verifier key {vkey!r}: Ed25519 key is {len(raw) - 1} bytes, expected 32"
+            )
+        verifier = cls(name, Ed25519PublicKey.from_public_bytes(raw[1:]))
+        if verifier.key_id != int(id_hex, 16):
+            raise InvalidVerifierKey(
+                f"witness verifier key {vkey!r}: key ID {id_hex} does not match the key "
+                f"(computed {verifier.key_id:08x})"
+            )
+        return verifier
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def key_id(self) -> int:
+        return self._key_id
+
+    @property
+    def public_key(self) -> Ed25519PublicKey:
+        return self._public
+
+    def verifier_key(self) -> str:
+        encoded = base64.b64encode(bytes([ALG_COSIGNATURE_V1]) + self._raw).decode("ascii")
+        return f"{self._name}+{self._key_id:08x}+{encoded}"
+
+    def matches(self, signature: NoteSignature) -> bool:
+        return signature.name == self._name and signature.key_id == self._key_id
+
+    def verify(self, body: bytes, cosignature: Cosignature) -> bool:
+        try:
+            self._public.verify(cosignature.signature, signed_message(body, cosignature.timestamp))
+        except InvalidSignature:
+            return False
+        return True
+
+    def __repr__(self) -> str:
+        return f"CosignatureVerifier({self.verifier_key()!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, CosignatureVerifier)
+            and other._name == self._name
+            and other._raw == self._raw
+        )
+
+    def __hash__(self) -> int:
+        return hash((self._name, self._raw))
+
+
+class CosignatureSigner:
+    """A witness's signing key: cosigns checkpoint bodies. Never shows the private key."""
+
+    __slots__ = ("_key", "_verifier")
+
+    def __init__(self, name: str, private_key: Ed25519PrivateKey) -> None:
+        if not isinstance(private_key, Ed25519PrivateKey):
+            raise InvalidArgument("private_key", "is not an Ed25519 private key")
+        self._key = private_key
+        self._verifier = CosignatureVerifier(name, private_key.public_key())
+
+    @property
+    def name(self) -> str:
+        return self._verifier.name
+
+    @property
+    def key_id(self) -> int:
+        return self._verifier.key_id
+
+    def verifier(self) -> CosignatureVerifier:
+        return self._verifier
+
+    def cosign(self, body: bytes, timestamp: int) -> Cosignature:
+        """The cosignature of checkpoint ``body`` at ``timestamp`` (POSIX seconds)."""
+        signature = self._key.sign(signed_message(body, timestamp))
+        return Cosignature(self.name, self.key_id, timestamp, signature)
+
+    def __repr__(self) -> str:
+        return f"CosignatureSigner(name={self.name!r}, key_id={self.key_id:08x})"
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("CosignatureSigner holds a private key and cannot be pickled")
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedCosignature:
+    """A cosignature that verified with a configured witness key."""
+
+    witness: CosignatureVerifier
+    timestamp: int
+    line: str
+
+
+def _witness_map(
+    witnesses: Iterable[CosignatureVerifier],
+) -> dict[tuple[str, int], CosignatureVerifier]:
+    known: dict[tuple[str, int], CosignatureVerifier] = {}
+    for w in witnesses:
+        previous = known.setdefault((w.name, w.key_id), w)
+        if previous != w:
+            raise InvalidArgument(
+                "witnesses", f"ambiguous witness key {w.name}+{w.key_id:08x}: two different keys"
+            )
+    return known
+
+
+def verify_cosignatures(
+    note: bytes | SignedNote, witnesses: Sequence[CosignatureVerifier]
+) -> list[VerifiedCosignature]:
+    """The cosignatures of configured ``witnesses`` on ``note`` (a signed checkpoint), newest
+    first per witness: one per witness key, the newest when a note carries several.
+
+    Lines of unknown keys are ignored. A line of a known key that is malformed, does not verify
+    over the note's text, or carries a timestamp beyond 2^63 - 1 raises
+    :class:`InvalidCosignature`; a note that is not a signed note raises ``MalformedNote``.
+    """
+    parsed = parse_note(note) if isinstance(note, bytes) else note
+    body = parsed.text.encode("utf-8")
+    known = _witness_map(witnesses)
+    best: dict[tuple[str, int], VerifiedCosignature] = {}
+    for sig in parsed.signatures:
+        witness = known.get((sig.name, sig.key_id))
+        if witness is None:
+            continue
+        cosig = parse_cosignature(sig)
+        if not witness.verify(body, cosig):
+            raise InvalidCosignature(
+                f"cosignature of witness {witness.name}+{witness.key_id:08x} (time "
+                f"{cosig.timestamp}) does not verify: the checkpoint or the cosignature was "
+                f"altered, or it is of another checkpoint"
+            )
+        found = VerifiedCosignature(witness, cosig.timestamp, sig.line())
+        key = (witness.name, witness.key_id)
+        if key not in best or best[key].timestamp < found.timestamp:
+            best[key] = found
+    return sorted(best.values(), key=lambda v: (-v.timestamp, v.witness.name))
+
+
+def attach_cosignatures(note: bytes, lines: Iterable[str]) -> bytes:
+    """``note`` with the signature ``lines`` appended (each ``— name base64\\n``), leaving out
+    lines it already carries. The note's text and its own signatures are unchanged."""
+    parsed = parse_note(note)
+    have = {s.line() for s in parsed.signatures}
+    extra: list[str] = []
+    for line in lines:
+        text = line if line.endswith("\n") else line + "\n"
+        if text not in have:
+            have.add(text)
+            extra.append(text)
+    if not extra:
+        return note
+    combined = note + "".join(extra).encode("utf-8")
+    parse_note(combined)  # still a well-formed note (at most MAX_SIGNATURES lines)
+    return combined

@@ -1,0 +1,188 @@
+"""``rng-witness``: a C2SP tlog-witness for rng-service logs (and any C2SP checkpoint log).
+
+Subcommands:
+  keygen   write the witness's Ed25519 key pair; prints its cosignature verifier key (type 0x04)
+  pubkey   print the cosignature verifier key of a witness key file
+  serve    run the witness (``--config FILE``): JSON log lines on stderr, one ``listening``
+           object on stdout once it serves
+  state    print the latest cosigned checkpoint of each log, and any evidence kept
+
+Exit status: 0 success, 2 configuration or usage errors (``serve``: a ``startup_failed`` event
+naming the setting), 1 anything else. The witness is docs/operations.md, "Witnesses".
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from rng_service.clock import SystemClock
+from rng_service.errors import RngServiceError
+from rng_service.log.cosignature import CosignatureSigner
+from rng_service.log.keys import generate_key_pair, load_private_key
+from rng_service.witness.config import WitnessConfigError, load_witness_config
+from rng_service.witness.core import Witness
+from rng_service.witness.server import WitnessServer
+from rng_service.witness.state import WitnessState
+
+__all__ = ["main"]
+
+_log = logging.getLogger("rng_witness")
+
+
+def _passphrase(env_name: str) -> bytes | None:
+    if not env_name:
+        return None
+    value = os.environ.get(env_name)
+    if value is None:
+        raise WitnessConfigError(f"key_passphrase_env: environment variable {env_name} is not set")
+    return value.encode("utf-8")
+
+
+def _cmd_keygen(args: argparse.Namespace) -> int:
+    info = generate_key_pair(
+        Path(args.out), name=args.name, passphrase=_passphrase(args.passphrase_env or ""),
+        cosigner=True,
+    )  # fmt: skip
+    print(info.verifier_key)
+    print(f"wrote {info.private_key_path} (private, mode 0600), {info.public_key_path} and "
+          f"{info.verifier_key_path}; give the verifier key above to the log's operator and "
+          f"its auditors", file=sys.stderr)  # fmt: skip
+    return 0
+
+
+def _cmd_pubkey(args: argparse.Namespace) -> int:
+    key = load_private_key(Path(args.key_file), _passphrase(args.passphrase_env or ""))
+    print(CosignatureSigner(args.name, key).verifier().verifier_key())
+    return 0
+
+
+def _cmd_state(args: argparse.Namespace) -> int:
+    config = load_witness_config(Path(args.config))
+    if not config.state.is_file():
+        raise WitnessConfigError(f"state: {config.state} does not exist (nothing cosigned yet)")
+    state = WitnessState(config.state)
+    try:
+        heads = [
+            {"origin": h.origin, "size": h.size, "root": base64.b64encode(h.root).decode(),
+             "updated_ns": h.updated_ns}
+            for h in state.heads()
+        ]  # fmt: skip
+        evidence = [
+            {"origin": e.origin, "received_ns": e.received_ns, "reason": e.reason,
+             "request": e.request.decode("utf-8", errors="replace")}
+            for e in state.evidence()
+        ]  # fmt: skip
+    finally:
+        state.close()
+    print(json.dumps({"logs": heads, "evidence": evidence}, indent=2))
+    return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from rng_service import jsonlog
+
+    jsonlog.configure()
+    try:
+        config = load_witness_config(Path(args.config))
+        key = load_private_key(config.key_file, _passphrase(config.key_passphrase_env))
+        signer = CosignatureSigner(config.name, key)
+        config.state.parent.mkdir(parents=True, exist_ok=True)
+        state = WitnessState(config.state)
+    except (WitnessConfigError, RngServiceError) as e:
+        setting = str(e).split(":", 1)[0] if isinstance(e, WitnessConfigError) else "key_file"
+        _log.error({"event": "startup_failed", "error": str(e), "setting": setting})
+        return 2
+    witness = Witness(signer=signer, logs=config.trusted(), state=state, clock=SystemClock())
+    try:
+        server = WitnessServer(
+            witness, host=config.host, port=config.port, prefix=config.prefix,
+            max_connections=config.max_connections, tls_cert_file=config.tls_cert_file,
+            tls_key_file=config.tls_key_file,
+        )  # fmt: skip
+    except (OSError, ValueError) as e:
+        _log.error(
+            {
+                "event": "startup_failed",
+                "setting": "port" if isinstance(e, OSError) else "tls",
+                "error": f"cannot serve on {config.host}:{config.port}: {e}",
+            }
+        )
+        state.close()
+        return 2
+    port = server.server_address[1]
+    stop = threading.Event()
+
+    def _stop(*_: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    thread = threading.Thread(target=server.serve_forever, name="witness-http", daemon=True)
+    thread.start()
+    _log.info({
+        "event": "started", "name": signer.name,
+        "verifier_key": signer.verifier().verifier_key(),
+        "address": f"{config.host}:{port}", "tls": server.tls,
+        "endpoint": server.add_checkpoint_path, "state": str(config.state),
+        "logs": {log.origin: [k.verifier_key() for k in log.keys] for log in config.logs},
+    })  # fmt: skip
+    scheme = "https" if server.tls else "http"
+    print(json.dumps({"event": "listening", "port": port,
+                      "url": f"{scheme}://{config.host}:{port}{config.prefix}"}),
+          flush=True)  # fmt: skip
+    stop.wait()
+    server.shutdown()
+    server.server_close()
+    state.close()
+    _log.info({"event": "stopped"})
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rng-witness", description="A C2SP tlog-witness that cosigns log checkpoints."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("keygen", help="write the witness's Ed25519 key pair")
+    p.add_argument("--out", required=True, help="private key file to write (PEM, mode 0600)")
+    p.add_argument("--name", required=True, help="the witness's key name, e.g. witness.example/w1")
+    p.add_argument("--passphrase-env", help="encrypt the key with the passphrase in this variable")
+    p.set_defaults(fn=_cmd_keygen)
+    p = sub.add_parser("pubkey", help="print the cosignature verifier key of a witness key")
+    p.add_argument("--key-file", required=True)
+    p.add_argument("--name", required=True, help="the witness's key name")
+    p.add_argument("--passphrase-env")
+    p.set_defaults(fn=_cmd_pubkey)
+    p = sub.add_parser("serve", help="run the witness")
+    p.add_argument("--config", required=True, help="the witness's TOML configuration")
+    p.set_defaults(fn=_cmd_serve)
+    p = sub.add_parser("state", help="the latest cosigned checkpoint of each log, and evidence")
+    p.add_argument("--config", required=True)
+    p.set_defaults(fn=_cmd_state)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.fn(args))
+    except WitnessConfigError as e:
+        print(f"configuration error: {e}", file=sys.stderr)
+        return 2
+    except RngServiceError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
