@@ -16,8 +16,12 @@ at which index): tampering, a fork, another log's origin, an export with nothing
 several names and no ``--origin``), unreadable or malformed files and unreachable services.
 
 Which log: ``--origin``, or else the name of the ``--key`` keys (a log's key is named by its
-origin, C2SP tlog-checkpoint). Without a kept checkpoint (``--checkpoint``) the output says
-that truncation was not checked: a copy cut back to an older checkpoint verifies the same.
+origin, C2SP tlog-checkpoint). Without a kept checkpoint (``--checkpoint``) or enough witness
+cosignatures (``--witness KEY ... --min-witnesses K``) the output says that truncation was not
+checked: a copy cut back to an older checkpoint verifies the same. With ``--witness``, every
+cosignature of a given witness key is checked and listed with its time, and some checkpoint must
+carry cosignatures of K of them (:mod:`rng_service.audit.witnesses`, docs/auditing.md
+"Witnesses"); exit status 1 if not.
 
 A service with mTLS (docs/security.md) needs an auditor's certificate for ``--target``:
 ``rng-audit --ca CA --cert CERT --key KEY export --target HOST:PORT ...`` (the three go before
@@ -47,8 +51,11 @@ from rng_service.audit import (
     ReceiptFieldError,
     VerificationFailure,
     VerifiedHead,
+    WitnessFailure,
+    WitnessReport,
     check_receipt_against_export,
     check_receipt_against_head,
+    check_witnesses,
     open_head,
     pinned_origin,
     read_receipt,
@@ -56,6 +63,7 @@ from rng_service.audit import (
     write_export,
 )
 from rng_service.errors import IntegrityError, InvalidArgument, RngServiceError
+from rng_service.log.cosignature import CosignatureVerifier
 from rng_service.log.keys import load_verifier_keys
 from rng_service.log.merkle import ProofError, verify_consistency
 from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, parse_note
@@ -65,6 +73,7 @@ from rng_service.settlement.documents import Document, document_from_canonical, 
 
 if TYPE_CHECKING:
     from rng_service.service.client import ClientTls
+    from rng_service.storage.base import CosignatureRecord
 
 __all__ = ["main"]
 
@@ -82,6 +91,71 @@ def _verifiers(items: Sequence[str]) -> list[NoteVerifier]:
         raise _UsageError(f"--key: {e}") from e
 
 
+def _witnesses(args: argparse.Namespace) -> tuple[list[CosignatureVerifier], int]:
+    """``--witness`` keys (cosignature verifier keys or .vkey files) and ``--min-witnesses``
+    (default: 1 when witness keys are given)."""
+    keys: list[CosignatureVerifier] = []
+    for item in args.witness:
+        path = Path(item)
+        try:
+            text = item
+            if "+" not in item or path.is_file():
+                lines = path.read_text(encoding="utf-8").strip().splitlines()
+                text = lines[0] if lines else ""
+            keys.append(CosignatureVerifier.from_verifier_key(text))
+        except OSError as e:
+            raise _UsageError(f"--witness: cannot read {item}: {e.strerror}") from e
+        except RngServiceError as e:
+            raise _UsageError(f"--witness: {e}") from e
+    wanted = args.min_witnesses
+    if wanted is None:
+        wanted = 1 if keys else 0
+    if not 0 <= wanted <= len(keys) or (wanted and not keys):
+        raise _UsageError(
+            f"--min-witnesses: {wanted} is not allowed (allowed: 0 to the number of --witness "
+            f"keys, {len(keys)})"
+        )
+    return keys, wanted
+
+
+def _now() -> int:
+    import time
+
+    return int(time.time())
+
+
+def _age(seconds: int) -> str:
+    if seconds < 0:
+        return "in the future"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return f"{seconds} s ago"
+
+
+def _print_witnesses(report: WitnessReport, now: int) -> None:
+    for line in report.lines:
+        print(line)
+    if report.best is not None and report.as_of is not None:
+        print(
+            f"WITNESSED: {report.best.source} (tree size {report.best.size}) is cosigned by "
+            f"{len(report.best.cosignatures)} of the given witnesses ({report.required} "
+            f"needed); the {report.required}"
+            f"{'st' if report.required == 1 else 'nd' if report.required == 2 else 'th'} "
+            f"newest cosignature is of {_utc(report.as_of)} ({_age(now - report.as_of)}): "
+            f"as far as those witnesses saw until then, the log had no larger tree than "
+            f"{report.best.size} and no other tree of that size"
+        )
+
+
+def _utc(timestamp: int) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(timestamp, tz=datetime.UTC).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+
+
 def _pinned(verifiers: Sequence[NoteVerifier], origin: str | None) -> PinnedOrigin:
     try:
         return pinned_origin(verifiers, origin)
@@ -91,10 +165,10 @@ def _pinned(verifiers: Sequence[NoteVerifier], origin: str | None) -> PinnedOrig
 
 TRUNCATION_NOT_CHECKED = (
     "NOT CHECKED: truncation. No kept checkpoint (--checkpoint) and no witness cosignatures "
-    "were given, so nothing here shows whether the log is longer than {what}: a copy cut back "
-    "to an older checkpoint (its newest entries and checkpoints dropped) verifies the same. "
-    "Keep the newest checkpoint of each audit and pass it with --checkpoint next time "
-    "(docs/auditing.md)."
+    "(--witness) were given, so nothing here shows whether the log is longer than {what}: a "
+    "copy cut back to an older checkpoint (its newest entries and checkpoints dropped) "
+    "verifies the same. Keep the newest checkpoint of each audit and pass it with --checkpoint "
+    "next time, or check the witnesses' cosignatures with --witness (docs/auditing.md)."
 )
 
 
@@ -180,7 +254,16 @@ def _cmd_export(args: argparse.Namespace) -> int:
             stored = storage.checkpoints()
             if not stored:
                 raise _UsageError(f"--db: {args.db} has no published checkpoint to export")
-            notes = [(c.note.decode("utf-8"), c.timestamp_ns) for c in stored]
+            from rng_service.log.witnessing import cosigned_note
+
+            cosignatures: dict[int, list[CosignatureRecord]] = {}
+            for record in storage.cosignatures():
+                cosignatures.setdefault(record.size, []).append(record)
+            notes = [
+                (cosigned_note(c.note, cosignatures.get(c.size, [])).decode("utf-8"),
+                 c.timestamp_ns)
+                for c in stored
+            ]  # fmt: skip
             origin, size = _origin_of(stored[-1].note)
 
             def entries() -> Iterator[tuple[int, bytes, bytes]]:
@@ -233,7 +316,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     _client_tls(args, None)  # refuses --ca/--cert/--key: verify reads files only
     verifiers = _verifiers(args.key)
     origin = _pinned(verifiers, args.origin)
+    witnesses, min_witnesses = _witnesses(args)
     kept = _kept(args.checkpoint)
+    now = _now()
     with _export_lines(args.export) as lines:
         report = verify_export(
             lines,
@@ -242,6 +327,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             check_entries=not args.fast,
             origin=origin,
             allow_empty=args.allow_empty,
+            witnesses=witnesses,
+            min_witnesses=min_witnesses,
+            now=now,
         )
     newest = max((h.checkpoint.size for h in report.heads), default=0)
     signers = sorted({name for h in report.heads for name in h.key_names})
@@ -260,9 +348,27 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             f"entries 0 to {first - 1} are of entry format 1; format 2 (slots and table "
             f"chains) from entry {first} on, where every table chain starts"
         )
-    if not report.kept:
+    witnessed = report.witnessed
+    if witnessed is not None:
+        _print_witnesses(witnessed, now)
+    if not report.kept and (witnessed is None or witnessed.best is None):
         print(TRUNCATION_NOT_CHECKED.format(what=f"this export's {report.tree_size} entries"))
     return 0
+
+
+def _witnessed_size_for(report: WitnessReport, size: int, what: str) -> None:
+    """A witnessed checkpoint (>= K cosignatures) must cover tree ``size``."""
+    covering = [
+        c for c in report.checkpoints
+        if c.size >= size and c.time_for(report.required) is not None
+    ]  # fmt: skip
+    if not covering:
+        newest = report.best.size if report.best is not None else 0
+        raise WitnessFailure(
+            f"{what} (tree size {size}) is not witnessed yet: the largest checkpoint with "
+            f"{report.required} witness cosignatures is of tree size {newest}. The log asks its "
+            f"witnesses at every round (witnessing.interval_seconds); try again after the next"
+        )
 
 
 def _kept(paths: Sequence[str]) -> list[tuple[str, str]]:
@@ -273,6 +379,9 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
     tls = _client_tls(args, args.target)
     verifiers = _verifiers(args.key)
     origin = _pinned(verifiers, args.origin)
+    witnesses, min_witnesses = _witnesses(args)
+    now = _now()
+    witnessed: WitnessReport | None = None
     if args.checkpoint and args.against is None and args.target is None:
         raise _UsageError("--checkpoint needs --against or --target (what to compare it with)")
     kept = _kept(args.checkpoint)
@@ -298,21 +407,37 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
                 want_sizes=[receipt.tree_size],
                 want_indices=[receipt.index],
                 origin=origin,
+                witnesses=witnesses,
+                min_witnesses=min_witnesses,
+                now=now,
             )
         check_receipt_against_export(receipt, verified, report)
+        witnessed = report.witnessed
+        if witnessed is not None and min_witnesses:
+            _witnessed_size_for(witnessed, receipt.tree_size, f"receipt {args.receipt}")
         where = f"; consistent with the export {args.against} (tree size {report.tree_size})"
-        if not report.kept:
+        if not report.kept and (witnessed is None or witnessed.best is None):
             note = TRUNCATION_NOT_CHECKED.format(what=f"the export's {report.tree_size} entries")
     elif args.target is not None:
         from rng_service.service.log_servicer import LogClient
 
         with LogClient(args.target, tls=tls) as client:
-            head = open_head(
-                client.latest_checkpoint(),
-                verifiers,
-                source=f"the latest checkpoint of {args.target}",
-                origin=origin.origin,
-            )
+            if witnesses:
+                # The newest checkpoint the witnesses cosigned: the receipt is checked inside
+                # the tree they vouched for.
+                fetched = client.latest_checkpoint(witnessed=True)
+                source = f"the latest witnessed checkpoint of {args.target}"
+            else:
+                fetched = client.latest_checkpoint()
+                source = f"the latest checkpoint of {args.target}"
+            head = open_head(fetched, verifiers, source=source, origin=origin.origin)
+            if witnesses:
+                witnessed = check_witnesses(
+                    [(source, fetched.encode("utf-8"))], witnesses,
+                    min_witnesses=min_witnesses, now=now,
+                )  # fmt: skip
+                if min_witnesses:
+                    _witnessed_size_for(witnessed, receipt.tree_size, f"receipt {args.receipt}")
             size = head.checkpoint.size
             for source, text in kept:
                 _check_kept_against_head(
@@ -336,6 +461,18 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
         if kept:
             where += f" and with {len(kept)} kept checkpoint(s)"
     else:
+        if witnesses:
+            try:
+                witnessed = check_witnesses(
+                    [(f"receipt {args.receipt}'s checkpoint", receipt.checkpoint.encode("utf-8"))],
+                    witnesses, min_witnesses=min_witnesses, now=now,
+                )  # fmt: skip
+            except WitnessFailure as e:
+                raise WitnessFailure(
+                    f"{e}. A receipt carries the checkpoint the log signed when it issued the "
+                    f"outcome, before any witness saw it: check it against the witnessed log "
+                    f"with --target (or an export with --against)"
+                ) from e
         note = (
             "NOT CHECKED: that the log still holds this entry. Offline, only the receipt's own "
             "signed checkpoint is checked; whether the log was cut back or forked since needs "
@@ -358,6 +495,8 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
                 else f"{document.id.name} v{document.id.version}, {_example_flag(document)}"
             )
         )
+    if witnessed is not None:
+        _print_witnesses(witnessed, now)
     if note:
         print(note)
     return 0
@@ -466,6 +605,19 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
     return 1 if unresolved else 0
 
 
+def _witness_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--witness", action="extend", nargs="+", default=[],
+        help="a witness's cosignature verifier key <name>+<id>+<base64(0x04 || key)>, or a .vkey "
+        "file (repeat for each witness you trust); its cosignatures are checked and listed",
+    )  # fmt: skip
+    p.add_argument(
+        "--min-witnesses", type=int, default=None,
+        help="how many of the --witness keys must have cosigned a checkpoint (default 1 with "
+        "--witness); 0 only lists them",
+    )  # fmt: skip
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rng-audit", description="Export the outcome log and verify it offline."
@@ -502,6 +654,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a signed checkpoint you kept earlier (file); the export must be consistent with it",
     )
     p.add_argument("--origin", help=origin_help)
+    _witness_options(p)
     p.add_argument(
         "--allow-empty",
         action="store_true",
@@ -532,6 +685,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --against or --target: a signed checkpoint you kept earlier (file); the log "
         "must be consistent with it (a log cut back below it fails)",
     )
+    _witness_options(p)
     p.set_defaults(fn=_cmd_verify_receipt)
 
     p = sub.add_parser(

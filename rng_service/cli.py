@@ -418,6 +418,21 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
     from rng_service.errors import InvalidArgument
     from rng_service.log.receipt import receipt_from_json, verify_receipt
 
+    if args.witness or args.target:
+        # Witnesses and the live log: the auditor's verifier (rng-audit verify-receipt) does it.
+        from rng_service.audit_cli import main as audit_main
+
+        argv = ["verify-receipt", args.receipt, "--key", *args.key]
+        if args.origin:
+            argv += ["--origin", args.origin]
+        if args.target:
+            argv += ["--target", args.target]
+        if args.witness:
+            argv += ["--witness", *args.witness]
+        if args.min_witnesses is not None:
+            argv += ["--min-witnesses", str(args.min_witnesses)]
+        return audit_main(argv)
+
     try:
         text = Path(args.receipt).read_text()
     except OSError as e:
@@ -549,6 +564,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--origin",
         help="the log's origin; default: the keys' name (a log's key is named by its origin)",
     )
+    p.add_argument(
+        "--target",
+        help="check the receipt against the live log too (plaintext, a development service; "
+        "for mTLS use rng-audit --ca/--cert/--key verify-receipt --target)",
+    )
+    p.add_argument(
+        "--witness", action="append", default=[],
+        help="a witness's cosignature verifier key or .vkey file (repeatable): with --target, "
+        "the receipt must be in a checkpoint these witnesses cosigned (rng-audit verify-receipt)",
+    )  # fmt: skip
+    p.add_argument(
+        "--min-witnesses", type=int, default=None,
+        help="how many of the --witness keys must have cosigned (default 1 with --witness)",
+    )  # fmt: skip
     p.set_defaults(fn=_cmd_verify_receipt)
     return parser
 

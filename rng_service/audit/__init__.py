@@ -2,8 +2,9 @@
 
 Pure code over bytes and text (no database, no gRPC): :mod:`rng_service.audit.export` owns the
 ``rng-audit-export/v2`` file format, :mod:`rng_service.audit.verify` recomputes the RFC 6962
-tree of an export and checks C2SP signed checkpoints and receipts against it. The ``rng-audit``
-command (:mod:`rng_service.audit_cli`) does the I/O. See docs/auditing.md.
+tree of an export and checks C2SP signed checkpoints and receipts against it,
+:mod:`rng_service.audit.witnesses` checks witness cosignatures (C2SP tlog-cosignature).
+The ``rng-audit`` command (:mod:`rng_service.audit_cli`) does the I/O. See docs/auditing.md.
 """
 
 from rng_service.audit.export import (
@@ -29,6 +30,12 @@ from rng_service.audit.verify import (
     pinned_origin,
     verify_export,
 )
+from rng_service.audit.witnesses import (
+    WitnessedCheckpoint,
+    WitnessFailure,
+    WitnessReport,
+    check_witnesses,
+)
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -44,8 +51,12 @@ __all__ = [
     "ReceiptFieldError",
     "VerificationFailure",
     "VerifiedHead",
+    "WitnessFailure",
+    "WitnessReport",
+    "WitnessedCheckpoint",
     "check_receipt_against_export",
     "check_receipt_against_head",
+    "check_witnesses",
     "open_head",
     "pinned_origin",
     "read_receipt",

@@ -38,7 +38,9 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from rng_service.audit.export import READ_FORMATS, ExportFormatError, ExportReader
+from rng_service.audit.witnesses import WitnessReport, check_witnesses
 from rng_service.errors import IntegrityError, InvalidArgument
+from rng_service.log.cosignature import CosignatureVerifier
 from rng_service.log.entry import EntryFormatError
 from rng_service.log.merkle import (
     EMPTY_ROOT,
@@ -160,6 +162,9 @@ class ExportReport:
     first_format_2: int | None = None
     """Index of the first format-2 entry (where the table chains start); None if there is
     none, or if the entries were not checked (``check_entries=False``)."""
+    witnessed: WitnessReport | None = None
+    """With ``witnesses``: their cosignatures on the export's and the kept checkpoints
+    (:func:`rng_service.audit.witnesses.check_witnesses`)."""
 
 
 def open_head(
@@ -578,6 +583,9 @@ def verify_export(
     check_entries: bool = True,
     origin: PinnedOrigin | None = None,
     allow_empty: bool = False,
+    witnesses: Sequence[CosignatureVerifier] = (),
+    min_witnesses: int = 0,
+    now: int | None = None,
 ) -> ExportReport:
     """Verifies a whole export (see the module docstring) with the given verifier keys.
 
@@ -589,7 +597,9 @@ def verify_export(
     be consistent with the export too (a truncated or forked export fails against them).
     ``origin``: the log the export must be of (:func:`pinned_origin`); None trusts the header.
     An export with no entries or no checkpoint fails (it proves nothing) unless
-    ``allow_empty``.
+    ``allow_empty``. ``witnesses``, ``min_witnesses``, ``now`` (POSIX seconds): witness
+    cosignatures on the checkpoints are checked by the rule of :mod:`rng_service.audit.witnesses`
+    (a failure there is a :class:`~rng_service.audit.witnesses.WitnessFailure`).
     Returns an :class:`ExportReport`; raises :class:`VerificationFailure` at the first problem,
     :class:`~rng_service.audit.export.ExportFormatError` or :class:`InvalidArgument` for
     malformed input.
@@ -608,11 +618,15 @@ def verify_export(
             f"is accepted only with --allow-empty",
             index=0,
         )
-    heads = [
-        open_head(c.note, verifiers, source=f"checkpoint at line {c.line}", origin=header.origin)
-        for c in reader.checkpoints()
-    ]
-    heads += [open_head(note, verifiers, source=src, origin=header.origin) for src, note in kept]
+    notes: list[tuple[str, bytes]] = []
+    heads = []
+    for c in reader.checkpoints():
+        source = f"checkpoint at line {c.line}"
+        heads.append(open_head(c.note, verifiers, source=source, origin=header.origin))
+        notes.append((source, _bytes(c.note)))
+    for src, note in kept:
+        heads.append(open_head(note, verifiers, source=src, origin=header.origin))
+        notes.append((src, _bytes(note)))
 
     by_size: dict[int, list[VerifiedHead]] = {}
     for head in heads:
@@ -732,6 +746,12 @@ def verify_export(
             f"declares {header.tree_size}: the export is truncated",
             index=position,
         )
+    witnessed = None
+    if witnesses:
+        # After the tree: every checkpoint here is then known to be of the exported entries.
+        witnessed = check_witnesses(
+            notes, witnesses, min_witnesses=min_witnesses, now=_now() if now is None else now
+        )
     return ExportReport(
         origin=header.origin,
         tree_size=position,
@@ -741,7 +761,16 @@ def verify_export(
         leaves=leaves,
         kept=len(kept),
         first_format_2=first_format_2,
+        witnessed=witnessed,
     )
+
+
+def _bytes(note: str | bytes) -> bytes:
+    return note.encode("utf-8") if isinstance(note, str) else note
+
+
+def _now() -> int:
+    return int(datetime.datetime.now(tz=datetime.UTC).timestamp())
 
 
 def check_receipt_against_export(
