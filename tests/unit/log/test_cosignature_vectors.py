@@ -54,7 +54,7 @@ def test_the_real_cosignature_fails_on_a_changed_checkpoint() -> None:
     v = VECTORS["real_cosigned_checkpoint"]
     witness = CosignatureVerifier.from_verifier_key(v["witness_vkey"])
     changed = v["note"].replace("1432088532", "1432088533", 1).encode("utf-8")
-    with pytest.raises(InvalidCosignature, match="remora.n621.de"):
+    with pytest.raises(InvalidCosignature, match=r"remora\.n621\.de"):
         verify_cosignatures(changed, [witness])
 
 

@@ -149,7 +149,7 @@ def test_the_witness_size_is_learned_from_a_409(tmp_path: Path, clock: FakeClock
     log = Log(10)
     witnessing, transport, signer, _, _ = setup(tmp_path, clock, log)
     witnessing.round()
-    fresh, transport2, _, _, _ = setup(tmp_path, clock, log)
+    fresh, _transport2, _, _, _ = setup(tmp_path, clock, log)
     fresh._endpoints = (WitnessEndpoint("w", "http://w.invalid", signer.verifier(),
                                         transport),)  # fmt: skip
     log.leaves += [leaf_hash(b"y")]
@@ -163,7 +163,7 @@ def test_a_witness_ahead_of_the_store_is_the_alarm(
     tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     log = Log(20)
-    witnessing, transport, _, _, recorder = setup(tmp_path, clock, log)
+    witnessing, _transport, _, _, recorder = setup(tmp_path, clock, log)
     witnessing.round()
     del log.leaves[12:]  # the store cut back
     [outcome] = witnessing.round()
@@ -257,7 +257,7 @@ def test_cosigned_note_attaches_only_lines_of_its_own_body(
     tmp_path: Path, clock: FakeClock
 ) -> None:
     log = Log(6)
-    witnessing, _, signer, storage, _ = setup(tmp_path, clock, log)
+    witnessing, _, _signer, storage, _ = setup(tmp_path, clock, log)
     witnessing.round()
     records = storage.cosignatures()
     forked = Log(6)
