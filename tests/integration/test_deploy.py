@@ -445,11 +445,18 @@ def test_alerts_cover_the_operations_issue(alert_rules: list[dict[str, Any]]) ->
         "RngRpcErrorRate",
         "RngRpcRefusals",
         "RngSpinRouletteLatencyHigh",
+        "RngWitnessConflict",
+        "RngWitnessDown",
+        "RngWitnessQuorumLost",
     }
     down = next(rule for rule in alert_rules if rule["alert"] == "RngGeneratorDown")
     assert down["expr"].strip() == "rng_generator_up == 0"
     assert "for" not in down
     assert down["labels"]["severity"] == "critical"
+    conflict = next(rule for rule in alert_rules if rule["alert"] == "RngWitnessConflict")
+    assert conflict["expr"].strip() == "increase(rng_witness_conflicts_total[15m]) > 0"
+    assert "for" not in conflict  # an alarm: at once
+    assert conflict["labels"]["severity"] == "critical"
     store = next(rule for rule in alert_rules if rule["alert"] == "RngLogStoreDown")
     assert store["expr"].strip() == "rng_log_store_up == 0"
     assert store["labels"]["severity"] == "critical"
