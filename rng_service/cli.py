@@ -570,7 +570,7 @@ def build_parser() -> argparse.ArgumentParser:
         "for mTLS use rng-audit --ca/--cert/--key verify-receipt --target)",
     )
     p.add_argument(
-        "--witness", action="append", default=[],
+        "--witness", action="extend", nargs="+", default=[],
         help="a witness's cosignature verifier key or .vkey file (repeatable): with --target, "
         "the receipt must be in a checkpoint these witnesses cosigned (rng-audit verify-receipt)",
     )  # fmt: skip

@@ -153,3 +153,57 @@ def test_other_environment_names_are_left_alone(tmp_path: Path) -> None:
     # Only the service's own family is checked: RNG_SERVICES_X or RNGSERVICE are not ours.
     env = {"RNG_SERVICES_PORT": "1", "RNG_KEY_PASSPHRASE": "x", "RNG_LOG_DB_PASSWORD": "y"}
     assert load_config(None, environ=env, base_dir=tmp_path).server.port == 50051
+
+
+# -- [witnessing] and [[witnesses]] ----------------------------------------------------------
+
+WITNESS_KEY = "w1.example/w+dee2524c+BAQg64lb5zm1hrouqThNb0L2YrGJc5K9b+cgMSUZ/yZO"
+
+
+def _witness_config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def test_witnesses_and_their_policy(tmp_path: Path) -> None:
+    path = _witness_config(
+        tmp_path,
+        f"[witnessing]\nmin_witnesses = 2\ninterval_seconds = 0.5\n"
+        f'[[witnesses]]\nurl = "https://w1.example:7380/"\nkey = "{WITNESS_KEY}"\n'
+        f'[[witnesses]]\nurl = "http://127.0.0.1:7381"\nkey = "w2.vkey"\nname = "lab"\n',
+    )
+    config = load_config(path, environ={}, base_dir=tmp_path)
+    assert [w.url for w in config.witnesses] == ["https://w1.example:7380", "http://127.0.0.1:7381"]
+    assert config.witnesses[0].key == WITNESS_KEY  # a key, kept as it is
+    assert config.witnesses[1].key == str(tmp_path / "w2.vkey")  # a file, resolved
+    assert config.witnessing.min_witnesses == 2
+    # Without [witnessing]: one witness must cosign when there are witnesses, none without.
+    one = _witness_config(tmp_path, f'[[witnesses]]\nurl = "http://w"\nkey = "{WITNESS_KEY}"\n')
+    assert load_config(one, environ={}).witnessing.min_witnesses == 1
+    assert load_config(None, environ={}).witnessing.min_witnesses == 0
+    env = {"RNG_SERVICE__WITNESSING__TIMEOUT_SECONDS": "2.5"}
+    assert load_config(one, environ=env).witnessing.timeout_seconds == 2.5
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[[witnesses]]\nurl = "ftp://w"\nkey = "k+1+2"\n', "witnesses[0].url"),
+        ('[[witnesses]]\nurl = "http://w"\n', "witnesses[0].key"),
+        ('[[witnesses]]\nurl = "http://w"\nkey = "k+1+2"\nca_file = "ca.pem"\n',
+         "witnesses[0].ca_file"),
+        ('[[witnesses]]\nurl = "http://w"\nkey = "k+1+2"\nport = 1\n', "witnesses[0].port"),
+        ('[[witnesses]]\nurl = "http://w"\nkey = "k+1+2"\n[[witnesses]]\nurl = "http://w/"\n'
+         'key = "k+1+2"\n', "witnesses[1].url"),
+        ('[witnessing]\nmin_witnesses = 2\n[[witnesses]]\nurl = "http://w"\nkey = "k+1+2"\n',
+         "witnessing.min_witnesses"),
+        ("[witnessing]\nrequire_at_startup = true\n", "witnessing.require_at_startup"),
+        ("[witnessing]\ntimeout_seconds = 0\n", "witnessing.timeout_seconds"),
+        ("[witnessing]\ninterval_seconds = 0.01\n", "witnessing.interval_seconds"),
+        ("witnesses = 3\n", "witnesses: must be an array of tables"),
+    ],
+)  # fmt: skip
+def test_witness_settings_errors_name_the_setting(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_config(_witness_config(tmp_path, text), environ={})
