@@ -33,7 +33,6 @@ witness verifiers ignore log signatures.
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -49,8 +48,10 @@ from rng_service.log.note import (
     MalformedNote,
     NoteSignature,
     SignedNote,
+    check_key_id,
     is_valid_key_name,
     parse_note,
+    split_verifier_key,
 )
 
 __all__ = [
@@ -157,35 +158,13 @@ class CosignatureVerifier:
     @classmethod
     def from_verifier_key(cls, vkey: str) -> CosignatureVerifier:
         """Parses ``<name>+<8 hex key id>+<base64(0x04 || 32-byte public key)>``."""
-        name, _, rest = vkey.strip().partition("+")
-        id_hex, _, key64 = rest.partition("+")
-        if (
-            not is_valid_key_name(name)
-            or len(id_hex) != 8
-            or any(c not in "0123456789abcdefABCDEF" for c in id_hex)
-            or not key64
-        ):
-            raise InvalidVerifierKey(f"malformed witness verifier key {vkey!r}")
-        try:
-            raw = base64.b64decode(key64.encode("ascii"), validate=True)
-        except (binascii.Error, UnicodeEncodeError) as e:
-            raise InvalidVerifierKey(f"witness verifier key {vkey!r}: key is not base64") from e
-        if not raw or raw[0] != ALG_COSIGNATURE_V1:
-            raise InvalidVerifierKey(
-                f"witness verifier key {vkey!r}: signature type "
-                f"{raw[0] if raw else None!r} is not 0x04 (Ed25519 cosignature/v1); a log's "
-                f"key (type 0x01) cannot verify cosignatures"
-            )
-        if len(raw) != 33:
-            raise InvalidVerifierKey(
-                f"witness verifier key {vkey!r}: Ed25519 key is {len(raw) - 1} bytes, expected 32"
-            )
-        verifier = cls(name, Ed25519PublicKey.from_public_bytes(raw[1:]))
-        if verifier.key_id != int(id_hex, 16):
-            raise InvalidVerifierKey(
-                f"witness verifier key {vkey!r}: key ID {id_hex} does not match the key "
-                f"(computed {verifier.key_id:08x})"
-            )
+        name, id_hex, raw = split_verifier_key(
+            vkey.strip(), alg=ALG_COSIGNATURE_V1, what="witness verifier key",
+            wrong_alg="(a witness key is 0x04, Ed25519 cosignature/v1; a log's key, 0x01, "
+            "cannot verify cosignatures)",
+        )  # fmt: skip
+        verifier = cls(name, Ed25519PublicKey.from_public_bytes(raw))
+        check_key_id(verifier.key_id, id_hex, vkey, what="witness verifier key")
         return verifier
 
     @property

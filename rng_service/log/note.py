@@ -49,12 +49,14 @@ __all__ = [
     "OpenedNote",
     "SignedNote",
     "UnverifiedNote",
+    "check_key_id",
     "is_valid_key_name",
     "key_id",
     "open_checkpoint",
     "open_note",
     "parse_note",
     "sign_note",
+    "split_verifier_key",
 ]
 
 ALG_ED25519 = 0x01
@@ -113,6 +115,36 @@ def _raw_public(key: Ed25519PublicKey) -> bytes:
 # -- keys ----------------------------------------------------------------------------------------
 
 
+def split_verifier_key(vkey: str, *, alg: int, what: str, wrong_alg: str) -> tuple[str, str, bytes]:
+    """``<name>+<8 hex key id>+<base64(alg || 32-byte Ed25519 key)>`` as (name, key ID text,
+    key); :class:`InvalidVerifierKey` naming ``what`` if it is malformed or of another type
+    (``wrong_alg`` says which are allowed). The caller checks the key ID (:func:`check_key_id`)."""
+    name, _, rest = vkey.partition("+")
+    id_hex, _, key64 = rest.partition("+")
+    if not is_valid_key_name(name) or not _HEX8.fullmatch(id_hex) or not key64:
+        raise InvalidVerifierKey(f"malformed {what} {vkey!r}")
+    try:
+        raw = _b64decode(key64)
+    except (binascii.Error, UnicodeEncodeError) as e:
+        raise InvalidVerifierKey(f"{what} {vkey!r}: key is not base64") from e
+    if not raw or raw[0] != alg:
+        raise InvalidVerifierKey(
+            f"{what} {vkey!r}: unknown signature type {raw[0] if raw else None!r} {wrong_alg}"
+        )
+    if len(raw) != 33:
+        raise InvalidVerifierKey(
+            f"{what} {vkey!r}: Ed25519 key is {len(raw) - 1} bytes, expected 32"
+        )
+    return name, id_hex, raw[1:]
+
+
+def check_key_id(computed: int, id_hex: str, vkey: str, *, what: str) -> None:
+    if computed != int(id_hex, 16):
+        raise InvalidVerifierKey(
+            f"{what} {vkey!r}: key ID {id_hex} does not match the key (computed {computed:08x})"
+        )
+
+
 class NoteSigner(Protocol):
     """Something that signs note text under a key name and key ID."""
 
@@ -141,29 +173,12 @@ class NoteVerifier:
     @classmethod
     def from_verifier_key(cls, vkey: str) -> NoteVerifier:
         """Parses ``<name>+<8 hex key id>+<base64(0x01 || 32-byte public key)>``."""
-        name, _, rest = vkey.partition("+")
-        id_hex, _, key64 = rest.partition("+")
-        if not is_valid_key_name(name) or not _HEX8.fullmatch(id_hex) or not key64:
-            raise InvalidVerifierKey(f"malformed verifier key {vkey!r}")
-        try:
-            raw = _b64decode(key64)
-        except (binascii.Error, UnicodeEncodeError) as e:
-            raise InvalidVerifierKey(f"verifier key {vkey!r}: key is not base64") from e
-        if not raw or raw[0] != ALG_ED25519:
-            raise InvalidVerifierKey(
-                f"verifier key {vkey!r}: unknown signature type "
-                f"{raw[0] if raw else None!r} (only 0x01 Ed25519 is supported)"
-            )
-        if len(raw) != 33:
-            raise InvalidVerifierKey(
-                f"verifier key {vkey!r}: Ed25519 key is {len(raw) - 1} bytes, expected 32"
-            )
-        verifier = cls(name, Ed25519PublicKey.from_public_bytes(raw[1:]))
-        if verifier.key_id != int(id_hex, 16):
-            raise InvalidVerifierKey(
-                f"verifier key {vkey!r}: key ID {id_hex} does not match the key "
-                f"(computed {verifier.key_id:08x})"
-            )
+        name, id_hex, raw = split_verifier_key(
+            vkey, alg=ALG_ED25519, what="verifier key",
+            wrong_alg="(only 0x01 Ed25519 is supported)",
+        )  # fmt: skip
+        verifier = cls(name, Ed25519PublicKey.from_public_bytes(raw))
+        check_key_id(verifier.key_id, id_hex, vkey, what="verifier key")
         return verifier
 
     @property

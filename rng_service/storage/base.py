@@ -76,6 +76,7 @@ __all__ = [
     "cosignature_from_row",
     "entry_from_row",
     "entry_to_row",
+    "first_per_witness",
     "newest_cosignatures",
 ]
 
@@ -357,6 +358,17 @@ def newest_cosignatures(records: Iterable[CosignatureRecord]) -> list[Cosignatur
         if old is None or (r.timestamp, r.received_ns) > (old.timestamp, old.received_ns):
             best[key] = r
     return list(best.values())
+
+
+def first_per_witness(records: Iterable[CosignatureRecord]) -> list[CosignatureRecord]:
+    """The first record of each (witness, key_id), in the order given."""
+    seen: set[tuple[str, int]] = set()
+    out: list[CosignatureRecord] = []
+    for record in records:
+        if (record.witness, record.key_id) not in seen:
+            seen.add((record.witness, record.key_id))
+            out.append(record)
+    return out
 
 
 def check_append_batch(size: int, entries: Sequence[EntryRecord]) -> None:

@@ -79,6 +79,7 @@ from rng_service.storage.base import (
     cosignature_from_row,
     entry_from_row,
     entry_to_row,
+    first_per_witness,
 )
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "PostgresStorage", "describe_conninfo"]
@@ -816,14 +817,7 @@ class PostgresStorage:
             "ON c.witness = m.witness AND c.key_id = m.key_id AND c.size = m.size "
             "ORDER BY c.witness, c.key_id, c.cosigned_at DESC",
         )
-        seen: set[tuple[str, int]] = set()
-        out: list[CosignatureRecord] = []
-        for row in rows:
-            record = cosignature_from_row(row)
-            if (record.witness, record.key_id) not in seen:
-                seen.add((record.witness, record.key_id))
-                out.append(record)
-        return out
+        return first_per_witness(cosignature_from_row(r) for r in rows)
 
     def close(self) -> None:
         with self._lock:
