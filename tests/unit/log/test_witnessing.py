@@ -265,3 +265,48 @@ def test_cosigned_note_attaches_only_lines_of_its_own_body(
     other_note = forked.note(6).encode()
     assert cosigned_note(other_note, records) == other_note
     assert cosigned_note(log.note(6).encode(), records) != log.note(6).encode()
+
+
+def test_a_round_over_https_to_the_witness_server(tmp_path: Path, clock: FakeClock) -> None:
+    """The real HTTP server with TLS and the real client with a CA: a cosignature arrives; a
+    client that does not trust the witness's certificate counts it unreachable."""
+    import datetime
+    import ssl
+    import threading
+
+    from rng_service.log.witnessing import HttpWitnessTransport
+    from rng_service.security.certs import write_dev_ca
+    from rng_service.witness.server import WitnessServer
+
+    files = write_dev_ca(tmp_path / "tls", [], now=datetime.datetime.now(tz=datetime.UTC))
+    log = Log(3)
+    signer = CosignatureSigner("w.test.example/w", Ed25519PrivateKey.generate())
+    witness = Witness(signer=signer, logs={ORIGIN: [LOG.verifier()]},
+                      state=WitnessState(tmp_path / "w.sqlite3"), clock=clock)  # fmt: skip
+    server = WitnessServer(witness, host="127.0.0.1", port=0, tls_cert_file=files.server_cert,
+                           tls_key_file=files.server_key)  # fmt: skip
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"https://127.0.0.1:{server.server_address[1]}"
+    try:
+        trusted = HttpWitnessTransport(
+            url, timeout=5, ssl_context=ssl.create_default_context(cafile=files.ca_cert)
+        )
+        untrusted = HttpWitnessTransport(url, timeout=5, ssl_context=ssl.create_default_context())
+        outcomes = []
+        for transport in (trusted, untrusted):
+            witnessing = Witnessing(
+                endpoints=[WitnessEndpoint("w", url, signer.verifier(), transport)],
+                storage=MemoryStorage(), tree=log, checkpoint_note=log.note,
+                publish=log.publish, sync=log.sync, clock=clock, interval_seconds=1.0,
+                min_witnesses=1,
+            )  # fmt: skip
+            outcomes.append(witnessing.round()[0])
+            transport.close()
+        assert outcomes[0].result == "cosigned"
+        assert outcomes[1].result == "unreachable"
+        assert "CERTIFICATE_VERIFY_FAILED" in outcomes[1].message
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
