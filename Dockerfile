@@ -105,6 +105,6 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
   CMD ["rng-service", "call", "--config", "/etc/rng-service/config.toml", "--timeout", "4", \
        "--ca", "/etc/rng-service/tls/ca.pem", \
        "--cert", "/etc/rng-service/tls/healthcheck.pem", \
-       "--key", "/etc/rng-service/tls/healthcheck.key", "health"]
+       "--tls-key", "/etc/rng-service/tls/healthcheck.key", "health"]
 ENTRYPOINT ["rng-service"]
 CMD ["serve", "--config", "/etc/rng-service/config.toml"]

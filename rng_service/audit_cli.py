@@ -24,9 +24,12 @@ carry cosignatures of K of them (:mod:`rng_service.audit.witnesses`, docs/auditi
 "Witnesses"); exit status 1 if not.
 
 A service with mTLS (docs/security.md) needs an auditor's certificate for ``--target``:
-``rng-audit --ca CA --cert CERT --key KEY export --target HOST:PORT ...`` (the three go before
-the command, as with ``rng-service call``; ``verify-receipt --key`` stays the verifier key).
-Without them ``--target`` is plaintext, which a service accepts on loopback only.
+``rng-audit export --target HOST:PORT --ca CA --cert CERT --tls-key KEY ...`` (before or after
+the command, as every option shared by the commands; ``--key`` is always the log's verifier
+key). Without them ``--target`` is plaintext, which a service accepts on loopback only.
+``--target`` is never taken from the environment: whether a check uses a live service is the
+auditor's explicit choice (docs/cli.md). ``export`` and ``verify`` show their progress on
+stderr when it is a terminal (never in a pipe or a log).
 The verification itself is :mod:`rng_service.audit` (pure: RFC 6962 / RFC 9162 section 2.1
 hashing and proofs, C2SP signed-note and tlog-checkpoint signatures); this module only does the
 I/O: files, the SQLite store, and a running service through ``rng.v1.LogService``.
@@ -62,9 +65,20 @@ from rng_service.audit import (
     verify_export,
     write_export,
 )
+from rng_service.cli_support import (
+    EXIT_USAGE,
+    TLS_OPTIONS,
+    HelpFormatter,
+    Progress,
+    UsageError,
+    add_shared,
+    client_tls,
+    quiet_grpc_core,
+    refuse_option,
+    verifier_keys,
+)
 from rng_service.errors import IntegrityError, InvalidArgument, RngServiceError
 from rng_service.log.cosignature import CosignatureVerifier
-from rng_service.log.keys import load_verifier_keys
 from rng_service.log.merkle import ProofError, verify_consistency
 from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, parse_note
 from rng_service.log.receipt import verify_receipt
@@ -80,15 +94,8 @@ __all__ = ["main"]
 _PAGE = 1000
 
 
-class _UsageError(Exception):
-    """Bad arguments or unreadable input: exit status 2."""
-
-
 def _verifiers(items: Sequence[str]) -> list[NoteVerifier]:
-    try:
-        return load_verifier_keys(items, base_dir=Path.cwd())
-    except RngServiceError as e:
-        raise _UsageError(f"--key: {e}") from e
+    return verifier_keys(items, "--key")
 
 
 def _witnesses(args: argparse.Namespace) -> tuple[list[CosignatureVerifier], int]:
@@ -104,14 +111,14 @@ def _witnesses(args: argparse.Namespace) -> tuple[list[CosignatureVerifier], int
                 text = lines[0] if lines else ""
             keys.append(CosignatureVerifier.from_verifier_key(text))
         except OSError as e:
-            raise _UsageError(f"--witness: cannot read {item}: {e.strerror}") from e
+            raise UsageError(f"--witness: cannot read {item}: {e.strerror}") from e
         except RngServiceError as e:
-            raise _UsageError(f"--witness: {e}") from e
+            raise UsageError(f"--witness: {e}") from e
     wanted = args.min_witnesses
     if wanted is None:
         wanted = 1 if keys else 0
     if not 0 <= wanted <= len(keys) or (wanted and not keys):
-        raise _UsageError(
+        raise UsageError(
             f"--min-witnesses: {wanted} is not allowed (allowed: 0 to the number of --witness "
             f"keys, {len(keys)})"
         )
@@ -160,7 +167,7 @@ def _pinned(verifiers: Sequence[NoteVerifier], origin: str | None) -> PinnedOrig
     try:
         return pinned_origin(verifiers, origin)
     except InvalidArgument as e:
-        raise _UsageError(str(e)) from e
+        raise UsageError(str(e)) from e
 
 
 TRUNCATION_NOT_CHECKED = (
@@ -176,9 +183,9 @@ def _read_text(path: str, what: str) -> str:
     try:
         return Path(path).read_text(encoding="utf-8")
     except OSError as e:
-        raise _UsageError(f"cannot read {what} {path}: {e.strerror}") from e
+        raise UsageError(f"cannot read {what} {path}: {e.strerror}") from e
     except UnicodeDecodeError as e:
-        raise _UsageError(f"{what} {path} is not UTF-8 text") from e
+        raise UsageError(f"{what} {path} is not UTF-8 text") from e
 
 
 @contextlib.contextmanager
@@ -186,7 +193,7 @@ def _export_lines(path: str) -> Iterator[Iterator[str]]:
     try:
         fh = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the context manager
     except OSError as e:
-        raise _UsageError(f"cannot read export {path}: {e.strerror}") from e
+        raise UsageError(f"cannot read export {path}: {e.strerror}") from e
     with fh:
 
         def lines() -> Iterator[str]:
@@ -195,27 +202,28 @@ def _export_lines(path: str) -> Iterator[Iterator[str]]:
                 for number, line in enumerate(fh, 1):  # noqa: B007 - used in the except
                     yield line
             except UnicodeDecodeError as e:
-                raise _UsageError(f"export {path}: line {number + 1} is not UTF-8") from e
+                raise UsageError(f"export {path}: line {number + 1} is not UTF-8") from e
 
         yield lines()
 
 
 def _client_tls(args: argparse.Namespace, target: str | None) -> ClientTls | None:
-    """The ``--ca/--cert/--key`` files as mTLS material for ``--target``, or None (plaintext)."""
-    from rng_service.service.client import ClientTls
+    """The ``--ca/--cert/--tls-key`` files as mTLS material for ``--target``, or None
+    (plaintext)."""
+    if target is None and any((args.ca, args.cert, args.tls_key)):
+        raise UsageError("--ca, --cert and --tls-key are for --target (a running service)")
+    return client_tls(args.ca, args.cert, args.tls_key)
 
-    given = {"--ca": args.ca, "--cert": args.cert, "--key": args.tls_key}
-    if not any(given.values()):
-        return None
-    if target is None:
-        raise _UsageError("--ca, --cert and --key are for --target (a running service)")
-    missing = [name for name, value in given.items() if not value]
-    if missing:
-        raise _UsageError(f"{', '.join(missing)} needed too (--ca, --cert and --key go together)")
+
+def _export_lines_total(path: str) -> int | None:
+    """The lines an export's header declares (itself, its checkpoints and entries), for
+    progress only: None if unreadable (the verifier reports what is wrong with the file)."""
     try:
-        return ClientTls.from_files(Path(args.ca), Path(args.cert), Path(args.tls_key))
-    except OSError as e:
-        raise _UsageError(f"cannot read {e.filename}: {e.strerror}") from e
+        with open(path, encoding="utf-8") as fh:
+            header = json.loads(fh.readline())
+        return 1 + int(header["checkpoints"]) + int(header["tree_size"])
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
 
 
 def _origin_of(note: bytes | str) -> tuple[str, int]:
@@ -229,7 +237,7 @@ def _write_atomically(out: Path, write: Callable[[IO[str]], object]) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=directory)
     except OSError as e:
-        raise _UsageError(f"--out: cannot write in {directory}: {e.strerror}") from e
+        raise UsageError(f"--out: cannot write in {directory}: {e.strerror}") from e
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             write(fh)
@@ -248,12 +256,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
         from rng_service.storage.sqlite import SqliteStorage
 
         if not Path(args.db).is_file():
-            raise _UsageError(f"--db: {args.db} does not exist")
+            raise UsageError(f"--db: {args.db} does not exist")
         storage = SqliteStorage(args.db, read_only=True)
         try:
             stored = storage.checkpoints()
             if not stored:
-                raise _UsageError(f"--db: {args.db} has no published checkpoint to export")
+                raise UsageError(f"--db: {args.db} has no published checkpoint to export")
             from rng_service.log.witnessing import cosigned_note
 
             cosignatures: dict[int, list[CosignatureRecord]] = {}
@@ -271,12 +279,14 @@ def _cmd_export(args: argparse.Namespace) -> int:
                     for r in storage.entries(start, min(size, start + _PAGE)):
                         yield r.index, r.leaf_hash, r.data
 
-            _write_atomically(
-                out,
-                lambda fh: write_export(
-                    fh, origin=origin, checkpoints=notes, entries=entries(), tree_size=size
-                ),
-            )
+            with Progress("exporting", size) as progress:
+                _write_atomically(
+                    out,
+                    lambda fh: write_export(
+                        fh, origin=origin, checkpoints=notes, entries=progress.wrap(entries()),
+                        tree_size=size,
+                    ),
+                )  # fmt: skip
             total = storage.tree_size()
         finally:
             storage.close()
@@ -289,17 +299,19 @@ def _cmd_export(args: argparse.Namespace) -> int:
             origin, size = _origin_of(latest)
             if all(_origin_of(n)[1] != size for n, _ in notes):
                 notes.append((latest, 0))
-            _write_atomically(
+            progress = Progress("exporting", size)
+            with progress:
+                _write_atomically(
                 out,
-                lambda fh: write_export(
-                    fh,
-                    origin=origin,
-                    checkpoints=notes,
-                    entries=(e for s in range(0, size, _PAGE)
-                             for e in client.entries(s, min(size, s + _PAGE))),
-                    tree_size=size,
-                ),
-            )  # fmt: skip
+                    lambda fh: write_export(
+                        fh,
+                        origin=origin,
+                        checkpoints=notes,
+                        entries=progress.wrap(e for s in range(0, size, _PAGE)
+                                              for e in client.entries(s, min(size, s + _PAGE))),
+                        tree_size=size,
+                    ),
+                )  # fmt: skip
             total = size
     print(
         f"exported {size} entries and {len(notes)} checkpoints of {origin} to {out}"
@@ -319,9 +331,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     witnesses, min_witnesses = _witnesses(args)
     kept = _kept(args.checkpoint)
     now = _now()
-    with _export_lines(args.export) as lines:
+    progress = Progress("verifying", _export_lines_total(args.export), unit="lines")
+    with _export_lines(args.export) as lines, progress:
         report = verify_export(
-            lines,
+            progress.wrap(lines),
             verifiers,
             kept=kept,
             check_entries=not args.fast,
@@ -383,16 +396,16 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
     now = _now()
     witnessed: WitnessReport | None = None
     if args.checkpoint and args.against is None and args.target is None:
-        raise _UsageError("--checkpoint needs --against or --target (what to compare it with)")
+        raise UsageError("--checkpoint needs --against or --target (what to compare it with)")
     kept = _kept(args.checkpoint)
     try:
         receipt = read_receipt(_read_text(args.receipt, "receipt"))
     except ReceiptFieldError as e:
-        raise _UsageError(f"receipt {args.receipt}: {e}") from e
+        raise UsageError(f"receipt {args.receipt}: {e}") from e
     try:
         verified = verify_receipt(receipt, verifiers)
     except MalformedNote as e:
-        raise _UsageError(f"receipt {args.receipt}: field checkpoint: {e}") from e
+        raise UsageError(f"receipt {args.receipt}: field checkpoint: {e}") from e
     except IntegrityError as e:
         raise VerificationFailure(f"receipt {args.receipt}: {e}", index=receipt.index) from e
     origin.check(verified.checkpoint.origin, f"receipt {args.receipt}'s checkpoint")
@@ -538,7 +551,7 @@ def _known_documents(files: Sequence[str]) -> dict[str, Document]:
                 else parse_document(data, Path(path).name)
             )
         except RngServiceError as e:
-            raise _UsageError(f"--profile {path}: {e}") from e
+            raise UsageError(f"--profile {path}: {e}") from e
         known[document.id.sha256] = document
     return known
 
@@ -578,7 +591,7 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
                     _, canonical = client.profile(sha256=sha)
                 except ClientError as e:
                     if e.code != "NOT_FOUND":
-                        raise _UsageError(f"GetProfile on {args.target}: {e}") from e
+                        raise UsageError(f"GetProfile on {args.target}: {e}") from e
                     continue
                 if hashlib.sha256(canonical).hexdigest() != sha:
                     raise VerificationFailure(
@@ -616,42 +629,70 @@ def _witness_options(p: argparse.ArgumentParser) -> None:
         help="how many of the --witness keys must have cosigned a checkpoint (default 1 with "
         "--witness); 0 only lists them",
     )  # fmt: skip
+KEY_BEFORE_COMMAND = (
+    "--key before the command is no option: this client's mTLS private key is --tls-key "
+    "(before or after the command); --key after verify or verify-receipt is the log's "
+    "verifier key"
+)
+KEY_NOT_HERE = (
+    "--key is the log's verifier key (verify, verify-receipt); this client's mTLS private key "
+    "is --tls-key"
+)
+_TLS_TITLE = "mTLS for --target (before or after the command)"
+
+
+def _command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, *, tls: bool
+) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".",
+                       formatter_class=HelpFormatter)  # fmt: skip
+    if tls:
+        add_shared(p, TLS_OPTIONS, title=_TLS_TITLE, top=False)
+    return p
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="rng-audit", description="Export the outcome log and verify it offline."
+        prog="rng-audit",
+        description=__doc__,
+        formatter_class=HelpFormatter,
     )
-    parser.add_argument(
-        "--ca", help="mTLS for --target: CA certificate (PEM) that issued the service's certificate"
-    )
-    parser.add_argument("--cert", help="mTLS for --target: an auditor's client certificate (PEM)")
-    parser.add_argument(
-        "--key", dest="tls_key", help="mTLS for --target: that certificate's private key (PEM)"
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+    add_shared(parser, TLS_OPTIONS, title=_TLS_TITLE, top=True)
+    refuse_option(parser, "--key", KEY_BEFORE_COMMAND)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("export", help="write the log to an rng-audit-export/v2 file")
+    p = _command(sub, "export", "write the log to an rng-audit-export/v2 file", tls=True)
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--db", help="the service's SQLite log file (read only)")
-    source.add_argument("--target", help="a running service, HOST:PORT")
-    p.add_argument("--out", required=True, help="the export file to write")
+    source.add_argument("--db", metavar="FILE", help="the service's SQLite log file (read only)")
+    source.add_argument(
+        "--target", metavar="HOST:PORT", help="a running service (LogService, auditor role)"
+    )
+    p.add_argument("--out", required=True, metavar="FILE", help="the export file to write")
+    refuse_option(p, "--key", KEY_NOT_HERE)
     p.set_defaults(fn=_cmd_export)
 
-    key_help = "verifier keys <name>+<id>+<base64>, or .vkey files (all the log's keys)"
+    key_help = (
+        "the log's verifier keys <name>+<id>+<base64>, or .vkey files (all the log's keys; "
+        "repeatable)"
+    )
     origin_help = (
         "the log's origin (first line of its checkpoints); default: the keys' name, which "
         "a log's keys share with its origin (C2SP tlog-checkpoint); needed when they differ"
     )
-    p = sub.add_parser("verify", help="verify an export: entries, tree, every checkpoint")
+    p = _command(sub, "verify", "verify an export: entries, tree, every checkpoint", tls=False)
     p.add_argument("export", help="the export file")
-    p.add_argument("--key", action="extend", nargs="+", required=True, help=key_help)
+    p.add_argument(
+        "--key", "--verifier-key", dest="key", action="extend", nargs="+", required=True,
+        metavar="KEY", help=key_help,
+    )  # fmt: skip
     p.add_argument(
         "--checkpoint",
         action="extend",
         nargs="+",
         default=[],
-        help="a signed checkpoint you kept earlier (file); the export must be consistent with it",
+        metavar="FILE",
+        help="a signed checkpoint you kept earlier (file); the export must be consistent with "
+        "it (default: none, and truncation is NOT CHECKED)",
     )
     p.add_argument("--origin", help=origin_help)
     _witness_options(p)
@@ -670,56 +711,75 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(fn=_cmd_verify)
 
-    p = sub.add_parser("verify-receipt", help="verify a receipt and that it is in the log")
-    p.add_argument("receipt", help="the receipt JSON file (rng-service call --receipt-out)")
-    p.add_argument("--key", action="extend", nargs="+", required=True, help=key_help)
+    p = _command(sub, "verify-receipt", "verify a receipt and that it is in the log", tls=True)
+    p.add_argument("receipt", help="the receipt JSON file (rng-service call ... --receipt-out)")
+    p.add_argument(
+        "--key", "--verifier-key", dest="key", action="extend", nargs="+", required=True,
+        metavar="KEY", help=key_help,
+    )  # fmt: skip
     p.add_argument("--origin", help=origin_help)
     against = p.add_mutually_exclusive_group()
-    against.add_argument("--against", help="an export file to check the receipt against")
-    against.add_argument("--target", help="a running service, HOST:PORT, to check against")
+    against.add_argument(
+        "--against", metavar="FILE", help="an export file to check the receipt against"
+    )
+    against.add_argument(
+        "--target",
+        metavar="HOST:PORT",
+        help="a running service to check against (its latest checkpoint and proofs)",
+    )
     p.add_argument(
         "--checkpoint",
         action="extend",
         nargs="+",
         default=[],
+        metavar="FILE",
         help="with --against or --target: a signed checkpoint you kept earlier (file); the log "
         "must be consistent with it (a log cut back below it fails)",
     )
     _witness_options(p)
     p.set_defaults(fn=_cmd_verify_receipt)
 
-    p = sub.add_parser(
-        "profiles", help="the game profiles an export's entries name, and which are examples"
+    p = _command(
+        sub,
+        "profiles",
+        "the game profiles an export's entries name, and which are examples",
+        tls=True,
     )
     p.add_argument("export", help="the export file")
     p.add_argument(
-        "--profile", action="extend", nargs="+", default=[],
+        "--profile", action="extend", nargs="+", default=[], metavar="FILE",
         help="profile files (TOML, or canonical JSON from GetProfile) the entries may name",
     )  # fmt: skip
-    p.add_argument("--target", help="a running service, HOST:PORT: fetch the others by SHA-256")
-    p.add_argument("--save", help="with --target: write the fetched canonical bytes here")
+    p.add_argument(
+        "--target", metavar="HOST:PORT", help="a running service: fetch the others by SHA-256"
+    )
+    p.add_argument(
+        "--save", metavar="DIR", help="with --target: write the fetched canonical bytes here"
+    )
+    refuse_option(p, "--key", KEY_NOT_HERE)
     p.set_defaults(fn=_cmd_profiles)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Runs rng-audit; returns 0 (verified), 1 (verification failed) or 2 (usage/format)."""
+    quiet_grpc_core()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
-        return 2 if e.code else 0
+        return EXIT_USAGE if e.code else 0
     try:
         status: int = args.fn(args)
     except IntegrityError as e:  # VerificationFailure, and integrity errors of the log layer
         print(f"FAILED: {e}", file=sys.stderr)
         return 1
-    except (_UsageError, RngServiceError) as e:
+    except (UsageError, RngServiceError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except OSError as e:
         print(f"error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     return status
 
 

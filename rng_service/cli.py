@@ -6,14 +6,16 @@ Subcommands:
   keygen           write an Ed25519 key pair for signing checkpoints
   pubkey           print the verifier key of a private key file
   dev-ca           write a development CA, server and client certificates for mTLS
-  call spin|void-round|keys|health|profiles|profile
-                          a small client, for users without grpcurl (--ca/--cert/--key: mTLS)
+  call             every RPC a person calls by hand: outcomes, log reads, health
+                   (rng_service.cli_call; mTLS with --ca/--cert/--tls-key)
   check-store      the full check of the log store (read only; docs/operations.md)
   verify-receipt   check a receipt offline with the log's verifier key
   migrate-store    bring the configured log store to this release's schema (after a backup)
-Errors are messages with a non-zero exit status, never tracebacks. ``serve`` writes only JSON
-lines: its log on stderr (a configuration error is a ``startup_failed`` event, exit status 2),
-one ``listening`` object on stdout once it serves.
+The conventions every command follows (help, options, output, exit statuses) are in
+docs/cli.md and :mod:`rng_service.cli_support`. Errors are messages with a non-zero exit
+status, never tracebacks. ``serve`` writes only JSON lines: its log on stderr (a
+configuration error is a ``startup_failed`` event, exit status 2), one ``listening`` object
+on stdout once it serves.
 """
 
 from __future__ import annotations
@@ -22,20 +24,15 @@ import argparse
 import json
 import logging
 import os
-import secrets
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from rng_service import cli_call
+from rng_service.cli_support import EXIT_USAGE, HelpFormatter, UsageError, verifier_keys
 from rng_service.config import Config, ConfigError, load_config
 from rng_service.errors import RngServiceError
 
-if TYPE_CHECKING:
-    from rng_service.service.client import ClientTls
-
 __all__ = ["main"]
-
-DEFAULT_TARGET = "127.0.0.1:50051"
 
 DEV_BANNER = """\
 ************************************************************************
@@ -267,131 +264,7 @@ def _cmd_dev_ca(args: argparse.Namespace) -> int:
         print()
         print(_client_entry(identity, role, tables))
     for identity, (cert, key) in files.clients.items():
-        print(f"# {identity}: --ca {files.ca_cert} --cert {cert} --key {key}", file=sys.stderr)
-    return 0
-
-
-def _client_tls(args: argparse.Namespace) -> ClientTls | None:
-    """The ``--ca/--cert/--key`` files as :class:`ClientTls`, or None for plaintext."""
-    from rng_service.service.client import ClientTls
-
-    given = {"--ca": args.ca, "--cert": args.cert, "--key": args.tls_key}
-    if not any(given.values()):
-        return None
-    missing = [name for name, value in given.items() if not value]
-    if missing:
-        raise SystemExit(
-            f"error: {', '.join(missing)} needed too (--ca, --cert and --key go together)"
-        )
-    try:
-        return ClientTls.from_files(Path(args.ca), Path(args.cert), Path(args.tls_key))
-    except OSError as e:
-        raise SystemExit(f"error: cannot read {e.filename}: {e.strerror}") from None
-
-
-def _verifiers(keys: list[str]) -> list[object]:
-    from rng_service.log.note import NoteVerifier
-
-    return [NoteVerifier.from_verifier_key(k) for k in keys]
-
-
-def _call_target(args: argparse.Namespace) -> str:
-    """``--target``, or with ``--config`` the configured gRPC port on this host (the image's
-    HEALTHCHECK: the same file and ``RNG_SERVICE__*`` variables as ``serve``)."""
-    if args.config is None:
-        return str(args.target or DEFAULT_TARGET)
-    if args.target:
-        raise SystemExit("error: call: give --target or --config, not both")
-    server = load_config(Path(args.config)).server
-    host = server.host
-    if host in ("0.0.0.0", ""):  # noqa: S104  (every IPv4 interface: call its loopback)
-        host = "127.0.0.1"
-    elif host == "::":
-        host = "::1"
-    return f"[{host}]:{server.port}" if ":" in host else f"{host}:{server.port}"
-
-
-def _cmd_call(args: argparse.Namespace) -> int:
-    from rng_service.log.receipt import receipt_to_json, verify_receipt
-    from rng_service.service.client import ClientError, RngClient
-
-    tls = _client_tls(args)
-    target = _call_target(args)
-    try:
-        with RngClient(target, timeout=args.timeout, tls=tls) as client:
-            if args.what == "keys":
-                print(json.dumps(client.public_keys(), indent=2))
-                return 0
-            if args.what == "health":
-                status = client.health(args.service)
-                print(status)
-                return 0 if status == "SERVING" else 1
-            if args.what == "profiles":
-                print(json.dumps(client.profiles(), indent=2))
-                return 0
-            if args.what == "profile":
-                described, canonical = client.profile(
-                    name=args.name, version=args.version, sha256=args.sha256
-                )
-                if args.out:
-                    Path(args.out).write_bytes(canonical)
-                print(json.dumps(described, indent=2))
-                return 0
-            request_id = args.request_id or f"cli-{secrets.token_hex(8)}"
-            if args.what == "void-round":
-                void = client.void_round(
-                    table_id=args.table, round_id=args.round, request_id=request_id,
-                    reason=args.reason, client=args.client,
-                )  # fmt: skip
-                print(
-                    f"voided round {args.round!r} of table {args.table!r} (client "
-                    f"{void.outcome['client']!r}) at log index {void.receipt.index}"
-                    + (" (replayed)" if void.receipt.replayed else "")
-                )
-                return 0
-            result = client.spin(
-                wheel=args.wheel,
-                table_id=args.table,
-                round_id=args.round,
-                request_id=request_id,
-                session_id=args.session,
-            )
-    except ClientError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    if args.receipt_out:
-        Path(args.receipt_out).write_text(receipt_to_json(result.receipt) + "\n")
-    verified = ""
-    if args.key:
-        checked = verify_receipt(result.receipt, _verifiers(args.key))  # type: ignore[arg-type]
-        verified = f"receipt verified: signed by {', '.join(checked.key_names)}"
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "request_id": request_id,
-                    "number": result.number,
-                    "color": result.color,
-                    "wheel_position": result.wheel_position,
-                    "spins": list(result.spins),
-                    "log_index": result.receipt.index,
-                    "tree_size": result.receipt.tree_size,
-                    "replayed": result.receipt.replayed,
-                },
-                indent=2,
-            )
-        )
-    else:
-        voids = sum(1 for s in result.spins if s["void"])
-        print(
-            f"{result.number} {result.color} (wheel position {result.wheel_position})"
-            + (f" after {voids} void spin(s)" if voids else "")
-            + f"  [request {request_id}, log index {result.receipt.index}"
-            + (", replayed" if result.receipt.replayed else "")
-            + "]"
-        )
-    if verified:
-        print(verified)
+        print(f"# {identity}: --ca {files.ca_cert} --cert {cert} --tls-key {key}", file=sys.stderr)
     return 0
 
 
@@ -438,14 +311,14 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"error: cannot read {args.receipt}: {e.strerror}", file=sys.stderr)
         return 2
-    verifiers = _verifiers(args.key)
+    verifiers = verifier_keys(args.key, "--key")
     try:
-        origin = pinned_origin(verifiers, args.origin)  # type: ignore[arg-type]
+        origin = pinned_origin(verifiers, args.origin)
     except InvalidArgument as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     receipt = receipt_from_json(text)
-    checked = verify_receipt(receipt, verifiers)  # type: ignore[arg-type]
+    checked = verify_receipt(receipt, verifiers)
     origin.check(checked.checkpoint.origin, f"receipt {args.receipt}'s checkpoint")
     print(
         f"OK: entry {checked.entry.index} ({checked.entry.kind}, table {checked.entry.table_id}, "
@@ -456,21 +329,33 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rng-service", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+def _command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str,
+             **kwargs: object) -> argparse.ArgumentParser:  # fmt: skip
+    return sub.add_parser(name, help=help, formatter_class=HelpFormatter, **kwargs)  # type: ignore[arg-type]
 
-    p = sub.add_parser("serve", help="run the service")
-    p.add_argument("--config", type=Path, help="TOML config file (defaults apply without)")
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rng-service", description=__doc__.split("\n")[0], formatter_class=HelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    config_help = (
+        "the service's TOML configuration file (without it: the defaults); RNG_SERVICE__* "
+        "variables override it (README, Configuration)"
+    )
+
+    p = _command(sub, "serve", "run the service")
+    p.add_argument("--config", type=Path, metavar="FILE", help=config_help)
     p.set_defaults(fn=_cmd_serve)
 
-    p = sub.add_parser("dev-run", help="run with a development key, creating it if missing")
-    p.add_argument("--config", type=Path)
+    p = _command(sub, "dev-run", "run with a development key, creating it if missing")
+    p.add_argument("--config", type=Path, metavar="FILE", help=config_help)
     p.set_defaults(fn=_cmd_dev_run)
 
-    p = sub.add_parser(
+    p = _command(
+        sub,
         "check-store",
-        help="check the whole log store (read only; may run while the service serves it)",
+        "check the whole log store (read only; may run while the service serves it)",
         description="The full check of the log store that the service runs incrementally at "
         "start-up: every index present, every entry's leaf hash, every Merkle node, every "
         "stored checkpoint's signature (active, co-signing and retired keys) and root. Reads "
@@ -478,24 +363,33 @@ def build_parser() -> argparse.ArgumentParser:
         "message names the first bad index or checkpoint); 2: configuration or store "
         "unreadable.",
     )
-    p.add_argument("--config", type=Path, help="the service's TOML config file")
+    p.add_argument("--config", type=Path, metavar="FILE", help=config_help)
     p.set_defaults(fn=_cmd_check_store)
 
-    p = sub.add_parser("keygen", help="write an Ed25519 checkpoint-signing key pair")
-    p.add_argument("--out", required=True, help="private key file (PEM, mode 0600)")
-    p.add_argument("--name", required=True, help="signed-note key name, e.g. casino.example")
-    p.add_argument("--passphrase-env", help="environment variable holding a passphrase")
+    env_help = "the environment variable holding the key's passphrase (default: unencrypted)"
+    p = _command(sub, "keygen", "write an Ed25519 checkpoint-signing key pair")
+    p.add_argument("--out", required=True, metavar="FILE", help="private key file (PEM, mode 0600)")
+    p.add_argument(
+        "--name", required=True, help="signed-note key name: the log's origin, e.g. casino.example"
+    )
+    p.add_argument("--passphrase-env", metavar="VAR", help=env_help)
     p.add_argument("--force", action="store_true", help="replace an existing file")
     p.set_defaults(fn=_cmd_keygen)
 
-    p = sub.add_parser("pubkey", help="print the verifier key of a private key")
-    p.add_argument("--key-file", required=True)
-    p.add_argument("--name", required=True, help="the key name configured as log.key_name")
-    p.add_argument("--passphrase-env")
+    p = _command(sub, "pubkey", "print the verifier key of a private key")
+    p.add_argument(
+        "--key-file", required=True, metavar="FILE", help="the private key file (PEM), log.key_file"
+    )
+    p.add_argument(
+        "--name", required=True, help="the key name configured as log.key_name (the origin)"
+    )
+    p.add_argument("--passphrase-env", metavar="VAR", help=env_help)
     p.set_defaults(fn=_cmd_pubkey)
 
-    p = sub.add_parser("dev-ca", help="write a development CA and mTLS certificates")
-    p.add_argument("--out", required=True, help="directory for the PEM files (keys mode 0600)")
+    p = _command(sub, "dev-ca", "write a development CA and mTLS certificates")
+    p.add_argument(
+        "--out", required=True, metavar="DIR", help="directory for the PEM files (keys mode 0600)"
+    )
     p.add_argument(
         "--client",
         action="append",
@@ -505,61 +399,27 @@ def build_parser() -> argparse.ArgumentParser:
         "[[clients]] entry is printed: game-1:game_server:T1,T2, auditor-1:auditor. A plain "
         "NAME gets a certificate and no entry (health checks only)",
     )
-    p.add_argument("--days", type=int, default=365, help="validity in days (default 365)")
+    p.add_argument("--days", type=int, default=365, help="validity in days")
     p.add_argument("--force", action="store_true", help="replace existing files")
     p.set_defaults(fn=_cmd_dev_ca)
 
-    p = sub.add_parser("call", help="call a running service")
-    p.add_argument("--target", help=f"HOST:PORT of the service (default {DEFAULT_TARGET})")
-    p.add_argument(
-        "--config",
-        help="instead of --target: the service's config file; calls server.port on this host "
-        "(127.0.0.1 when server.host is 0.0.0.0), after the RNG_SERVICE__* variables, as serve",
-    )
-    p.add_argument("--timeout", type=float, default=10.0)
-    p.add_argument("--ca", help="mTLS: CA certificate (PEM) that issued the service's certificate")
-    p.add_argument("--cert", help="mTLS: this client's certificate (PEM)")
-    p.add_argument("--key", dest="tls_key", help="mTLS: this client's private key (PEM)")
-    calls = p.add_subparsers(dest="what", required=True)
-    s = calls.add_parser("spin", help="one roulette spin")
-    s.add_argument(
-        "--wheel",
-        required=True,
-        choices=["single_zero", "double_zero", "double_zero_as_single_zero"],
-    )
-    s.add_argument("--table", required=True, help="table id")
-    s.add_argument("--round", required=True, help="game round id")
-    s.add_argument("--request-id", help="idempotency key (default: a new random one)")
-    s.add_argument("--session", default="", help="session id (linked spins)")
-    s.add_argument("--json", action="store_true", help="print JSON")
-    s.add_argument("--receipt-out", help="write the receipt (JSON) to this file")
-    s.add_argument("--key", action="append", help="verify the receipt with this verifier key")
-    v = calls.add_parser("void-round", help="void a game round (operator role)")
-    v.add_argument("--table", required=True, help="table id")
-    v.add_argument("--round", required=True, help="game round id")
-    v.add_argument("--reason", required=True, help="why (logged): 1 to 256 characters")
-    v.add_argument("--client", default="", help="whose round (default: the caller's own)")
-    v.add_argument("--request-id", help="idempotency key (default: a new random one)")
-    calls.add_parser("keys", help="the log's public keys")
-    h = calls.add_parser("health", help="gRPC health status")
-    h.add_argument("--service", default="")
-    calls.add_parser("profiles", help="the game profiles and paytables the service serves")
-    g = calls.add_parser("profile", help="one profile or paytable and its canonical bytes")
-    g.add_argument("--name", default="", help="its name")
-    g.add_argument("--version", type=int, help="its version (with --name)")
-    g.add_argument("--sha256", default="", help="or its SHA-256 (a log entry's profile_sha256)")
-    g.add_argument("--out", help="write the canonical bytes (RFC 8785 JSON) to this file")
-    p.set_defaults(fn=_cmd_call)
+    cli_call.add_parser(sub)
 
-    p = sub.add_parser(
-        "migrate-store", help="migrate the configured log store to this release's schema"
-    )
-    p.add_argument("--config", type=Path, help="TOML config file (defaults apply without)")
+    p = _command(sub, "migrate-store", "migrate the configured log store to this release's schema")
+    p.add_argument("--config", type=Path, metavar="FILE", help=config_help)
     p.set_defaults(fn=_cmd_migrate_store)
 
-    p = sub.add_parser("verify-receipt", help="verify a receipt offline")
-    p.add_argument("receipt", help="receipt file (from call spin --receipt-out)")
-    p.add_argument("--key", action="append", required=True, help="verifier key (repeatable)")
+    p = _command(sub, "verify-receipt", "verify a receipt offline")
+    p.add_argument("receipt", help="receipt file (from call ... --receipt-out)")
+    p.add_argument(
+        "--key",
+        "--verifier-key",
+        dest="key",
+        action="append",
+        required=True,
+        metavar="KEY",
+        help="the log's verifier key <name>+<id>+<base64>, or a .vkey file (repeatable)",
+    )
     p.add_argument(
         "--origin",
         help="the log's origin; default: the keys' name (a log's key is named by its origin)",
@@ -589,7 +449,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.fn(args))
     except ConfigError as e:
         print(f"configuration error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except RngServiceError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

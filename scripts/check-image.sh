@@ -186,9 +186,9 @@ in_ns() {  # in_ns CMD...: run CMD in the service's namespaces, under chroot as 
   nsenter -t "$server_pid" -m -n chroot --userspec="$uid:$gid" "$mnt" /usr/bin/env -i \
     "${image_env[@]}" HOME=/var/lib/rng-service "$@"
 }
-tls_as() {  # tls_as IDENTITY: the --ca/--cert/--key arguments of a development certificate
+tls_as() {  # tls_as IDENTITY: the --ca/--cert/--tls-key arguments of a development certificate
   tls_args=(--ca /etc/rng-service/tls/ca.pem --cert "/etc/rng-service/tls/$1.pem"
-            --key "/etc/rng-service/tls/$1.key")
+            --tls-key "/etc/rng-service/tls/$1.key")
 }
 mapfile -t hc_argv < <(inspect '{{range .Config.Healthcheck.Test}}{{println .}}{{end}}' | sed '/^$/d')
 [ "${hc_argv[0]}" = CMD ] || fail "HEALTHCHECK is not in exec form: ${hc_argv[*]}"

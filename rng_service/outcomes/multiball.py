@@ -35,6 +35,7 @@ from rng_service.outcomes.roulette import (
     colour_of,
     parse_wheel,
     spin_at,
+    wheel_name,
 )
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class MultiBallParams:
         if self.wheel not in _WHEELS:
             raise InvalidArgument(
                 "wheel",
-                f"unsupported wheel {self.wheel!r} for a multi-ball draw",
+                f"unsupported wheel {wheel_name(self.wheel)} for a multi-ball draw",
                 allowed=allowed_list(w.value for w in _WHEELS),
             )
         require_int(self.balls, "balls", 1, len(WHEEL_ORDER[self.wheel]))

@@ -52,6 +52,7 @@ __all__ = [
     "roulette_up_rank",
     "spin_at",
     "void_count_distribution",
+    "wheel_name",
     "wheel_numbers",
 ]
 
@@ -112,6 +113,12 @@ def parse_wheel(value: object, field: str = "wheel") -> WheelType:
     raise InvalidArgument(
         field, f"unknown wheel type {value!r}", allowed=allowed_list(w.value for w in WheelType)
     )
+
+
+def wheel_name(wheel: object) -> str:
+    """A wheel as messages name it: a :class:`WheelType`'s value (``double_zero``, the name the
+    API and the log use), never the enum's repr; anything else as its repr."""
+    return wheel.value if isinstance(wheel, WheelType) else repr(wheel)
 
 
 def wheel_numbers(wheel: WheelType) -> tuple[str, ...]:
@@ -214,7 +221,7 @@ class SpinParams:
         if not isinstance(self.wheel, WheelType):
             raise InvalidArgument(
                 "wheel",
-                f"unknown wheel type {self.wheel!r}",
+                f"unknown wheel type {wheel_name(self.wheel)}",
                 allowed=allowed_list(w.value for w in WheelType),
             )
 

@@ -4,11 +4,14 @@ It returns plain dictionaries and :class:`rng_service.log.receipt.Receipt` objec
 callers never touch protobuf types. With :class:`ClientTls` it speaks mTLS (the service's
 certificate checked against the operator's CA, this client's certificate presented; gRPC
 authentication guide, https://grpc.io/docs/guides/auth/); without, plaintext (loopback
-development). A refused handshake surfaces as UNAVAILABLE.
+development). A refused handshake surfaces as UNAVAILABLE; when the cause is likely a
+plaintext client on an mTLS port (or the reverse, or a certificate the other side does not
+accept), the :class:`ClientError` message ends with a hint saying so (:func:`connection_hint`).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -38,6 +41,7 @@ __all__ = [
     "RawSession",
     "RngClient",
     "SpinResult",
+    "connection_hint",
 ]
 
 _WHEELS = {
@@ -58,8 +62,17 @@ class ClientTls:
     key: bytes
 
     @classmethod
-    def from_files(cls, ca: Path, cert: Path, key: Path) -> ClientTls:
-        return cls(ca=ca.read_bytes(), cert=cert.read_bytes(), key=key.read_bytes())
+    def from_files(
+        cls,
+        ca: str | os.PathLike[str],
+        cert: str | os.PathLike[str],
+        key: str | os.PathLike[str],
+    ) -> ClientTls:
+        """Reads the three PEM files (paths as ``str`` or ``Path``); OSError if one cannot be
+        read."""
+        return cls(
+            ca=Path(ca).read_bytes(), cert=Path(cert).read_bytes(), key=Path(key).read_bytes()
+        )
 
     def credentials(self) -> grpc.ChannelCredentials:
         return grpc.ssl_channel_credentials(
@@ -71,10 +84,50 @@ class ClientTls:
 
 
 class ClientError(Exception):
+    """A call that did not succeed: ``code`` is the gRPC status name (``UNAVAILABLE``, ...),
+    ``details`` the service's message (with a connection hint appended where one applies)."""
+
     def __init__(self, code: str, message: str) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.details = message
+
+
+_MTLS_OPTIONS = "--ca, --cert and --tls-key on the command line, ClientTls in Python"
+
+
+def connection_hint(code: str, details: str, *, tls: bool) -> str:
+    """What a failed connection probably means, or "" (gRPC reports a TLS mismatch only as a
+    closed socket or a handshake error). Appended to the error by both clients."""
+    if code != "UNAVAILABLE":
+        return ""
+    if "Connection refused" in details:
+        return "nothing accepts connections at that address: is the service running there?"
+    if not tls and "Socket closed" in details:
+        return (
+            "the service closed the connection: the port may want mTLS, i.e. a client "
+            f"certificate from the operator's CA ({_MTLS_OPTIONS})"
+        )
+    if tls and "WRONG_VERSION_NUMBER" in details:
+        return (
+            "the port does not speak TLS: it may be a plaintext development service (call it "
+            "without --ca, --cert and --tls-key)"
+        )
+    if tls and "CERTIFICATE_VERIFY_FAILED" in details:
+        return "the service's certificate was not issued by the given CA (--ca)"
+    if tls and "Socket closed" in details:
+        return (
+            "the service ended the TLS handshake: it may not accept this client certificate "
+            "(issued by another CA, or expired); check --cert and --tls-key"
+        )
+    return ""
+
+
+def _rpc_error(e: grpc.RpcError, *, tls: bool) -> ClientError:
+    code = e.code().name
+    details = e.details() or ""
+    hint = connection_hint(code, details, tls=tls)
+    return ClientError(code, f"{details} (hint: {hint})" if hint else details)
 
 
 @dataclass(frozen=True)
@@ -173,6 +226,7 @@ class RngClient:
         self._lab = lab_pb2_grpc.LabServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self._timeout = timeout
+        self._tls = tls is not None
 
     def close(self) -> None:
         self._channel.close()
@@ -187,7 +241,7 @@ class RngClient:
         try:
             return fn(request, timeout=self._timeout)
         except grpc.RpcError as e:
-            raise ClientError(e.code().name, e.details() or "") from None
+            raise _rpc_error(e, tls=self._tls) from None
 
     def spin(
         self, *, wheel: str, table_id: str, round_id: str, request_id: str, session_id: str = ""
@@ -324,6 +378,22 @@ class RngClient:
         reply = self._call(self._outcomes.GetProfile, request)
         return _plain(reply.profile), reply.canonical
 
+    @staticmethod
+    def _batch_kind(
+        request: Any,
+        wheel: str | None,
+        dice: tuple[int, int] | None,
+        uniform: tuple[int, int] | None,
+    ) -> None:
+        if wheel is not None:
+            if wheel not in _WHEELS:
+                raise ClientError("INVALID_ARGUMENT", f"wheel must be one of {', '.join(_WHEELS)}")
+            request.roulette.wheel = _WHEELS[wheel]
+        elif dice is not None:
+            request.dice.count, request.dice.sides = dice
+        elif uniform is not None:
+            request.uniform.low, request.uniform.high = uniform
+
     def batch(
         self,
         *,
@@ -336,17 +406,40 @@ class RngClient:
         """``DrawBatch`` (lab role): ``count`` spins of ``wheel`` (single_zero, double_zero),
         rolls of ``dice`` = (dice, sides), or integers in ``uniform`` = (low, high)."""
         request = outcomes_pb2.DrawBatchRequest(context=_context(ids), count=count)
-        if wheel is not None:
-            if wheel not in _WHEELS:
-                raise ClientError("INVALID_ARGUMENT", f"wheel must be one of {', '.join(_WHEELS)}")
-            request.roulette.wheel = _WHEELS[wheel]
-        elif dice is not None:
-            request.dice.count, request.dice.sides = dice
-        elif uniform is not None:
-            request.uniform.low, request.uniform.high = uniform
+        self._batch_kind(request, wheel, dice, uniform)
         return self._outcome("DrawBatch", request)
 
+    def stream_batch(
+        self,
+        *,
+        count: int,
+        chunk_size: int = 0,
+        wheel: str | None = None,
+        dice: tuple[int, int] | None = None,
+        uniform: tuple[int, int] | None = None,
+        **ids: str,
+    ) -> Iterator[OutcomeResult]:
+        """``StreamBatch`` (lab role): as :meth:`batch`, in chunks of ``chunk_size`` (0: the
+        service's default), each chunk its own log entry and receipt, yielded as it arrives
+        (its ``outcome`` has ``chunk``, ``chunks``, ``first`` and the values). The client's
+        timeout bounds the whole stream. A retry with the same request id replays the chunks
+        already logged and draws only the missing ones."""
+        request = outcomes_pb2.StreamBatchRequest(
+            context=_context(ids), count=count, chunk_size=chunk_size
+        )
+        self._batch_kind(request, wheel, dice, uniform)
+        call = self._outcomes.StreamBatch(request, timeout=self._timeout)
+        try:
+            for message in call:
+                yield OutcomeResult(outcome=_plain(message), receipt=_receipt(message.receipt))
+        except grpc.RpcError as e:
+            raise _rpc_error(e, tls=self._tls) from None
+        finally:
+            call.cancel()  # a consumer that stops early ends the stream (no-op when done)
+
     def public_keys(self) -> list[dict[str, Any]]:
+        """Every published key: ``key_id``, ``name``, ``algorithm``, ``verifier_key`` and
+        whether it is ``active`` (signs new checkpoints) or ``cosigning``; neither: retired."""
         reply = self._call(self._log.GetPublicKeys, log_pb2.GetPublicKeysRequest())
         return [
             {
@@ -355,9 +448,96 @@ class RngClient:
                 "algorithm": k.algorithm,
                 "verifier_key": k.verifier_key,
                 "active": k.active,
+                "cosigning": k.cosigning,
             }
             for k in reply.keys
         ]
+
+    # LogService reads (auditor role; GetLatestCheckpoint also operator). Nothing they return
+    # needs trusting: the caller verifies it with the log's keys (docs/auditing.md).
+
+    def latest_checkpoint(self) -> dict[str, Any]:
+        """The signed checkpoint of the current tree: ``size``, ``root_hash``, ``note`` (the
+        signed note's text), ``published``, ``published_at_ns``."""
+        request = log_pb2.GetLatestCheckpointRequest()
+        return _plain(self._call(self._log.GetLatestCheckpoint, request))
+
+    def publish_checkpoint(self) -> dict[str, Any]:
+        """Stores the current tree's checkpoint as published now (operator role)."""
+        return _plain(self._call(self._log.PublishCheckpoint, log_pb2.PublishCheckpointRequest()))
+
+    def checkpoints(
+        self, *, min_size: int = 0, max_size: int = 0, since_ns: int = 0, until_ns: int = 0
+    ) -> list[dict[str, Any]]:
+        """Published checkpoints in the size and time ranges (0: unbounded), oldest first."""
+        reply = self._call(
+            self._log.GetCheckpoints,
+            log_pb2.GetCheckpointsRequest(
+                min_size=min_size, max_size=max_size, since_ns=since_ns, until_ns=until_ns
+            ),
+        )
+        return [_plain(c) for c in reply.checkpoints]
+
+    def entries(self, start: int, end: int) -> list[dict[str, Any]]:
+        """Entries [start, end) (``index``, ``entry`` bytes, ``leaf_hash``, ``commit_size``),
+        paging as needed; fewer if the log ends first."""
+        out: list[dict[str, Any]] = []
+        while start + len(out) < end:
+            reply = self._call(
+                self._log.GetEntries,
+                log_pb2.GetEntriesRequest(start=start + len(out), end=end),
+            )
+            if not reply.entries:
+                break
+            out.extend(_plain(e) for e in reply.entries)
+        return out
+
+    def find_entries(
+        self,
+        *,
+        table_id: str = "",
+        round_id: str = "",
+        session_id: str = "",
+        since_ns: int = 0,
+        until_ns: int = 0,
+        limit: int = 0,
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """Dispute lookup: the entries matching every given filter, in log order, and whether
+        more match than ``limit`` (0: the service's maximum, 1000)."""
+        reply = self._call(
+            self._log.FindEntries,
+            log_pb2.FindEntriesRequest(
+                table_id=table_id,
+                round_id=round_id,
+                session_id=session_id,
+                since_ns=since_ns,
+                until_ns=until_ns,
+                limit=limit,
+            ),
+        )
+        return [_plain(e) for e in reply.entries], bool(reply.truncated)
+
+    def inclusion_proof(
+        self, *, index: int | None = None, leaf_hash: bytes | None = None, tree_size: int = 0
+    ) -> dict[str, Any]:
+        """The RFC 6962 audit path of an entry (by ``index`` or ``leaf_hash``) in the tree of
+        ``tree_size`` (0: the current tree): ``index``, ``leaf_hash``, ``tree_size``,
+        ``proof``, ``root_hash``."""
+        request = log_pb2.GetInclusionProofRequest(tree_size=tree_size)
+        if leaf_hash is not None:
+            request.leaf_hash = leaf_hash
+        else:
+            request.index = index or 0
+        return _plain(self._call(self._log.GetInclusionProof, request))
+
+    def consistency_proof(self, first_size: int, second_size: int) -> dict[str, Any]:
+        """The RFC 6962 consistency proof between two tree sizes."""
+        return _plain(
+            self._call(
+                self._log.GetConsistencyProof,
+                log_pb2.GetConsistencyProofRequest(first_size=first_size, second_size=second_size),
+            )
+        )
 
     def raw_stream(
         self,
@@ -405,7 +585,7 @@ class RngClient:
                 received += len(message.data)
                 yield message.data
         except grpc.RpcError as e:
-            raise ClientError(e.code().name, e.details() or "") from None
+            raise _rpc_error(e, tls=self._tls) from None
         finally:
             call.cancel()  # a consumer that stops early ends the session (no-op when done)
         if received != num_bytes:

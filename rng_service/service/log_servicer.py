@@ -27,7 +27,7 @@ from rng_service.log.merkle import HASH_SIZE
 from rng_service.log.note import Checkpoint, parse_note
 from rng_service.log.witnessing import cosigned_note
 from rng_service.service.auth import Authorizer
-from rng_service.service.client import ClientTls
+from rng_service.service.client import ClientTls, connection_hint
 from rng_service.service.errors import RpcObserver, rpc
 from rng_service.storage.base import (
     CheckpointRecord,
@@ -406,6 +406,7 @@ class LogClient:
         self._stub = log_pb2_grpc.LogServiceStub(self._channel)
         self._target = target
         self._timeout = timeout
+        self._tls = tls is not None
 
     def close(self) -> None:
         self._channel.close()
@@ -420,8 +421,10 @@ class LogClient:
         try:
             return getattr(self._stub, method)(request, timeout=self._timeout)
         except grpc.RpcError as e:
-            code = e.code()
-            raise Unavailable(f"{self._target}: {method}: {code.name}: {e.details()}") from None
+            code, details = e.code().name, e.details() or ""
+            hint = connection_hint(code, details, tls=self._tls)
+            where = f"{self._target}: {method}: {code}: {details}"
+            raise Unavailable(where + (f" (hint: {hint})" if hint else "")) from None
 
     def latest_checkpoint(self, *, witnessed: bool = False) -> str:
         """The signed note of the log's current tree (with any witness cosignatures), or with

@@ -36,7 +36,7 @@ from math import comb
 
 from rng_service.errors import InvalidArgument
 from rng_service.outcomes._common import allowed_list
-from rng_service.outcomes.roulette import WheelType, roulette_up_rank, wheel_numbers
+from rng_service.outcomes.roulette import WheelType, roulette_up_rank, wheel_name, wheel_numbers
 from rng_service.settlement.paytables import Paytable
 from rng_service.settlement.returns import ReturnDistribution
 
@@ -142,7 +142,11 @@ def length_distribution(
     """Exact P(streak length = k) for k = 1..longest (closed form, module docstring)."""
     _check_reading(reading)
     if wheel not in WHEELS:
-        raise InvalidArgument("wheel", f"{wheel!r}", allowed=allowed_list(w.value for w in WHEELS))
+        raise InvalidArgument(
+            "wheel",
+            wheel_name(wheel),
+            allowed=allowed_list(w.value for w in WHEELS),
+        )
     n = result_count(wheel)
     below_top = n - 1 if reading == ENDS else n
 

@@ -736,10 +736,10 @@ class SecureLog:
     tmp: Path
 
     def tls(self, identity: str) -> list[str]:
-        """rng-audit's --ca/--cert/--key arguments for a development certificate."""
+        """rng-audit's --ca/--cert/--tls-key arguments for a development certificate."""
         c = self.certs
         return ["--ca", str(c / "ca.pem"), "--cert", str(c / f"{identity}.pem"),
-                "--key", str(c / f"{identity}.key")]  # fmt: skip
+                "--tls-key", str(c / f"{identity}.key")]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -851,7 +851,7 @@ def test_tls_options_usage_errors(
         capsys,
     )
     assert code == 2
-    assert "--cert, --key needed too" in out
+    assert "--cert, --tls-key needed too" in out
     code, out = run(
         [*secure_log.tls("auditor-1"), "export", "--db", str(secure_log.tmp / "log.sqlite3"),
          "--out", out_file],
@@ -868,7 +868,7 @@ def test_tls_options_usage_errors(
     assert "are for --target" in out
     code, out = run(
         ["--ca", str(certs / "ca.pem"), "--cert", str(certs / "auditor-1.pem"),
-         "--key", str(certs / "missing.key"), "export", "--target", secure_log.target,
+         "--tls-key", str(certs / "missing.key"), "export", "--target", secure_log.target,
          "--out", out_file],
         capsys,
     )  # fmt: skip

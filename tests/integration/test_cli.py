@@ -32,13 +32,14 @@ def test_spin_receipt_and_offline_verification(
     spin = json.loads(out)
     assert spin["request_id"] == "cli-1"
     assert spin["log_index"] == 0
-    code, out, _ = run(capsys, "call", "--target", target, "keys")
+    code, out, _ = run(capsys, "call", "--target", target, "keys", "--json")
     assert code == 0
     vkey = json.loads(out)[0]["verifier_key"]
     code, out, _ = run(capsys, "verify-receipt", str(receipt), "--key", vkey)
     assert code == 0
     assert out.startswith("OK: entry 0 (roulette_spin, table T1, round R1)")
-    assert json.loads(out.split("\n", 1)[1])["final"]["number"] == spin["number"]
+    logged = json.loads(out.split("\n", 1)[1])
+    assert logged["final"]["number"] == spin["outcome"]["result"]["number"]
     # a tampered receipt fails with a message, exit 1
     data = json.loads(receipt.read_text())
     data["tree_size"] = 2
@@ -81,10 +82,10 @@ def test_a_second_spin_of_a_round_and_a_void_through_the_cli(
             "--reason", "ball left the wheel", "--request-id", "op-1"]  # fmt: skip
     code, out, _ = run(capsys, *void)
     assert code == 0
-    assert out.startswith("voided round 'RV' of table 'TV' (client 'default') at log index ")
+    assert out.startswith("voided round 'RV' of table 'TV' (client 'default')  [request op-1, ")
     code, out, _ = run(capsys, *void)
     assert code == 0
-    assert out.rstrip().endswith("(replayed)")
+    assert out.rstrip().endswith(", replayed]")
     code, _, err = run(capsys, *spin, "--round", "RV")
     assert code == 1
     assert "was voided at log index" in err
@@ -127,13 +128,11 @@ def test_health_with_config_calls_the_configured_port(
     ],
 )
 def test_call_config_target(tmp_path: Path, host: str, target: str) -> None:
-    from argparse import Namespace
-
-    from rng_service.cli import _call_target
+    from rng_service.cli_support import resolve_target
 
     config = tmp_path / "c.toml"
     config.write_text(f'[server]\nhost = "{host}"\nport = 7001\n')
-    assert _call_target(Namespace(config=str(config), target=None)) == target
+    assert resolve_target(None, str(config)).address == target
 
 
 def test_call_target_and_config_together_are_refused(
@@ -141,8 +140,9 @@ def test_call_target_and_config_together_are_refused(
 ) -> None:
     config = tmp_path / "c.toml"
     config.write_text("")
-    with pytest.raises(SystemExit, match="give --target or --config, not both"):
-        main(["call", "--config", str(config), "--target", "127.0.0.1:1", "health"])
+    code, _, err = run(capsys, "call", "--config", str(config), "--target", "127.0.0.1:1", "health")
+    assert code == 2
+    assert "give --target or --config, not both" in err
 
 
 def test_unreachable_service_is_a_message(capsys: pytest.CaptureFixture[str]) -> None:

@@ -289,7 +289,7 @@ def test_dockerfile_healthcheck_uses_mtls_and_the_image_expects_tls() -> None:
     assert _option(health, "--config") == _option(cmd, "--config")
     assert _option(health, "--ca") == f"{TLS_DIR}/ca.pem"
     assert _option(health, "--cert") == f"{TLS_DIR}/healthcheck.pem"
-    assert _option(health, "--key") == f"{TLS_DIR}/healthcheck.key"
+    assert _option(health, "--tls-key") == f"{TLS_DIR}/healthcheck.key"
 
 
 @pytest.fixture(scope="module")
@@ -329,7 +329,7 @@ def test_compose_mounts_exactly_the_tls_files_read_only(
         deploy_config.tls.client_ca_file,
         _option(health, "--ca"),
         _option(health, "--cert"),
-        _option(health, "--key"),
+        _option(health, "--tls-key"),
     }
     # File by file: never the whole ./tls directory (the development CA's key and the other
     # clients' keys are there too).
@@ -394,7 +394,7 @@ def test_the_healthcheck_works_over_mtls_with_the_compose_config(
         health = dockerfile_exec_form("HEALTHCHECK")[2:]  # after "rng-service call"
         # As in the container: the CMD's config file (here with 0.0.0.0, so 127.0.0.1 is called)
         health[health.index("--config") + 1] = str(config_file)
-        for option in ("--ca", "--cert", "--key"):
+        for option in ("--ca", "--cert", "--tls-key"):
             health[health.index(option) + 1] = local[_option(health, option)]
         capsys.readouterr()
         assert rng_service_main(["call", *health]) == 0
