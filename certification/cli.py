@@ -610,7 +610,9 @@ def _parser() -> argparse.ArgumentParser:
         default=0.99,
         help="confidence of the decisions (default 0.99)",
     )
-    outcomes.add_argument("--json", type=Path, required=True, metavar="OUT")
+    outcomes.add_argument(
+        "--json", type=Path, required=True, metavar="OUT", help="JSON report path"
+    )
     outcomes.add_argument("--html", type=Path, metavar="OUT", help="HTML report with plots")
     outcomes.set_defaults(handler=_cmd_outcomes)
 
@@ -626,9 +628,14 @@ def _parser() -> argparse.ArgumentParser:
         default=50,
         help="independent samples per size (default 50)",
     )
-    pw.add_argument("--confidence", type=_confidence, default=0.99)
-    pw.add_argument("--json", type=Path, required=True, metavar="OUT")
-    pw.add_argument("--html", type=Path, metavar="OUT")
+    pw.add_argument(
+        "--confidence",
+        type=_confidence,
+        default=0.99,
+        help="confidence of the outcome battery's decisions (default 0.99)",
+    )
+    pw.add_argument("--json", type=Path, required=True, metavar="OUT", help="JSON report path")
+    pw.add_argument("--html", type=Path, metavar="OUT", help="HTML report with plots")
     pw.set_defaults(handler=_cmd_power)
 
     collect = commands.add_parser(
@@ -664,7 +671,13 @@ def _parser() -> argparse.ArgumentParser:
     collect.add_argument(
         "--service-profile", metavar="NAME", help="profile name for Fire Numbers and jackpot RPCs"
     )
-    collect.add_argument("--output", type=Path, required=True, metavar="FILE")
+    collect.add_argument(
+        "--output",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="the outcome records to write (JSON Lines)",
+    )
     collect.add_argument(
         "--bits-output",
         type=Path,
@@ -678,7 +691,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="bytes for --bits-output (default 12,500,000 = 100 x 10^6 bits)",
     )
-    collect.add_argument("--bits-format", choices=("binary", "ascii"), default="binary")
+    collect.add_argument(
+        "--bits-format",
+        choices=("binary", "ascii"),
+        default="binary",
+        help="of --bits-output: packed bytes or '0'/'1' characters (default binary)",
+    )
     collect.set_defaults(handler=_cmd_collect)
 
     report = commands.add_parser(
@@ -687,11 +705,15 @@ def _parser() -> argparse.ArgumentParser:
         description="Renders the JSON documents of outcomes, nist and power into one HTML "
         "page with plots. Exit status 1 if any of them failed.",
     )
-    report.add_argument("--outcomes", type=Path, metavar="JSON")
-    report.add_argument("--nist", type=Path, metavar="JSON")
-    report.add_argument("--power", type=Path, metavar="JSON")
+    report.add_argument(
+        "--outcomes", type=Path, metavar="JSON", help="rng-certify outcomes --json output"
+    )
+    report.add_argument("--nist", type=Path, metavar="JSON", help="rng-certify nist --json output")
+    report.add_argument(
+        "--power", type=Path, metavar="JSON", help="rng-certify power --json output"
+    )
     report.add_argument("--rtp", type=Path, metavar="JSON", help="rng-certify rtp --json output")
-    report.add_argument("--html", type=Path, required=True, metavar="OUT")
+    report.add_argument("--html", type=Path, required=True, metavar="OUT", help="the HTML page")
     report.set_defaults(handler=_cmd_report)
 
     everything = commands.add_parser(
@@ -700,16 +722,62 @@ def _parser() -> argparse.ArgumentParser:
         description="Runs the outcome battery on --records and SP 800-22 on --bits, writing "
         "outcomes.json, nist.json and report.html to --out.",
     )
-    everything.add_argument("--records", type=Path, action="append", default=[], metavar="FILE")
-    everything.add_argument("--profile", type=Path, action="append", default=[], metavar="TOML")
-    everything.add_argument("--bits", type=Path, metavar="FILE")
-    everything.add_argument("--format", choices=("binary", "ascii"), default="binary")
     everything.add_argument(
-        "--bits-per-sequence", type=_positive_int, default=DEFAULT_BITS_PER_SEQUENCE, metavar="N"
+        "--records",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="outcome records (JSON Lines) or an rng-audit export for the outcome battery "
+        "(repeatable; default: none, no outcome battery)",
     )
-    everything.add_argument("--jobs", type=_positive_int, default=1)
-    everything.add_argument("--confidence", type=_confidence, default=0.99)
-    everything.add_argument("--out", type=Path, required=True, metavar="DIR")
+    everything.add_argument(
+        "--profile",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="TOML",
+        help="game profile file for records of a profile not shipped (repeatable; default: none)",
+    )
+    everything.add_argument(
+        "--bits",
+        type=Path,
+        metavar="FILE",
+        help="bit file for the NIST SP 800-22 battery (default: none, no NIST battery)",
+    )
+    everything.add_argument(
+        "--format",
+        choices=("binary", "ascii"),
+        default="binary",
+        help="of --bits: packed bytes, most significant bit first, or '0'/'1' characters "
+        "(default binary)",
+    )
+    everything.add_argument(
+        "--bits-per-sequence",
+        type=_positive_int,
+        default=DEFAULT_BITS_PER_SEQUENCE,
+        metavar="N",
+        help=f"NIST sequence length in bits (default {DEFAULT_BITS_PER_SEQUENCE})",
+    )
+    everything.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=1,
+        help="worker processes for the NIST battery (default 1)",
+    )
+    everything.add_argument(
+        "--confidence",
+        type=_confidence,
+        default=0.99,
+        help="confidence of the outcome battery's decisions (default 0.99)",
+    )
+    everything.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="evidence directory: outcomes.json, nist.json, report.html",
+    )
     everything.set_defaults(handler=_cmd_all)
 
     dh = commands.add_parser(
@@ -719,7 +787,9 @@ def _parser() -> argparse.ArgumentParser:
         "(docs/certification.md, 'dieharder'). Each test gets its own dieharder process.",
     )
     source = dh.add_mutually_exclusive_group(required=True)
-    source.add_argument("--lab-seed", metavar="SEED")
+    source.add_argument(
+        "--lab-seed", metavar="SEED", help="stream the lab generator (DeterministicGenerator)"
+    )
     source.add_argument(
         "--input",
         type=Path,
@@ -745,8 +815,10 @@ def _parser() -> argparse.ArgumentParser:
         metavar="P",
         help="dieharder -p (default: dieharder's own per test)",
     )
-    dh.add_argument("--executable", default="dieharder")
-    dh.add_argument("--json", type=Path, metavar="OUT")
+    dh.add_argument(
+        "--executable", default="dieharder", help="the dieharder program (default dieharder)"
+    )
+    dh.add_argument("--json", type=Path, metavar="OUT", help="JSON report path")
     dh.set_defaults(handler=_cmd_dieharder)
     add_rtp_parser(commands)
     return parser

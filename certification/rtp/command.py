@@ -90,7 +90,10 @@ def add_rtp_parser(commands: Any) -> None:
         "--service-profile", metavar="NAME",
         help="with --live: the service's Mega Fire Blaze profile (default: the first it lists)",
     )  # fmt: skip
-    rtp.add_argument("--time-limit", type=float, default=600.0, metavar="SECONDS")
+    rtp.add_argument(
+        "--time-limit", type=float, default=600.0, metavar="SECONDS",
+        help="with --live: stop playing rounds after this long (default 600)",
+    )  # fmt: skip
     rtp.add_argument("--run-id", help="request id prefix (a rerun replays the logged rounds)")
     rtp.add_argument("--ca", type=Path, help="mTLS: the service's CA certificate (PEM)")
     rtp.add_argument("--cert", type=Path, help="mTLS: the lab's client certificate (PEM)")
