@@ -833,7 +833,7 @@ class Service:
         )
 
 
-async def _serve(config: Config) -> int:
+async def _serve(config: Config, on_ready: Callable[[int], None] | None = None) -> int:
     service = Service(config)
     try:
         endpoints = await service.start()
@@ -867,6 +867,8 @@ async def _serve(config: Config) -> int:
         ),
         flush=True,
     )
+    if on_ready is not None:
+        on_ready(endpoints.grpc_port)
     await stop.wait()
     _log.info(
         {"event": "shutdown_requested", "grace_seconds": config.server.shutdown_grace_seconds}
@@ -882,13 +884,14 @@ async def _stop_after_failed_start(service: Service) -> None:
         _log.warning({"event": "stop_after_failed_start_failed"}, exc_info=True)
 
 
-def run(config: Config) -> int:
-    """Runs the service until SIGTERM or SIGINT; returns the process exit status."""
+def run(config: Config, on_ready: Callable[[int], None] | None = None) -> int:
+    """Runs the service until SIGTERM or SIGINT; returns the process exit status.
+    ``on_ready(grpc_port)`` is called once it serves, after the readiness line."""
     # The log writer thread hands every group back to the event loop right after its fsync;
     # with the default 5 ms switch interval it could wait that long for the GIL each time.
     sys.setswitchinterval(0.0005)
     with contextlib.suppress(ImportError):
         import uvloop
 
-        return uvloop.run(_serve(config))
-    return asyncio.run(_serve(config))
+        return uvloop.run(_serve(config, on_ready))
+    return asyncio.run(_serve(config, on_ready))

@@ -25,10 +25,17 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from rng_service import cli_call
-from rng_service.cli_support import EXIT_USAGE, HelpFormatter, UsageError, verifier_keys
+from rng_service.cli_support import (
+    EXIT_USAGE,
+    HelpFormatter,
+    UsageError,
+    format_address,
+    verifier_keys,
+)
 from rng_service.config import Config, ConfigError, load_config
 from rng_service.errors import RngServiceError
 
@@ -68,13 +75,13 @@ def _serving_config(path: Path | None) -> Config | None:
         return None
 
 
-def _run(config: Config) -> int:
+def _run(config: Config, on_ready: Callable[[int], None] | None = None) -> int:
     from rng_service import jsonlog
 
     jsonlog.route_process_output()  # gRPC core's own log lines become JSON events too
     from rng_service.app import run
 
-    return run(config)
+    return run(config, on_ready)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -95,16 +102,19 @@ def _cmd_dev_run(args: argparse.Namespace) -> int:
         print(DEV_BANNER.format(path=key_file), file=sys.stderr, flush=True)
     else:
         print(f"using signing key {key_file}", file=sys.stderr)
-    target = f"{config.server.host}:{config.server.port}"
-    print(
-        "try it:\n"
-        f"  .venv/bin/rng-service call spin --target {target} --wheel double_zero "
-        "--table T1 --round R1\n"
-        f"  .venv/bin/rng-service pubkey --key-file {key_file} --name {config.log.key_name}",
-        file=sys.stderr,
-        flush=True,
-    )
-    return _run(config)
+
+    def try_it(port: int) -> None:  # once it serves: the port is the bound one (0 resolved)
+        target = format_address(config.server.host, port)
+        print(
+            "try it:\n"
+            f"  .venv/bin/rng-service call spin --target {target} --wheel double_zero "
+            "--table T0 --round R0\n"
+            f"  .venv/bin/rng-service pubkey --key-file {key_file} --name {config.log.key_name}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return _run(config, try_it)
 
 
 def _cmd_check_store(args: argparse.Namespace) -> int:

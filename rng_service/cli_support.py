@@ -59,6 +59,7 @@ __all__ = [
     "UsageError",
     "add_shared",
     "client_tls",
+    "format_address",
     "jsonable",
     "new_request_id",
     "parse_time_ns",
@@ -207,14 +208,19 @@ class Target:
     source: str
 
 
-def _configured_address(path: str | None) -> str:
-    server = load_config(Path(path) if path is not None else None).server
-    host = server.host
+def format_address(host: str, port: int) -> str:
+    """``HOST:PORT`` to call a server listening on ``host``: its loopback for every interface
+    (0.0.0.0: 127.0.0.1; ``::``: ``::1``), IPv6 addresses in brackets."""
     if host in ("0.0.0.0", ""):  # noqa: S104  (every IPv4 interface: call its loopback)
         host = "127.0.0.1"
     elif host == "::":
         host = "::1"
-    return f"[{host}]:{server.port}" if ":" in host else f"{host}:{server.port}"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _configured_address(path: str | None) -> str:
+    server = load_config(Path(path) if path is not None else None).server
+    return format_address(server.host, server.port)
 
 
 def resolve_target(
