@@ -62,6 +62,15 @@ def test_bad_params(wheel, balls, field) -> None:  # type: ignore[no-untyped-def
     assert exc.value.allowed
 
 
+def test_the_refused_wheel_is_named_by_its_value_never_its_repr() -> None:
+    with pytest.raises(InvalidArgument) as exc:
+        MB.MultiBallParams(W.DOUBLE_ZERO_AS_SINGLE_ZERO, 3)
+    assert str(exc.value) == (
+        "wheel: unsupported wheel double_zero_as_single_zero for a multi-ball draw "
+        "(allowed: single_zero, double_zero)"
+    )
+
+
 def test_parse_and_record() -> None:
     p = MB.MultiBallParams.parse({"wheel": "single_zero", "balls": 3})
     assert p.to_record() == {"wheel": "single_zero", "balls": 3}
