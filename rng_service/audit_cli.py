@@ -76,6 +76,7 @@ from rng_service.cli_support import (
     quiet_grpc_core,
     refuse_option,
     verifier_keys,
+    writable_file,
 )
 from rng_service.errors import IntegrityError, InvalidArgument, RngServiceError
 from rng_service.log.cosignature import CosignatureVerifier
@@ -250,7 +251,7 @@ def _write_atomically(out: Path, write: Callable[[IO[str]], object]) -> None:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    out = Path(args.out)
+    out = writable_file(args.out, "--out")  # before anything is read from the log
     tls = _client_tls(args, args.target)
     if args.db is not None:
         from rng_service.storage.sqlite import SqliteStorage

@@ -4,7 +4,7 @@ Commands: the outcome RPCs of ``rng.v1.OutcomeService`` (spin, multiball, fire-n
 jackpot, dice, shuffle, uniform, weighted; batch and stream for labs; void-round for
 operators; profiles and profile), the reads of ``rng.v1.LogService`` (keys, checkpoint,
 checkpoints, entries, find, inclusion, consistency; publish for operators) and the gRPC health
-check. It follows docs/cli.md ("Conventions", :mod:`rng_service.cli_support`).
+check. It follows docs/cli.md ("CLI conventions", :mod:`rng_service.cli_support`).
 
 An outcome is never lost to the command line (docs/cli.md, "Outcomes are never lost"):
 everything that can be checked before the draw is checked before it (the TLS files, the
@@ -46,17 +46,18 @@ from rng_service.cli_support import (
     writable_file,
 )
 from rng_service.outcomes.cards import DEAL_PLANS, card_label
+from rng_service.outcomes.roulette import WheelType
 
 if TYPE_CHECKING:
     from rng_service.audit import PinnedOrigin
     from rng_service.log.note import NoteVerifier
     from rng_service.log.receipt import Receipt
-    from rng_service.service.client import ClientError, OutcomeResult, RngClient
+    from rng_service.service.client import ClientError, ClientTls, OutcomeResult, RngClient
 
 __all__ = ["add_parser"]
 
-WHEELS = ("single_zero", "double_zero", "double_zero_as_single_zero")
-BATCH_WHEELS = ("single_zero", "double_zero")
+WHEELS = tuple(w.value for w in WheelType)  # as the client and the log name them
+BATCH_WHEELS = (WheelType.SINGLE_ZERO.value, WheelType.DOUBLE_ZERO.value)
 
 DESCRIPTION = """\
 Calls a running service: every RPC a person calls by hand (docs/cli.md).
@@ -705,9 +706,10 @@ class _Plan:
     verifiers: list[NoteVerifier]
     origin: PinnedOrigin | None
     receipt_out: Path | None
+    tls: ClientTls | None
 
 
-def _plan(args: argparse.Namespace) -> tuple[_Plan, Any]:
+def _plan(args: argparse.Namespace) -> _Plan:
     from rng_service.audit import pinned_origin
     from rng_service.errors import InvalidArgument
 
@@ -726,7 +728,7 @@ def _plan(args: argparse.Namespace) -> tuple[_Plan, Any]:
     receipt_out = writable_file(receipt, "--receipt-out") if receipt else None
     if getattr(args, "out", None):
         writable_file(args.out, "--out")
-    return _Plan(target, out, verifiers, origin, receipt_out), tls
+    return _Plan(target, out, verifiers, origin, receipt_out, tls)
 
 
 def _failed(plan: _Plan, e: ClientError, request_id: str | None = None) -> int:
@@ -825,10 +827,10 @@ def _ids(args: argparse.Namespace, request_id: str) -> dict[str, str]:
 def _run_draw(args: argparse.Namespace, draw: _Draw) -> int:
     from rng_service.service.client import ClientError, RngClient
 
-    plan, tls = _plan(args)
+    plan = _plan(args)
     request_id = args.request_id or new_request_id()
     plan.out.note(f"request id: {request_id}")
-    with RngClient(plan.target.address, timeout=args.timeout, tls=tls) as client:
+    with RngClient(plan.target.address, timeout=args.timeout, tls=plan.tls) as client:
         try:
             result = draw.call(client, args, _ids(args, request_id))
         except ClientError as e:
@@ -839,11 +841,11 @@ def _run_draw(args: argparse.Namespace, draw: _Draw) -> int:
 def _run_stream(args: argparse.Namespace) -> int:
     from rng_service.service.client import ClientError, RngClient
 
-    plan, tls = _plan(args)
+    plan = _plan(args)
     request_id = args.request_id or new_request_id()
     plan.out.note(f"request id: {request_id}")
     chunks = 0
-    with RngClient(plan.target.address, timeout=args.timeout, tls=tls) as client:
+    with RngClient(plan.target.address, timeout=args.timeout, tls=plan.tls) as client:
         try:
             for r in client.stream_batch(
                 count=args.count, chunk_size=args.chunk_size, wheel=args.wheel,
@@ -879,8 +881,8 @@ def _run_stream(args: argparse.Namespace) -> int:
 def _run_read(args: argparse.Namespace, read: _Read) -> int:
     from rng_service.service.client import ClientError, RngClient
 
-    plan, tls = _plan(args)
-    with RngClient(plan.target.address, timeout=args.timeout, tls=tls) as client:
+    plan = _plan(args)
+    with RngClient(plan.target.address, timeout=args.timeout, tls=plan.tls) as client:
         try:
             return read.run(client, args, plan.out)
         except ClientError as e:
