@@ -630,6 +630,8 @@ def _witness_options(p: argparse.ArgumentParser) -> None:
         help="how many of the --witness keys must have cosigned a checkpoint (default 1 with "
         "--witness); 0 only lists them",
     )  # fmt: skip
+
+
 KEY_BEFORE_COMMAND = (
     "--key before the command is no option: this client's mTLS private key is --tls-key "
     "(before or after the command); --key after verify or verify-receipt is the log's "
