@@ -59,6 +59,7 @@ from rng_service.service.server import HealthMonitor, HealthService, build_serve
 from rng_service.service.servicers import OutcomeServicer
 from rng_service.storage.base import LogStorage
 from rng_service.storage.sqlite import SqliteStorage
+from rng_service.verify_page import VerifyPageServer, default_page_directory, load_page
 
 __all__ = [
     "Service",
@@ -88,6 +89,7 @@ class StartupError(Exception):
 class Endpoints:
     grpc_port: int
     metrics_port: int | None
+    verify_page_port: int | None = None
 
 
 def _signer_from(path: Path, name: str, passphrase_env: str, *, setting: str) -> Ed25519NoteSigner:
@@ -308,6 +310,7 @@ class Service:
         self._drain = Drain(observer=self.metrics)
         self._health_monitor: HealthMonitor | None = None
         self._metrics_server: Any = None
+        self._verify_page: VerifyPageServer | None = None
         self._owner = InstanceLock()
         self.endpoints: Endpoints | None = None
         #: Sends published checkpoints to the ``[[witnesses]]`` (None without witnesses).
@@ -757,12 +760,16 @@ class Service:
                     f"metrics.port: cannot listen on {cfg.metrics.host}:{cfg.metrics.port}: {e}"
                 ) from e
             metrics_port = self._metrics_server.server_port
-        self.endpoints = Endpoints(grpc_port=port, metrics_port=metrics_port)
+        verify_page_port = self._start_verify_page()
+        self.endpoints = Endpoints(
+            grpc_port=port, metrics_port=metrics_port, verify_page_port=verify_page_port
+        )
         _log.info(
             {
                 "event": "started",
                 "grpc": f"{cfg.server.host}:{port}",
                 "metrics": metrics_port,
+                "verify_page": verify_page_port,
                 "storage": (
                     {"driver": "sqlite", "path": str(cfg.storage.path)}
                     if cfg.storage.driver == "sqlite"
@@ -792,6 +799,26 @@ class Service:
         )  # fmt: skip
         return self.endpoints
 
+    def _start_verify_page(self) -> int | None:
+        """``[verify_page]``: the receipt-verification page, read-only on its own port."""
+        page = self.config.verify_page
+        if not page.enabled:
+            return None
+        directory = Path(page.directory) if page.directory else default_page_directory()
+        try:
+            files = load_page(directory)
+        except OSError as e:
+            raise StartupError(f"verify_page.directory: cannot read {directory}: {e}") from e
+        except RngServiceError as e:
+            raise StartupError(f"verify_page.directory: {e}") from e
+        try:
+            self._verify_page = VerifyPageServer(files, page.host, page.port)
+        except OSError as e:
+            raise StartupError(
+                f"verify_page.port: cannot listen on {page.host}:{page.port}: {e}"
+            ) from e
+        return self._verify_page.port
+
     async def stop(self, grace: float | None = None) -> None:
         """Graceful stop: health says NOT_SERVING; for ``grace`` seconds (the drain window,
         ``server.shutdown_grace_seconds``) new calls get UNAVAILABLE "shutting down" while the
@@ -811,6 +838,8 @@ class Service:
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
             self._metrics_server.server_close()
+        if self._verify_page is not None:
+            self._verify_page.close()
         if self._storage is not None:
             self._storage.close()
         self._owner.release()
@@ -863,6 +892,7 @@ async def _serve(config: Config, on_ready: Callable[[int], None] | None = None) 
                 "grpc": f"{config.server.host}:{endpoints.grpc_port}",
                 "grpc_port": endpoints.grpc_port,
                 "metrics_port": endpoints.metrics_port,
+                "verify_page_port": endpoints.verify_page_port,
             }
         ),
         flush=True,

@@ -6,6 +6,9 @@ Commands:
   verify          recompute an export's RFC 6962 tree and check every signed checkpoint
   verify-receipt  check a receipt's signature and proof, and that it belongs to the log
                   (against an export, or the live log's latest checkpoint)
+  consistency     write a consistency file (rng-audit-consistency/v1): an earlier checkpoint (a
+                  receipt's or a kept one), the live log's latest (--witnessed: the newest the
+                  witnesses cosigned) and the RFC 6962 proof between them, for the verify page
   profiles        the game profiles an export's entries were drawn under: each SHA-256 with
                   its entries, resolved to its document (shipped examples, --profile files, or
                   GetProfile on --target), and which of them are EXAMPLE profiles
@@ -49,6 +52,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from rng_service.audit import (
+    ConsistencyFile,
     ExportReader,
     PinnedOrigin,
     ReceiptFieldError,
@@ -56,9 +60,11 @@ from rng_service.audit import (
     VerifiedHead,
     WitnessFailure,
     WitnessReport,
+    check_consistency,
     check_receipt_against_export,
     check_receipt_against_head,
     check_witnesses,
+    consistency_to_json,
     open_head,
     pinned_origin,
     read_receipt,
@@ -516,6 +522,51 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
     return 0
 
 
+def _old_checkpoint(path: str) -> tuple[str, str]:
+    """``--old``: a receipt file (its checkpoint) or a signed checkpoint file, and what it is."""
+    text = _read_text(path, "--old")
+    if text.lstrip().startswith("{"):
+        try:
+            return read_receipt(text).checkpoint, f"the checkpoint of receipt {path}"
+        except ReceiptFieldError as e:
+            raise UsageError(f"--old {path}: {e}") from e
+    return text, f"checkpoint file {path}"
+
+
+def _cmd_consistency(args: argparse.Namespace) -> int:
+    from rng_service.service.log_servicer import LogClient
+
+    tls = _client_tls(args, args.target)
+    verifiers = _verifiers(args.key)
+    origin = _pinned(verifiers, args.origin)
+    old_note, old_source = _old_checkpoint(args.old)
+    old = open_head(old_note, verifiers, source=old_source, origin=None)
+    origin.check(old.checkpoint.origin, old_source)
+    with LogClient(args.target, tls=tls) as client:
+        new_note = client.latest_checkpoint(witnessed=args.witnessed)
+        source = f"the latest{' witnessed' if args.witnessed else ''} checkpoint of {args.target}"
+        new = open_head(new_note, verifiers, source=source, origin=None)
+        origin.check(new.checkpoint.origin, source)
+        if old.checkpoint.size > new.checkpoint.size:
+            raise VerificationFailure(
+                f"{old_source} is for tree size {old.checkpoint.size}, beyond {source}'s size "
+                f"{new.checkpoint.size}"
+                + (": not witnessed yet (try again after the next witnessing round)"
+                   if args.witnessed else ": the log was cut back, or this is another log")
+            )  # fmt: skip
+        proof = client.consistency_proof(old.checkpoint.size, new.checkpoint.size)
+    # What is written is checked first, exactly as a reader will check it.
+    check_consistency(ConsistencyFile(old_note, new_note, tuple(proof)), verifiers, origin)
+    _write_atomically(
+        Path(args.out), lambda fh: fh.write(consistency_to_json(old_note, new_note, proof))
+    )
+    print(
+        f"wrote {args.out}: {source} (tree size {new.checkpoint.size}) extends {old_source} "
+        f"(tree size {old.checkpoint.size}); {len(proof)} proof hashes"
+    )
+    return 0
+
+
 def _check_kept_against_head(
     kept: VerifiedHead, head: VerifiedHead, proof: Callable[[int, int], list[bytes]]
 ) -> None:
@@ -741,6 +792,41 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _witness_options(p)
     p.set_defaults(fn=_cmd_verify_receipt)
+
+    p = _command(
+        sub,
+        "consistency",
+        "write a consistency file for the verify page: an earlier checkpoint, the live "
+        "log's latest and the proof between them",
+        tls=True,
+    )
+    p.description = ("Writes an rng-audit-consistency/v1 file (docs/log-format.md, "
+        '"Consistency files"): the earlier checkpoint (--old: a receipt file, or a signed '
+        "checkpoint file you kept), the live log's latest checkpoint (with --witnessed the "
+        "newest one the witnesses cosigned, with their cosignatures) and the RFC 6962 "
+        "consistency proof between them. Both checkpoints and the proof are verified with "
+        "--key before the file is written. The verify page (web/verify) reads it to show that "
+        "the later checkpoint extends the earlier, and to check witness cosignatures covering a "
+        "receipt."
+    )
+    p.add_argument("--target", required=True, help="a running service, HOST:PORT")
+    p.add_argument(
+        "--old", required=True,
+        help="the earlier checkpoint: a receipt file (rng-service call --receipt-out) or a "
+        "signed checkpoint file",
+    )  # fmt: skip
+    p.add_argument("--out", required=True, help="the consistency file to write")
+    p.add_argument(
+        "--key", "--verifier-key", dest="key", action="extend", nargs="+", required=True,
+        metavar="KEY", help=key_help,
+    )  # fmt: skip
+    p.add_argument("--origin", help=origin_help)
+    p.add_argument(
+        "--witnessed", action="store_true",
+        help="the later checkpoint is the newest one witnesses cosigned (GetLatestCheckpoint "
+        "witnessed), carrying their cosignatures; default: the log's current checkpoint",
+    )  # fmt: skip
+    p.set_defaults(fn=_cmd_consistency)
 
     p = _command(
         sub,

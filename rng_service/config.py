@@ -34,6 +34,7 @@ __all__ = [
     "ServerSettings",
     "StorageSettings",
     "TlsSettings",
+    "VerifyPageSettings",
     "WitnessSettings",
     "WitnessingSettings",
     "check_transport",
@@ -119,6 +120,22 @@ class MetricsSettings:
     def __post_init__(self) -> None:
         _host("metrics.host", self.host)
         _port("metrics.port", self.port)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyPageSettings:
+    """``[verify_page]``: the receipt-verification page (web/verify) on a port of its own,
+    read-only (docs/verify-page.md). Off by default; never the metrics or the gRPC port."""
+
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = 9465
+    #: The page's directory; empty: ``web/verify`` of the checkout the package runs from.
+    directory: str = ""
+
+    def __post_init__(self) -> None:
+        _host("verify_page.host", self.host)
+        _port("verify_page.port", self.port)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -687,6 +704,7 @@ def _build_clients(raw: Any) -> tuple[ClientSettings, ...]:
 class Config:
     server: ServerSettings = field(default_factory=ServerSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    verify_page: VerifyPageSettings = field(default_factory=VerifyPageSettings)
     log: LogSettings = field(default_factory=LogSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
     generator: GeneratorSettings = field(default_factory=GeneratorSettings)
@@ -701,6 +719,18 @@ class Config:
     witnesses: tuple[WitnessSettings, ...] = ()
 
     def __post_init__(self) -> None:
+        page = self.verify_page
+        if page.enabled and page.port:
+            taken = {"server.port": self.server.port}
+            if self.metrics.enabled:
+                taken["metrics.port"] = self.metrics.port
+            for name, port in taken.items():
+                _require(
+                    page.port != port,
+                    "verify_page.port",
+                    f"a port of its own, not {name} ({port}), or 0 for any free port",
+                    page.port,
+                )
         wanted = self.witnessing.min_witnesses
         if wanted == -1:
             object.__setattr__(
@@ -859,6 +889,9 @@ def load_config(
             key_file=str(_resolve(base, Path(tls.key_file))),
             client_ca_file=str(_resolve(base, Path(tls.client_ca_file))),
         )
+    page = config.verify_page
+    if page.directory:
+        page = dataclasses.replace(page, directory=str(_resolve(base, Path(page.directory))))
     profiles = config.profiles
     if profiles.directory:
         profiles = dataclasses.replace(
@@ -879,6 +912,7 @@ def load_config(
         witnesses=witnesses,
         server=dataclasses.replace(config.server, lock_dir=_resolve(base, config.server.lock_dir)),
         profiles=profiles,
+        verify_page=page,
         log=dataclasses.replace(config.log, key_file=_resolve(base, config.log.key_file)),
         storage=dataclasses.replace(config.storage, path=_resolve(base, config.storage.path)),
         tls=tls,

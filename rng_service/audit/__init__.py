@@ -3,10 +3,19 @@
 Pure code over bytes and text (no database, no gRPC): :mod:`rng_service.audit.export` owns the
 ``rng-audit-export/v2`` file format, :mod:`rng_service.audit.verify` recomputes the RFC 6962
 tree of an export and checks C2SP signed checkpoints and receipts against it,
-:mod:`rng_service.audit.witnesses` checks witness cosignatures (C2SP tlog-cosignature).
+:mod:`rng_service.audit.witnesses` checks witness cosignatures (C2SP tlog-cosignature),
+:mod:`rng_service.audit.consistency` owns the consistency files (two checkpoints and the proof
+between them) and :mod:`rng_service.audit.link` the verify page's receipt links.
 The ``rng-audit`` command (:mod:`rng_service.audit_cli`) does the I/O. See docs/auditing.md.
 """
 
+from rng_service.audit.consistency import (
+    CONSISTENCY_FORMAT,
+    ConsistencyFile,
+    check_consistency,
+    consistency_to_json,
+    read_consistency,
+)
 from rng_service.audit.export import (
     EXPORT_FORMAT,
     ExportCheckpoint,
@@ -38,7 +47,9 @@ from rng_service.audit.witnesses import (
 )
 
 __all__ = [
+    "CONSISTENCY_FORMAT",
     "EXPORT_FORMAT",
+    "ConsistencyFile",
     "EntryChecker",
     "ExportCheckpoint",
     "ExportEntry",
@@ -54,11 +65,14 @@ __all__ = [
     "WitnessFailure",
     "WitnessReport",
     "WitnessedCheckpoint",
+    "check_consistency",
     "check_receipt_against_export",
     "check_receipt_against_head",
     "check_witnesses",
+    "consistency_to_json",
     "open_head",
     "pinned_origin",
+    "read_consistency",
     "read_receipt",
     "verify_export",
     "write_export",

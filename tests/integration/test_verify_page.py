@@ -1,0 +1,577 @@
+"""The browser's receipt verifier (web/verify) driven in headless Chromium with real receipts.
+
+One live service (SQLite log, two in-process witnesses, the verify page on its own port) makes
+receipts of several kinds; one Chromium session (Debian's chromium and chromium-driver, through
+selenium) is shared by the module. The page must pass a valid receipt at every step and stop
+each altered one at the step that catches it, with a message a person understands; the vendored
+Ed25519 fallback, forced, must give the same verdicts as WebCrypto; the served page, the page
+opened from disk and a link made by ``rng-service call --verify-url`` must work alike; and the
+page must be usable with the keyboard alone.
+
+The expected outcomes come from the service's own responses (numbers, dealt hands computed by
+``cards.deal`` in the service), never from the page's code; the Python verifier
+(``rng_service.log.receipt.verify_receipt``) is the second opinion on every mutated receipt.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rng_service.audit_cli import main as audit_main
+from rng_service.cli import main as cli_main
+from rng_service.config import WitnessingSettings, WitnessSettings
+from rng_service.errors import IntegrityError
+from rng_service.log.keys import generate_key_pair, load_private_key
+from rng_service.log.note import Checkpoint, Ed25519NoteSigner, NoteVerifier, open_note, sign_note
+from rng_service.log.receipt import receipt_from_json, receipt_to_json, verify_receipt
+from rng_service.service.client import RngClient
+from tests.integration.conftest import Running, make_config, start
+from tests.integration.test_witness_audit import ORIGIN, InProcessWitness
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="make test installs selenium")
+from selenium.common.exceptions import TimeoutException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "web" / "verify" / "index.html"
+PROFILE = "mega_fire_blaze_example"
+#: web/verify/vendor/README.md records this hash of the unmodified @noble/ed25519 1.6.0 file.
+NOBLE_SHA256 = "04cb2e39dafa01dc0a472fea3f00dbfb3ecdd49e8e14eca942bc239c7f01c86f"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+STEPS = ["receipt", "signature", "origin", "leaf", "inclusion", "consistency", "witnesses"]
+
+
+@dataclasses.dataclass
+class Live:
+    running: Running
+    vkey: str
+    witness_keys: list[str]
+    key_file: Path
+    receipts: dict[str, str]
+    outcomes: dict[str, dict[str, Any]]
+    consistency: str
+    page_url: str
+    tmp: Path
+
+
+def _client(running: Running) -> RngClient:
+    return RngClient(f"127.0.0.1:{running.port}")
+
+
+def _ids(name: str, table: str = "T1") -> dict[str, str]:
+    return {"table_id": table, "round_id": name, "request_id": name}
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    tmp = tmp_path_factory.mktemp("verify-page")
+    key = tmp / "log.pem"
+    generate_key_pair(key, name=ORIGIN)
+    vkey_file = Path(str(key) + ".vkey")
+    witnesses = [InProcessWitness(tmp, f"w{i}.test/w", vkey_file) for i in (1, 2)]
+    config = make_config(
+        tmp,
+        RNG_SERVICE__LOG__KEY_FILE=str(key),
+        RNG_SERVICE__LOG__ORIGIN=ORIGIN,
+        RNG_SERVICE__LOG__PUBLISH_INTERVAL_SECONDS="0.1",
+        RNG_SERVICE__PROFILES__ALLOW_EXAMPLES="true",
+        RNG_SERVICE__VERIFY_PAGE__ENABLED="true",
+        RNG_SERVICE__VERIFY_PAGE__PORT="0",
+    )
+    config = dataclasses.replace(
+        config,
+        witnesses=tuple(
+            WitnessSettings(url=w.url, key=str(w.vkey), name=f"w{i}")
+            for i, w in enumerate(witnesses, 1)
+        ),
+        witnessing=WitnessingSettings(interval_seconds=0.2, timeout_seconds=2),
+    )
+    running = start(config)
+    receipts: dict[str, str] = {}
+    outcomes: dict[str, dict[str, Any]] = {}
+    try:
+        with _client(running) as client:
+            # A double zero wheel used as a single zero wheel until a 00 is voided and respun
+            # (1/38 a spin: the deterministic test entropy gets one within these rounds).
+            for i in range(400):
+                spin = client.spin(wheel="double_zero_as_single_zero", **_ids(f"v{i}"))
+                if any(s["void"] for s in spin.spins):
+                    receipts["voided"] = receipt_to_json(spin.receipt)
+                    outcomes["voided"] = {"number": spin.number, "spins": spin.spins}
+                    break
+            spin = client.spin(wheel="double_zero", **_ids("spin-1", "T2"))
+            receipts["spin"] = receipt_to_json(spin.receipt)
+            outcomes["spin"] = {"number": spin.number, "color": spin.color}
+            # Mega Fire Blaze rounds until the spin lands on a Fire Number, then the bonus game.
+            for i in range(300):
+                ids = _ids(f"mfb{i}", "T3")
+                fire = client.fire_numbers(profile=PROFILE, **ids)
+                spin = client.spin(wheel="single_zero", **{**ids, "request_id": f"mfb{i}-s"})
+                if int(spin.number) in fire.outcome["numbers"]:
+                    bonus = client.mega_fire_blaze_bonus(
+                        profile=PROFILE, **{**ids, "request_id": f"mfb{i}-b"}
+                    )
+                    receipts["fire"] = receipt_to_json(fire.receipt)
+                    receipts["bonus"] = receipt_to_json(bonus.receipt)
+                    outcomes["fire"] = fire.outcome
+                    outcomes["bonus"] = bonus.outcome
+                    break
+            dice = client.roll_dice(count=3, sides=6, **_ids("dice-1", "T4"))
+            receipts["dice"] = receipt_to_json(dice.receipt)
+            outcomes["dice"] = dice.outcome
+            dealt = client.shuffle(plan="let_it_ride_automated", players=3, **_ids("deal-1", "T5"))
+            receipts["deal"] = receipt_to_json(dealt.receipt)
+            outcomes["deal"] = dealt.outcome
+        assert {"voided", "fire", "bonus"} <= set(receipts), "no voided spin or bonus game drawn"
+        # The later checkpoint, witnessed, with the consistency proof from the spin's receipt.
+        (tmp / "spin.json").write_text(receipts["spin"])
+        deadline = time.monotonic() + 20
+        out = tmp / "consistency.json"
+        while True:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                status = audit_main(["consistency", "--target", f"127.0.0.1:{running.port}",
+                                     "--old", str(tmp / "spin.json"), "--witnessed",
+                                     "--key", str(vkey_file), "--out", str(out)])  # fmt: skip
+            if status == 0 and json.loads(out.read_text())["new"].count("\u2014 ") >= 3:
+                break
+            assert time.monotonic() < deadline, "no witnessed checkpoint covering the receipts"
+            time.sleep(0.2)
+        yield Live(
+            running=running,
+            vkey=vkey_file.read_text().strip(),
+            witness_keys=[w.vkey.read_text().strip() for w in witnesses],
+            key_file=key,
+            receipts=receipts,
+            outcomes=outcomes,
+            consistency=out.read_text(),
+            page_url=f"http://127.0.0.1:{running.service.endpoints.verify_page_port}/",
+            tmp=tmp,
+        )
+    finally:
+        running.stop()
+        for w in witnesses:
+            w.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service as DriverService
+
+    options = Options()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1100,1400", "--no-first-run", "--disable-extensions"):  # fmt: skip
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=DriverService(executable_path=CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def _open(driver: Any, url: str) -> None:
+    driver.get("about:blank")
+    driver.get(url)
+    WebDriverWait(driver, 10).until(
+        lambda d: d.execute_script("return document.body.getAttribute('data-ready')") == "true"
+    )
+
+
+def _fill(driver: Any, **values: str) -> None:
+    for field, value in values.items():
+        driver.execute_script(
+            "document.getElementById(arguments[0]).value = arguments[1];",
+            field.replace("_", "-"),
+            value,
+        )
+
+
+def _verify(driver: Any) -> dict[str, Any]:
+    driver.execute_script("document.body.removeAttribute('data-verify-ms');")
+    driver.find_element(By.ID, "verify-button").click()
+    WebDriverWait(driver, 10).until(
+        lambda d: d.execute_script("return document.body.getAttribute('data-verify-ms')")
+    )
+    return _state(driver)
+
+
+def _state(driver: Any) -> dict[str, Any]:
+    result: dict[str, Any] = driver.execute_script(
+        """
+        const steps = {};
+        document.querySelectorAll('#steps li').forEach(li => {
+          steps[li.dataset.step] = [li.dataset.status, li.querySelector('.message').textContent];
+        });
+        const r = document.getElementById('result');
+        return {ok: r.dataset.ok, failed: r.dataset.failedStep, steps: steps,
+                verdict: document.getElementById('verdict').textContent,
+                outcome: document.getElementById('outcome').hidden ? null
+                         : document.getElementById('outcome-body').innerText,
+                engine: document.body.dataset.engine,
+                ms: Number(document.body.dataset.verifyMs)};
+        """
+    )
+    return result
+
+
+def _check(driver: Any, live: Live, receipt: str, **extra: str) -> dict[str, Any]:
+    _fill(driver, receipt=receipt, log_keys=live.vkey, origin="", witness_keys="",
+          min_witnesses="", consistency="")  # fmt: skip
+    _fill(driver, **extra)
+    return _verify(driver)
+
+
+def _mutate(receipt: str, change: str, live: Live) -> str:
+    data = json.loads(receipt)
+    if change == "outcome_byte":
+        entry = bytearray(base64.b64decode(data["entry"]))
+        at = entry.index(b'"outcome":')
+        digit = next(i for i in range(at, len(entry)) if chr(entry[i]).isdigit())
+        entry[digit] = ord("1") if entry[digit] != ord("1") else ord("2")
+        data["entry"] = base64.b64encode(bytes(entry)).decode()
+    elif change == "proof_hash":
+        h = data["inclusion_proof"][0]
+        data["inclusion_proof"][0] = ("0" if h[0] != "0" else "1") + h[1:]
+    elif change == "truncated_proof":
+        data["inclusion_proof"] = data["inclusion_proof"][:-1]
+    elif change == "other_origin":
+        # The log's own key signs a checkpoint of the same tree for another origin: the
+        # signature, leaf and proof all verify; only the origin rule can refuse it.
+        signer = Ed25519NoteSigner(ORIGIN, load_private_key(live.key_file, None))
+        opened = open_note(data["checkpoint"].encode(), [signer.verifier()])
+        cp = Checkpoint.parse(opened.text)
+        other = Checkpoint("casino.other/log", cp.size, cp.root_hash)
+        data["checkpoint"] = sign_note(other.body(), [signer]).decode()
+    else:
+        raise AssertionError(change)
+    return json.dumps(data, indent=2)
+
+
+def _python_verdict(receipt: str, vkey: str) -> str:
+    try:
+        checked = verify_receipt(receipt_from_json(receipt), [NoteVerifier.from_verifier_key(vkey)])
+    except IntegrityError as e:
+        return f"refused: {e}"
+    return f"verified {checked.checkpoint.origin}"
+
+
+def _wrong_key() -> str:
+    """A key of the log's name that is not the log's key (its key ID differs)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return NoteVerifier(ORIGIN, Ed25519PrivateKey.generate().public_key()).verifier_key()
+
+
+# -- the checks --------------------------------------------------------------------------------
+
+#: (mutation, the step that must fail, words its message must contain)
+MUTATIONS = [
+    ("outcome_byte", "leaf", "outcome in this receipt was changed"),
+    ("wrong_key", "signature", "not signed by the log key you entered"),
+    ("proof_hash", "inclusion", "does not lead to the log's signed root"),
+    ("other_origin", "origin", "not from the log you expect"),
+    ("truncated_proof", "inclusion", "proof is incomplete"),
+]
+
+
+def _run_mutations(driver: Any, live: Live) -> dict[str, dict[str, Any]]:
+    seen = {}
+    for change, _, _ in MUTATIONS:
+        if change == "wrong_key":
+            seen[change] = _check(driver, live, live.receipts["spin"], log_keys=_wrong_key())
+        else:
+            seen[change] = _check(driver, live, _mutate(live.receipts["spin"], change, live))
+    return seen
+
+
+def test_a_valid_spin_passes_every_step_and_shows_the_outcome(browser: Any, live: Live) -> None:
+    _open(browser, PAGE.as_uri())
+    state = _check(browser, live, live.receipts["spin"])
+    assert state["ok"] == "true", state
+    assert [state["steps"][s][0] for s in STEPS] == [
+        "pass", "pass", "pass", "pass", "pass", "skip", "skip",
+    ]  # fmt: skip
+    assert "Not checked: no witness keys" in state["steps"]["witnesses"][1]
+    expected = live.outcomes["spin"]
+    assert f"came to rest on\n{expected['number']} {expected['color']}" in state["outcome"] or (
+        f"{expected['number']} {expected['color']}" in state["outcome"]
+    )
+    entry = json.loads(base64.b64decode(json.loads(live.receipts["spin"])["entry"]))
+    for text in (f"Table\n{entry['table_id']}", f"Round\n{entry['round_id']}",
+                 f"Log index\n{entry['index']}", entry["time"][:19].replace("T", " ")):  # fmt: skip
+        assert text in state["outcome"], text
+    if os.environ.get("RNG_VERIFY_PAGE_SCREENSHOTS"):
+        browser.save_screenshot(str(ROOT / "docs" / "verify-page-verified.png"))
+
+
+@pytest.mark.parametrize(("change", "step", "words"), MUTATIONS)
+def test_each_alteration_fails_at_its_step(
+    browser: Any, live: Live, change: str, step: str, words: str
+) -> None:
+    _open(browser, PAGE.as_uri())
+    if change == "wrong_key":
+        receipt, key = live.receipts["spin"], _wrong_key()
+        state = _check(browser, live, receipt, log_keys=key)
+    else:
+        receipt, key = _mutate(live.receipts["spin"], change, live), live.vkey
+        state = _check(browser, live, receipt)
+    assert state["ok"] == "false"
+    assert state["failed"] == step, state
+    assert words in state["steps"][step][1], state["steps"][step]
+    assert state["outcome"] is None  # nothing to rely on is shown
+    later = STEPS[STEPS.index(step) + 1 :]
+    assert all(state["steps"][s][0] == "skip" for s in later)
+    assert "NOT verified" in state["verdict"]
+    # The Python verifier refuses the same receipt (except the origin, which it leaves to
+    # the caller's pinned origin: it verifies, but for another log).
+    verdict = _python_verdict(receipt, key)
+    assert verdict.startswith("refused") or verdict == "verified casino.other/log"
+    if change == "proof_hash" and os.environ.get("RNG_VERIFY_PAGE_SCREENSHOTS"):
+        browser.save_screenshot(str(ROOT / "docs" / "verify-page-failed.png"))
+
+
+def test_the_vendored_fallback_agrees_with_webcrypto(browser: Any, live: Live) -> None:
+    verdicts = {}
+    for engine in ("webcrypto", "noble"):
+        _open(browser, PAGE.as_uri() + f"?ed25519={engine}")
+        assert browser.execute_script("return document.body.dataset.engine") == engine
+        runs = {"valid": _check(browser, live, live.receipts["bonus"]),
+                **_run_mutations(browser, live)}  # fmt: skip
+        runs["witnessed"] = _check(browser, live, live.receipts["spin"],
+                                   witness_keys="\n".join(live.witness_keys), min_witnesses="2",
+                                   consistency=live.consistency)  # fmt: skip
+        verdicts[engine] = {k: (v["ok"], v["failed"], v["steps"]) for k, v in runs.items()}
+        assert runs["valid"]["ok"] == "true" and runs["witnessed"]["ok"] == "true"
+        label = "noble-ed25519 1.6.0" if engine == "noble" else "WebCrypto"
+        assert label in runs["valid"]["steps"]["signature"][1]
+    strip = {  # the signature step names the implementation; everything else must be equal
+        e: {k: (ok, failed, {s: v for s, v in steps.items() if s != "signature"})
+            for k, (ok, failed, steps) in runs.items()}
+        for e, runs in verdicts.items()
+    }  # fmt: skip
+    assert strip["webcrypto"] == strip["noble"]
+    assert {k: v[1] for k, v in verdicts["noble"].items()} == {
+        "valid": "", "witnessed": "", **{c: s for c, s, _ in MUTATIONS}
+    }  # fmt: skip
+
+
+def test_the_vendored_library_is_the_pinned_file() -> None:
+    vendored = ROOT / "web" / "verify" / "vendor" / "noble-ed25519-1.6.0.js"
+    assert hashlib.sha256(vendored.read_bytes()).hexdigest() == NOBLE_SHA256
+    readme = (ROOT / "web" / "verify" / "vendor" / "README.md").read_text()
+    assert NOBLE_SHA256 in readme
+    assert (ROOT / "web" / "verify" / "vendor" / "LICENSE.noble-ed25519").read_text().startswith(
+        "The MIT License"
+    )
+
+
+def test_outcomes_as_a_person_reads_them(browser: Any, live: Live) -> None:
+    _open(browser, PAGE.as_uri())
+    voided = _check(browser, live, live.receipts["voided"])
+    assert voided["ok"] == "true"
+    spins = live.outcomes["voided"]["spins"]
+    assert "voided and spun again" in voided["outcome"]
+    assert f"came to rest on\n{live.outcomes['voided']['number']}" in voided["outcome"] or (
+        live.outcomes["voided"]["number"] in browser.find_element(By.ID, "outcome-final").text
+    )
+    assert browser.find_element(By.ID, "outcome-voids").text.startswith(
+        "One spin was voided" if sum(s["void"] for s in spins) == 1 else f"{len(spins) - 1} spins"
+    )
+    fire = _check(browser, live, live.receipts["fire"])
+    assert fire["ok"] == "true"
+    shown = browser.find_element(By.ID, "outcome-fire-numbers").text
+    assert all(str(n) in shown.split() for n in live.outcomes["fire"]["numbers"]), shown
+    bonus = _check(browser, live, live.receipts["bonus"])
+    assert bonus["ok"] == "true"
+    cells = browser.execute_script(
+        "return [...document.querySelectorAll('#outcome-grid tbody tr')].map("
+        "r => [...r.querySelectorAll('td')].slice(0, 6).map(c => c.textContent));"
+    )
+    expected = live.outcomes["bonus"]["cells"]
+    assert len(cells) == 6 and all(len(row) == 6 for row in cells)
+    for cell in expected:
+        text = cells[cell["index"] // 6][cell["index"] % 6]
+        if cell.get("filled"):
+            assert text.startswith(f"×{cell['multiplier']}"), (cell, text)
+        else:
+            assert text == "empty", (cell, text)
+    assert f"Total multiplier: {live.outcomes['bonus']['total']}" in bonus["outcome"]
+    dice = _check(browser, live, live.receipts["dice"])
+    faces = [str(f) for f in live.outcomes["dice"]["faces"]]
+    assert f"total {live.outcomes['dice']['total']}" in browser.find_element(By.ID, "outcome-dice").text
+    assert [d.text.split()[-1] for d in browser.find_elements(By.CSS_SELECTOR, ".die")] == faces
+    assert dice["ok"] == "true"
+    deal = _check(browser, live, live.receipts["deal"])
+    assert deal["ok"] == "true"
+    rows = browser.execute_script(
+        "return [...document.querySelectorAll('#outcome-hands tbody tr')].map(r => ["
+        "r.querySelector('th').textContent, r.querySelectorAll('td')[1].textContent]);"
+    )
+    hands = live.outcomes["deal"]["hands"]  # the service's own cards.deal of the shuffle
+    assert [r[0] for r in rows] == [h["position"].replace("_", " ") for h in hands]
+    assert [r[1] for r in rows] == [", ".join(map(str, h["shoe_indices"])) for h in hands]
+
+
+def test_witnesses_and_the_later_checkpoint(browser: Any, live: Live) -> None:
+    _open(browser, PAGE.as_uri())
+    keys = "\n".join(live.witness_keys)
+    alone = _check(browser, live, live.receipts["spin"], witness_keys=keys, min_witnesses="2")
+    assert alone["failed"] == "witnesses"
+    assert "issued before any witness sees its checkpoint" in alone["steps"]["witnesses"][1]
+    both = _check(browser, live, live.receipts["spin"], witness_keys=keys, min_witnesses="2",
+                  consistency=live.consistency)  # fmt: skip
+    assert both["ok"] == "true", both
+    assert both["steps"]["consistency"][0] == "pass"
+    assert "2 of 2 witnesses vouch for the later checkpoint" in both["steps"]["witnesses"][1]
+    # Another receipt's checkpoint is not where this consistency file starts.
+    other = _check(browser, live, live.receipts["voided"], consistency=live.consistency)
+    assert other["failed"] == "consistency"
+    # A witness's altered cosignature.
+    data = json.loads(live.consistency)
+    lines = data["new"].split("\n")
+    cos = next(i for i, line in enumerate(lines) if line.startswith("\u2014 w1.test/w "))
+    raw = bytearray(base64.b64decode(lines[cos].split(" ")[2]))
+    raw[-1] ^= 1
+    lines[cos] = " ".join([*lines[cos].split(" ")[:2], base64.b64encode(bytes(raw)).decode()])
+    altered = json.dumps({**data, "new": "\n".join(lines)})
+    bad = _check(browser, live, live.receipts["spin"], witness_keys=keys, consistency=altered)
+    assert bad["failed"] == "witnesses"
+    assert "cosignature of witness w1.test/w" in bad["steps"]["witnesses"][1]
+
+
+def test_consistency_file_alone(browser: Any, live: Live) -> None:
+    _open(browser, PAGE.as_uri())
+
+    def run(text: str) -> tuple[str, str]:
+        _fill(browser, receipt="", log_keys=live.vkey, consistency=text)
+        driver = browser
+        driver.execute_script("document.body.removeAttribute('data-verify-ms');")
+        driver.find_element(By.ID, "verify-button").click()
+        WebDriverWait(driver, 10).until(
+            lambda d: d.execute_script("return document.body.getAttribute('data-verify-ms')")
+        )
+        return (
+            driver.execute_script("return document.getElementById('consistency-result').dataset.ok"),
+            driver.find_element(By.ID, "consistency-verdict").text,
+        )
+
+    ok, text = run(live.consistency)
+    assert ok == "true" and text.startswith("Yes: the later checkpoint"), text
+    data = json.loads(live.consistency)
+    assert data["proof"], "the witnessed checkpoint is larger than the receipt's"
+    data["proof"][0] = ("0" if data["proof"][0][0] != "0" else "1") + data["proof"][0][1:]
+    ok, text = run(json.dumps(data))
+    assert ok == "false" and "does not extend" in text, text
+    # The same verdicts from the Python reader of the format.
+    from rng_service.audit import check_consistency, pinned_origin, read_consistency
+
+    verifiers = [NoteVerifier.from_verifier_key(live.vkey)]
+    check_consistency(read_consistency(live.consistency), verifiers, pinned_origin(verifiers))
+    with pytest.raises(IntegrityError, match="does not extend"):
+        check_consistency(read_consistency(json.dumps(data)), verifiers, pinned_origin(verifiers))
+
+
+def test_served_page_and_the_link_from_call(
+    browser: Any, live: Live, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = f"127.0.0.1:{live.running.port}"
+    assert cli_main(["call", "--target", target, "spin", "--wheel", "double_zero", "--table",
+                     "T9", "--round", "link-1", "--request-id", "link-1", "--json",
+                     "--verify-url", live.page_url]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    number = json.loads(out[: out.rindex("}") + 1])["number"]
+    link = next(line for line in out.splitlines() if line.startswith("verify in a browser: "))
+    link = link.removeprefix("verify in a browser: ")
+    assert link.startswith(live.page_url + "#receipt-z=")
+    _open(browser, link)
+    assert "taken from this page's link" in browser.find_element(By.ID, "receipt-source").text
+    _fill(browser, log_keys=live.vkey)
+    state = _verify(browser)
+    assert state["ok"] == "true", state
+    assert browser.find_element(By.ID, "outcome-final").text.split("\n")[0].endswith(number) or (
+        number in browser.find_element(By.ID, "outcome-final").text
+    )
+    # The page's own "Make a link" gives a link the page reads back the same way.
+    browser.find_element(By.ID, "link-button").click()
+    made = WebDriverWait(browser, 5).until(lambda d: d.find_element(By.ID, "made-link"))
+    assert made.get_attribute("href").startswith(live.page_url + "#receipt-z=")
+    # Past the documented limit: a clear message, nothing verified.
+    _open(browser, live.page_url + "#receipt-z=" + "A" * 16385)
+    assert "more than the 16384 this page accepts" in browser.find_element(
+        By.ID, "receipt-source"
+    ).text
+
+
+def test_keyboard_alone(browser: Any, live: Live) -> None:
+    from rng_service.audit.link import verify_link
+
+    _open(browser, verify_link(PAGE.as_uri(), live.receipts["dice"]))
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    def press(*keys: str) -> None:  # real key events to whatever has the focus
+        ActionChains(browser).send_keys(*keys).perform()
+
+    browser.execute_script("document.activeElement.blur(); window.focus();")
+    order = []
+    press(Keys.TAB)
+    for _ in range(20):
+        active = browser.switch_to.active_element
+        order.append(active.get_attribute("id") or active.get_attribute("class"))
+        if active.get_attribute("id") == "log-keys":
+            press(live.vkey)
+        if active.get_attribute("id") == "verify-button":
+            break
+        press(Keys.TAB)
+    assert order[0] == "skip"  # the skip link comes first
+    for control in ("receipt", "receipt-file", "log-keys", "log-keys-file", "origin",
+                    "witness-keys", "min-witnesses", "consistency", "consistency-file",
+                    "verify-button"):  # fmt: skip
+        assert control in order, order
+    press(Keys.ENTER)
+    try:
+        WebDriverWait(browser, 10).until(
+            lambda d: d.execute_script("return document.body.getAttribute('data-verify-ms')")
+        )
+    except TimeoutException:  # pragma: no cover - the assertion below says what went wrong
+        pass
+    state = _state(browser)
+    assert state["ok"] == "true", state
+    # Focus moves to the result, so a screen reader or keyboard user lands on it.
+    assert browser.switch_to.active_element.get_attribute("id") == "result-title"
+
+
+def test_readable_at_200_percent_zoom(browser: Any, live: Live) -> None:
+    """At 200% zoom a 1280-pixel-wide screen is 640 CSS pixels: one column, no sideways
+    scrolling of the page (the bonus grid may scroll inside its own box)."""
+    _open(browser, PAGE.as_uri())
+    size = browser.get_window_size()
+    try:
+        browser.set_window_size(640, 1000)
+        state = _check(browser, live, live.receipts["bonus"])
+        assert state["ok"] == "true"
+        overflow = browser.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow <= 0
+    finally:
+        browser.set_window_size(size["width"], size["height"])
