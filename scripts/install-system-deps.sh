@@ -10,6 +10,7 @@ needs=(
   "/usr/lib/postgresql/*/bin/initdb postgresql"
   "dieharder dieharder"
   "chromium chromium"
+  "chromedriver chromium-driver"
 )
 
 missing=()

@@ -754,7 +754,7 @@
       witnesses = await parseKeyList(input.witnessKeys, ALG_COSIGNATURE_V1);
       var wanted = parseMinimum(input.minWitnesses, witnesses.length);
       if (!witnesses.length) {
-        steps.set("witnesses", "skip", "Not checked: no witness keys were given. Without them, " +
+        steps.set("witnesses", "skip", "No witness keys were given. Without them, " +
           "nothing here shows that the log was not later cut back or forked.");
       } else {
         var lines = [], best = null;
