@@ -256,6 +256,11 @@ def _mutate(receipt: str, change: str, live: Live) -> str:
         data["inclusion_proof"][0] = ("0" if h[0] != "0" else "1") + h[1:]
     elif change == "truncated_proof":
         data["inclusion_proof"] = data["inclusion_proof"][:-1]
+    elif change == "altered_checkpoint":
+        # The signed text changed (its tree size), the log key's signature line kept.
+        origin, size, rest = data["checkpoint"].split("\n", 2)
+        data["checkpoint"] = "\n".join([origin, str(int(size) + 1), rest])
+        data["tree_size"] = int(size) + 1
     elif change == "other_origin":
         # The log's own key signs a checkpoint of the same tree for another origin: the
         # signature, leaf and proof all verify; only the origin rule can refuse it.
@@ -299,6 +304,7 @@ def _wrong_key() -> str:
 MUTATIONS = [
     ("outcome_byte", "leaf", "outcome in this receipt was changed"),
     ("wrong_key", "signature", "not signed by the log key you entered"),
+    ("altered_checkpoint", "signature", "was altered after it was signed"),
     ("proof_hash", "inclusion", "does not lead to the log's signed root"),
     ("other_origin", "origin", "not from the log you expect"),
     ("truncated_proof", "inclusion", "proof is incomplete"),
@@ -504,6 +510,18 @@ def test_consistency_file_alone(browser: Any, live: Live) -> None:
     ok, text = run(json.dumps(data))
     assert ok == "false", text
     assert "does not extend" in text, text
+    # Forks: a checkpoint of the same size but another root, signed by the log's own key, in
+    # place of the earlier one (only the earlier root's recomputation sees it) or of the later
+    # one (only the later root's).
+    signer = Ed25519NoteSigner(ORIGIN, load_private_key(live.key_file, None))
+    for which, words in (("old", "earlier checkpoint's root"), ("new", "later checkpoint's root")):
+        fork = json.loads(live.consistency)
+        head = Checkpoint.parse(open_note(fork[which].encode(), [signer.verifier()]).text)
+        other = Checkpoint(head.origin, head.size, hashlib.sha256(b"another history").digest())
+        fork[which] = sign_note(other.body(), [signer]).decode()
+        ok, text = run(json.dumps(fork))
+        assert ok == "false", text
+        assert words in text, text
     # The same verdicts from the Python reader of the format.
     from rng_service.audit import check_consistency, pinned_origin, read_consistency
 
@@ -596,3 +614,27 @@ def test_readable_at_200_percent_zoom(browser: Any, live: Live) -> None:
         assert overflow <= 0
     finally:
         browser.set_window_size(size["width"], size["height"])
+
+
+def test_rng_audit_consistency_refusals(live: Live, capsys: pytest.CaptureFixture[str]) -> None:
+    target = f"127.0.0.1:{live.running.port}"
+    vkey = str(live.key_file) + ".vkey"
+    out = live.tmp / "refused.json"
+    # A checkpoint of another origin, signed by the log's own key: refused, nothing written.
+    signer = Ed25519NoteSigner(ORIGIN, load_private_key(live.key_file, None))
+    cp = Checkpoint.parse(open_note(json.loads(live.consistency)["old"].encode(),
+                                    [signer.verifier()]).text)  # fmt: skip
+    other = live.tmp / "other-origin.note"
+    other.write_bytes(sign_note(Checkpoint("casino.other/log", cp.size, cp.root_hash).body(),
+                                [signer]))  # fmt: skip
+    argv = ["consistency", "--target", target, "--key", vkey, "--out", str(out), "--old"]
+    assert audit_main([*argv, str(other)]) == 1
+    assert "not of the expected log 'audit.witness.test/log'" in capsys.readouterr().err
+    # A fork of the receipt's tree (same size, another root, the log's key): refused.
+    fork = live.tmp / "fork.note"
+    fork.write_bytes(sign_note(Checkpoint(ORIGIN, cp.size, bytes(32)).body(), [signer]))
+    assert audit_main([*argv, str(fork)]) == 1
+    assert "fork: the new checkpoint" in capsys.readouterr().err
+    assert audit_main([*argv, str(live.tmp / "missing.json")]) == 2
+    assert "cannot read --old" in capsys.readouterr().err
+    assert not out.exists()
