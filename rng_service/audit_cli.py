@@ -61,6 +61,7 @@ from rng_service.audit import (
     WitnessFailure,
     WitnessReport,
     check_consistency,
+    check_extends,
     check_receipt_against_export,
     check_receipt_against_head,
     check_witnesses,
@@ -86,7 +87,6 @@ from rng_service.cli_support import (
 )
 from rng_service.errors import IntegrityError, InvalidArgument, RngServiceError
 from rng_service.log.cosignature import CosignatureVerifier
-from rng_service.log.merkle import ProofError, verify_consistency
 from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, parse_note
 from rng_service.log.receipt import verify_receipt
 from rng_service.outcomes.profiles import builtin_profile_names, load_builtin_profile
@@ -571,20 +571,10 @@ def _check_kept_against_head(
     kept: VerifiedHead, head: VerifiedHead, proof: Callable[[int, int], list[bytes]]
 ) -> None:
     """A checkpoint the auditor kept must be a prefix of the live log's (RFC 9162 2.1.4.2)."""
-    old, new = kept.checkpoint, head.checkpoint
-    if old.size > new.size:
-        raise VerificationFailure(
-            f"{kept.source} is for tree size {old.size}, beyond {head.source}'s size "
-            f"{new.size}: the log was cut back (entries deleted), or this is another log"
-        )
-    try:
-        verify_consistency(old.size, new.size, proof(old.size, new.size), old.root_hash,
-                           new.root_hash)  # fmt: skip
-    except ProofError as e:
-        raise VerificationFailure(
-            f"fork: {kept.source} (size {old.size}) is not consistent with {head.source} "
-            f"(size {new.size}): {e}"
-        ) from e
+    if kept.checkpoint.size <= head.checkpoint.size:
+        check_extends(kept, head, proof(kept.checkpoint.size, head.checkpoint.size))
+    else:
+        check_extends(kept, head, [])  # names the cut back log
 
 
 def _known_documents(files: Sequence[str]) -> dict[str, Document]:

@@ -13,6 +13,7 @@ from rng_service.audit.consistency import (
     CONSISTENCY_FORMAT,
     ConsistencyFile,
     check_consistency,
+    check_extends,
     consistency_to_json,
     read_consistency,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "WitnessReport",
     "WitnessedCheckpoint",
     "check_consistency",
+    "check_extends",
     "check_receipt_against_export",
     "check_receipt_against_head",
     "check_witnesses",

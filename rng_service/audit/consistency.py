@@ -31,6 +31,7 @@ __all__ = [
     "CONSISTENCY_FORMAT",
     "ConsistencyFile",
     "check_consistency",
+    "check_extends",
     "consistency_to_json",
     "read_consistency",
 ]
@@ -99,17 +100,23 @@ def check_consistency(
     new = open_head(file.new, verifiers, source="the new checkpoint", origin=None)
     origin.check(old.checkpoint.origin, "the old checkpoint")
     origin.check(new.checkpoint.origin, "the new checkpoint")
+    check_extends(old, new, file.proof)
+    return old, new
+
+
+def check_extends(old: VerifiedHead, new: VerifiedHead, proof: Sequence[bytes]) -> None:
+    """``new`` extends ``old`` by ``proof`` (RFC 9162 section 2.1.4.2); else
+    :class:`VerificationFailure` naming both (cut back, or a fork)."""
     a, b = old.checkpoint, new.checkpoint
     if a.size > b.size:
         raise VerificationFailure(
-            f"the old checkpoint (tree size {a.size}) is larger than the new one ({b.size}): "
-            f"the log was cut back, or these are two logs"
+            f"{old.source} is for tree size {a.size}, beyond {new.source}'s size {b.size}: the "
+            f"log was cut back (entries deleted), or this is another log"
         )
     try:
-        verify_consistency(a.size, b.size, list(file.proof), a.root_hash, b.root_hash)
+        verify_consistency(a.size, b.size, list(proof), a.root_hash, b.root_hash)
     except ProofError as e:
         raise VerificationFailure(
-            f"fork: the new checkpoint (size {b.size}) does not extend the old one "
-            f"(size {a.size}): {e}"
+            f"fork: {old.source} (size {a.size}) is not consistent with {new.source} "
+            f"(size {b.size}): {e}"
         ) from e
-    return old, new

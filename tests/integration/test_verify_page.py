@@ -37,14 +37,13 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from rng_service.audit_cli import main as audit_main
 from rng_service.cli import main as cli_main
-from rng_service.config import WitnessingSettings, WitnessSettings
 from rng_service.errors import IntegrityError
-from rng_service.log.keys import generate_key_pair, load_private_key
+from rng_service.log.keys import load_private_key
 from rng_service.log.note import Checkpoint, Ed25519NoteSigner, NoteVerifier, open_note, sign_note
 from rng_service.log.receipt import receipt_from_json, receipt_to_json, verify_receipt
 from rng_service.service.client import RngClient
-from tests.integration.conftest import Running, make_config, start
-from tests.integration.test_witness_audit import ORIGIN, InProcessWitness
+from tests.integration.conftest import Running
+from tests.integration.test_witness_audit import ORIGIN, start_witnessed
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "web" / "verify" / "index.html"
@@ -80,28 +79,13 @@ def _ids(name: str, table: str = "T1") -> dict[str, str]:
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     tmp = tmp_path_factory.mktemp("verify-page")
-    key = tmp / "log.pem"
-    generate_key_pair(key, name=ORIGIN)
-    vkey_file = Path(str(key) + ".vkey")
-    witnesses = [InProcessWitness(tmp, f"w{i}.test/w", vkey_file) for i in (1, 2)]
-    config = make_config(
+    running, witnesses, vkey_file = start_witnessed(
         tmp,
-        RNG_SERVICE__LOG__KEY_FILE=str(key),
-        RNG_SERVICE__LOG__ORIGIN=ORIGIN,
-        RNG_SERVICE__LOG__PUBLISH_INTERVAL_SECONDS="0.1",
         RNG_SERVICE__PROFILES__ALLOW_EXAMPLES="true",
         RNG_SERVICE__VERIFY_PAGE__ENABLED="true",
         RNG_SERVICE__VERIFY_PAGE__PORT="0",
     )
-    config = dataclasses.replace(
-        config,
-        witnesses=tuple(
-            WitnessSettings(url=w.url, key=str(w.vkey), name=f"w{i}")
-            for i, w in enumerate(witnesses, 1)
-        ),
-        witnessing=WitnessingSettings(interval_seconds=0.2, timeout_seconds=2),
-    )
-    running = start(config)
+    key = tmp / "log.pem"
     receipts: dict[str, str] = {}
     outcomes: dict[str, dict[str, Any]] = {}
     try:
@@ -527,7 +511,7 @@ def test_consistency_file_alone(browser: Any, live: Live) -> None:
 
     verifiers = [NoteVerifier.from_verifier_key(live.vkey)]
     check_consistency(read_consistency(live.consistency), verifiers, pinned_origin(verifiers))
-    with pytest.raises(IntegrityError, match="does not extend"):
+    with pytest.raises(IntegrityError, match="fork: the old checkpoint .* is not consistent with"):
         check_consistency(read_consistency(json.dumps(data)), verifiers, pinned_origin(verifiers))
 
 
@@ -634,7 +618,7 @@ def test_rng_audit_consistency_refusals(live: Live, capsys: pytest.CaptureFixtur
     fork = live.tmp / "fork.note"
     fork.write_bytes(sign_note(Checkpoint(ORIGIN, cp.size, bytes(32)).body(), [signer]))
     assert audit_main([*argv, str(fork)]) == 1
-    assert "fork: the new checkpoint" in capsys.readouterr().err
+    assert "fork: the old checkpoint (size" in capsys.readouterr().err
     assert audit_main([*argv, str(live.tmp / "missing.json")]) == 2
     assert "cannot read --old" in capsys.readouterr().err
     assert not out.exists()

@@ -54,8 +54,9 @@ class InProcessWitness:
         self.thread.join(10)
 
 
-@pytest.fixture
-def setup(tmp_path: Path) -> Iterator[tuple[Running, list[InProcessWitness], Path]]:
+def start_witnessed(tmp_path: Path, **env: str) -> tuple[Running, list[InProcessWitness], Path]:
+    """A live service of log ORIGIN (its key in ``tmp_path``) with two in-process witnesses
+    asked every 0.2 s; ``env``: more settings. Returns it, the witnesses and the log's .vkey."""
     key = tmp_path / "log.pem"
     generate_key_pair(key, name=ORIGIN)
     vkey = Path(str(key) + ".vkey")
@@ -65,6 +66,7 @@ def setup(tmp_path: Path) -> Iterator[tuple[Running, list[InProcessWitness], Pat
         RNG_SERVICE__LOG__KEY_FILE=str(key),
         RNG_SERVICE__LOG__ORIGIN=ORIGIN,
         RNG_SERVICE__LOG__PUBLISH_INTERVAL_SECONDS="0.1",
+        **env,
     )
     config = dataclasses.replace(
         config,
@@ -74,7 +76,17 @@ def setup(tmp_path: Path) -> Iterator[tuple[Running, list[InProcessWitness], Pat
         ),
         witnessing=WitnessingSettings(interval_seconds=0.2, timeout_seconds=2),
     )
-    running = start(config)
+    try:
+        return start(config), witnesses, vkey
+    except BaseException:
+        for w in witnesses:
+            w.stop()
+        raise
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Iterator[tuple[Running, list[InProcessWitness], Path]]:
+    running, witnesses, vkey = start_witnessed(tmp_path)
     try:
         yield running, witnesses, vkey
     finally:
