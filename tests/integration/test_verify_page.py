@@ -511,7 +511,7 @@ def test_consistency_file_alone(browser: Any, live: Live) -> None:
 
     verifiers = [NoteVerifier.from_verifier_key(live.vkey)]
     check_consistency(read_consistency(live.consistency), verifiers, pinned_origin(verifiers))
-    with pytest.raises(IntegrityError, match="fork: the old checkpoint .* is not consistent with"):
+    with pytest.raises(IntegrityError, match=r"fork: the old checkpoint .* is not consistent with"):
         check_consistency(read_consistency(json.dumps(data)), verifiers, pinned_origin(verifiers))
 
 
