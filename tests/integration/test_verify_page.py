@@ -258,11 +258,13 @@ def _mutate(receipt: str, change: str, live: Live) -> str:
     return json.dumps(data, indent=2)
 
 
-def _screenshot(driver: Any, name: str) -> None:
+def _screenshot(driver: Any, name: str, *, scroll: bool = True) -> None:
     """The result and outcome for docs/ (RNG_VERIFY_PAGE_SCREENSHOTS=1; README shows them)."""
     size = driver.get_window_size()
     driver.set_window_size(900, 1250)
-    driver.execute_script("document.getElementById('result').scrollIntoView();")
+    driver.execute_script(
+        "document.getElementById(arguments[0]).scrollIntoView();", "result" if scroll else "outcome"
+    )
     driver.save_screenshot(str(ROOT / "docs" / name))
     driver.set_window_size(size["width"], size["height"])
 
@@ -421,6 +423,9 @@ def test_outcomes_as_a_person_reads_them(browser: Any, live: Live) -> None:
         else:
             assert text == "empty", (cell, text)
     assert f"Total multiplier: {live.outcomes['bonus']['total']}" in bonus["outcome"]
+    if os.environ.get("RNG_VERIFY_PAGE_SCREENSHOTS"):
+        browser.execute_script("document.getElementById('outcome').scrollIntoView();")
+        _screenshot(browser, "verify-page-bonus.png", scroll=False)
     dice = _check(browser, live, live.receipts["dice"])
     faces = [str(f) for f in live.outcomes["dice"]["faces"]]
     assert (
@@ -518,6 +523,13 @@ def test_consistency_file_alone(browser: Any, live: Live) -> None:
 def test_served_page_and_the_link_from_call(
     browser: Any, live: Live, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    import urllib.request
+
+    endpoints = live.running.service.endpoints
+    assert endpoints.verify_page_port not in (endpoints.metrics_port, endpoints.grpc_port)
+    with urllib.request.urlopen(live.page_url, timeout=5) as reply:
+        assert reply.headers["Content-Security-Policy"].startswith("default-src 'none'")
+        assert reply.read() == PAGE.read_bytes()
     target = f"127.0.0.1:{live.running.port}"
     assert cli_main(["call", "--target", target, "spin", "--wheel", "double_zero", "--table",
                      "T9", "--round", "link-1", "--request-id", "link-1", "--json",

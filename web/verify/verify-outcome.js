@@ -112,11 +112,14 @@
     });
     table.appendChild(body);
     var odds = o.odds || {};
-    var oddsList = el("ul", { id: "outcome-odds" }, Object.keys(odds).map(function (k) {
+    var order = ["straight_up", "split", "street", "corner", "line"];
+    var keys = order.filter(function (k) { return k in odds; }).concat(
+      Object.keys(odds).filter(function (k) { return order.indexOf(k) < 0; }));
+    var oddsList = el("ul", { id: "outcome-odds" }, keys.map(function (k) {
       return el("li", { text: k.replace(/_/g, " ") + ": " + odds[k] + " to 1" });
     }));
     return [
-      el("p", { className: "big", id: "outcome-total", text: "Total multiplier: " + o.total + " (" + o.fire_number_count + " cells filled)" }),
+      el("p", { className: "big", id: "outcome-total", text: "Total multiplier: " + o.total + " (" + o.fire_number_count + (o.fire_number_count === 1 ? " cell" : " cells") + " filled)" }),
       el("div", { className: "scroll" }, [table]),
       el("p", { text: "Payout odds of a winning qualifying bet on a Fire Number (58 Pa. Code 617b.7(g)(9)):" }),
       oddsList,
