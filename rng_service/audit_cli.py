@@ -76,6 +76,7 @@ from rng_service.cli_support import (
     EXIT_USAGE,
     TLS_OPTIONS,
     HelpFormatter,
+    Output,
     Progress,
     UsageError,
     add_shared,
@@ -536,6 +537,8 @@ def _old_checkpoint(path: str) -> tuple[str, str]:
 def _cmd_consistency(args: argparse.Namespace) -> int:
     from rng_service.service.log_servicer import LogClient
 
+    output = Output(args.json)
+    out = writable_file(args.out, "--out")  # everything local is checked before the call
     tls = _client_tls(args, args.target)
     verifiers = _verifiers(args.key)
     origin = _pinned(verifiers, args.origin)
@@ -557,13 +560,20 @@ def _cmd_consistency(args: argparse.Namespace) -> int:
         proof = client.consistency_proof(old.checkpoint.size, new.checkpoint.size)
     # What is written is checked first, exactly as a reader will check it.
     check_consistency(ConsistencyFile(old_note, new_note, tuple(proof)), verifiers, origin)
-    _write_atomically(
-        Path(args.out), lambda fh: fh.write(consistency_to_json(old_note, new_note, proof))
-    )
-    print(
-        f"wrote {args.out}: {source} (tree size {new.checkpoint.size}) extends {old_source} "
-        f"(tree size {old.checkpoint.size}); {len(proof)} proof hashes"
-    )
+    _write_atomically(out, lambda fh: fh.write(consistency_to_json(old_note, new_note, proof)))
+    output.result(
+        {
+            "file": str(out),
+            "origin": new.checkpoint.origin,
+            "old": {"source": old_source, "tree_size": old.checkpoint.size,
+                    "root_hash": old.checkpoint.root_hash},
+            "new": {"source": source, "tree_size": new.checkpoint.size,
+                    "root_hash": new.checkpoint.root_hash, "witnessed": args.witnessed},
+            "proof_hashes": len(proof),
+        },
+        f"wrote {out}: {source} (tree size {new.checkpoint.size}) extends {old_source} "
+        f"(tree size {old.checkpoint.size}); {len(proof)} proof hashes",
+    )  # fmt: skip
     return 0
 
 
@@ -685,10 +695,33 @@ KEY_NOT_HERE = (
 _TLS_TITLE = "mTLS for --target (before or after the command)"
 
 
+CONSISTENCY_DESCRIPTION = """\
+Writes an rng-audit-consistency/v1 file (docs/log-format.md, "Consistency files"): the earlier
+checkpoint (--old: a receipt file, or a signed checkpoint file you kept), the live log's latest
+checkpoint (with --witnessed the newest one the witnesses cosigned, with their cosignatures)
+and the RFC 6962 consistency proof between them. Both checkpoints and the proof are verified
+with --key before the file is written. The verify page (web/verify, docs/verify-page.md) reads
+it to show that the later checkpoint extends the earlier, and to check witness cosignatures
+covering a receipt.
+
+Prints what it wrote (with --json: {"file", "origin", "old", "new", "proof_hashes"}).
+
+Exit status: 0 written; 1 it does not verify (a bad signature, another log's origin, a fork,
+a log cut back below --old, or with --witnessed no witnessed checkpoint covering it yet):
+nothing written; 2 nothing was done: a bad option or key, an unreadable --old, an unwritable
+--out, an unreachable service."""
+
+
 def _command(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, *, tls: bool
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    help: str,
+    *,
+    tls: bool,
+    description: str | None = None,
 ) -> argparse.ArgumentParser:
-    p = sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".",
+    description = description or help[0].upper() + help[1:] + "."
+    p = sub.add_parser(name, help=help, description=description,
                        formatter_class=HelpFormatter)  # fmt: skip
     if tls:
         add_shared(p, TLS_OPTIONS, title=_TLS_TITLE, top=False)
@@ -789,23 +822,23 @@ def build_parser() -> argparse.ArgumentParser:
         "write a consistency file for the verify page: an earlier checkpoint, the live "
         "log's latest and the proof between them",
         tls=True,
+        description=CONSISTENCY_DESCRIPTION,
     )
-    p.description = ("Writes an rng-audit-consistency/v1 file (docs/log-format.md, "
-        '"Consistency files"): the earlier checkpoint (--old: a receipt file, or a signed '
-        "checkpoint file you kept), the live log's latest checkpoint (with --witnessed the "
-        "newest one the witnesses cosigned, with their cosignatures) and the RFC 6962 "
-        "consistency proof between them. Both checkpoints and the proof are verified with "
-        "--key before the file is written. The verify page (web/verify) reads it to show that "
-        "the later checkpoint extends the earlier, and to check witness cosignatures covering a "
-        "receipt."
-    )
-    p.add_argument("--target", required=True, help="a running service, HOST:PORT")
     p.add_argument(
-        "--old", required=True,
-        help="the earlier checkpoint: a receipt file (rng-service call --receipt-out) or a "
-        "signed checkpoint file",
+        "--target", required=True, metavar="HOST:PORT",
+        help="the running service whose latest checkpoint extends --old (LogService; with "
+        "mTLS an auditor's certificate)",
     )  # fmt: skip
-    p.add_argument("--out", required=True, help="the consistency file to write")
+    p.add_argument(
+        "--old", required=True, metavar="FILE",
+        help="the earlier checkpoint: a receipt file (rng-service call ... --receipt-out), "
+        "whose checkpoint is taken, or a signed checkpoint file you kept",
+    )  # fmt: skip
+    p.add_argument(
+        "--out", required=True, metavar="FILE",
+        help="the consistency file to write (checked writable before the call; written only "
+        "once everything in it verified)",
+    )  # fmt: skip
     p.add_argument(
         "--key", "--verifier-key", dest="key", action="extend", nargs="+", required=True,
         metavar="KEY", help=key_help,
@@ -814,7 +847,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--witnessed", action="store_true",
         help="the later checkpoint is the newest one witnesses cosigned (GetLatestCheckpoint "
-        "witnessed), carrying their cosignatures; default: the log's current checkpoint",
+        "witnessed), carrying their cosignatures (default: the log's current checkpoint)",
+    )  # fmt: skip
+    p.add_argument(
+        "--json", action="store_true",
+        help="print what was written as one JSON document instead of text (the file itself "
+        "is JSON either way)",
     )  # fmt: skip
     p.set_defaults(fn=_cmd_consistency)
 

@@ -13,6 +13,11 @@ printed on stderr before the call; once the service answered, the outcome, its l
 the request id are printed whatever fails afterwards (writing or verifying the receipt: exit
 status 3), and a call that failed on the way says to retry with the same request id, which
 returns the logged outcome and never draws it again.
+
+``--verify-url BASE`` (every command that draws or logs an outcome, ``stream`` too) prints a
+link to the verify page (web/verify, docs/verify-page.md) carrying the receipt in its fragment
+(:mod:`rng_service.audit.link`); BASE is checked before the draw, and the link is printed with
+the outcome even when writing or verifying the receipt failed.
 """
 
 from __future__ import annotations
@@ -71,10 +76,14 @@ Outcomes: the request id (given, or a new one) is printed on stderr before the c
 outcome, its log index and request id are printed even when a later step fails (exit status
 3). Retrying with the same --request-id returns the logged outcome; it is never drawn twice.
 
+With --verify-url BASE a drawing command also prints a link to the verify page (web/verify)
+that carries the receipt in its fragment, for checking it in a browser (docs/verify-page.md).
+
 Exit status: 0 done; 1 the service refused or failed the call (the message names the gRPC
 status), or health is not SERVING; 2 nothing was sent (bad option, unreadable or unwritable
-file, bad key or configuration); 3 the outcome was drawn and logged but its receipt could not
-be written or did not verify."""
+file, bad key or configuration, a --verify-url that is no http(s) or file URL); 3 the outcome
+was drawn and logged but its receipt could not be written, did not verify, or is too large
+for a --verify-url link."""
 
 KEY_REFUSED = (
     "--key is not an option of call: --tls-key is this client's mTLS private key, "
@@ -480,6 +489,18 @@ def _receipt_options(p: argparse.ArgumentParser) -> None:
         "file (repeatable): signature, leaf hash, inclusion proof, and that its checkpoint "
         "is of the log named by the key",
     )
+    _verify_url_option(group)
+
+
+def _verify_url_option(group: argparse._ActionsContainer, what: str = "the receipt") -> None:
+    group.add_argument(
+        "--verify-url",
+        metavar="BASE",
+        help="also print a link to the verify page at BASE, an http(s):// or file:// URL (e.g. "
+        f"http://127.0.0.1:9465/ or file:///.../web/verify/index.html), carrying {what} in "
+        "its fragment, which the browser never sends anywhere (docs/verify-page.md); a "
+        "receipt too large for a link (over 16384 characters) is said, with exit status 3",
+    )
 
 
 # --- read commands ----------------------------------------------------------------------------
@@ -707,6 +728,38 @@ class _Plan:
     origin: PinnedOrigin | None
     receipt_out: Path | None
     tls: ClientTls | None
+    verify_url: str | None = None  # the verify page's URL, checked (--verify-url)
+
+
+def _page_url(args: argparse.Namespace) -> str | None:
+    """``--verify-url``, checked before anything is drawn: an http(s) or file URL."""
+    from rng_service.audit.link import check_page_url
+    from rng_service.errors import InvalidArgument
+
+    given = getattr(args, "verify_url", None)
+    if given is None:
+        return None
+    try:
+        return check_page_url(given)
+    except InvalidArgument as e:
+        raise UsageError(f"--verify-url: {str(e).removeprefix(f'{e.field}: ')}") from e
+
+
+def _link(plan: _Plan, receipt: Receipt) -> tuple[str | None, str | None]:
+    """The verify page's link carrying ``receipt`` and, if it could not be made (a receipt
+    past the link's size limit), why not; never raises: it runs after the draw."""
+    from rng_service.audit.link import verify_link
+    from rng_service.errors import InvalidArgument
+    from rng_service.log.receipt import receipt_to_json
+
+    if plan.verify_url is None:
+        return None, None
+    try:
+        return verify_link(plan.verify_url, receipt_to_json(receipt) + "\n"), None
+    except InvalidArgument as e:
+        return None, f"no verify link: {str(e).removeprefix(f'{e.field}: ')}"
+    except Exception as e:  # any failure after the draw is reported, never raised
+        return None, f"no verify link: {e}"
 
 
 def _plan(args: argparse.Namespace) -> _Plan:
@@ -728,7 +781,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
     receipt_out = writable_file(receipt, "--receipt-out") if receipt else None
     if getattr(args, "out", None):
         writable_file(args.out, "--out")
-    return _Plan(target, out, verifiers, origin, receipt_out, tls)
+    return _Plan(target, out, verifiers, origin, receipt_out, tls, _page_url(args))
 
 
 def _failed(plan: _Plan, e: ClientError, request_id: str | None = None) -> int:
@@ -755,6 +808,9 @@ def _after_draw(plan: _Plan, draw: _Draw, result: OutcomeResult, request_id: str
     receipt = result.receipt
     problems: list[str] = []
     written = verified = None
+    link, no_link = _link(plan, receipt)
+    if no_link:
+        problems.append(no_link)
     if plan.receipt_out is not None:
         try:
             plan.receipt_out.write_text(receipt_to_json(receipt) + "\n")
@@ -781,6 +837,8 @@ def _after_draw(plan: _Plan, draw: _Draw, result: OutcomeResult, request_id: str
         document["receipt_file"] = written
     if plan.verifiers:
         document["verified_by"] = verified
+    if plan.verify_url is not None:
+        document["verify_link"] = link
 
     def text() -> str:
         # the first line ends with where it is logged; a long outcome continues below
@@ -795,6 +853,8 @@ def _after_draw(plan: _Plan, draw: _Draw, result: OutcomeResult, request_id: str
             lines.append(f"receipt written to {written}")
         if verified:
             lines.append(f"receipt verified: signed by {', '.join(verified)}")
+        if link:
+            lines.append(f"verify in a browser: {link}")
         return "\n".join(lines)
 
     try:
@@ -802,6 +862,8 @@ def _after_draw(plan: _Plan, draw: _Draw, result: OutcomeResult, request_id: str
     except Exception:
         # Rendering failed (a bug): the logged entry itself still reaches the user.
         plan.out.note(f"logged entry {receipt.index}: {receipt.entry.decode('utf-8', 'replace')}")
+        if link:
+            plan.out.note(f"verify in a browser: {link}")
         problems.append("the outcome could not be shown as text; the logged entry is above")
     for problem in problems:
         plan.out.error(problem)
@@ -845,6 +907,7 @@ def _run_stream(args: argparse.Namespace) -> int:
     request_id = args.request_id or new_request_id()
     plan.out.note(f"request id: {request_id}")
     chunks = 0
+    problems: list[str] = []
     with RngClient(plan.target.address, timeout=args.timeout, tls=plan.tls) as client:
         try:
             for r in client.stream_batch(
@@ -866,15 +929,32 @@ def _run_stream(args: argparse.Namespace) -> int:
                     "replayed": receipt.replayed,
                     "outcome": o,
                 }
+                if plan.verify_url is not None:
+                    link, no_link = _link(plan, receipt)
+                    document["verify_link"] = link
+                    if link:
+                        text += f"\nverify in a browser: {link}"
+                    if no_link:
+                        problems.append(f"chunk {o['chunk'] + 1}: {no_link}")
                 plan.out.result(document, text, lines=True)
                 chunks += 1
         except ClientError as e:
             _failed(plan, e)
+            for problem in problems:
+                plan.out.error(problem)
             plan.out.note(
                 f"{chunks} chunk(s) above are logged; --request-id {request_id} with the same "
                 "options replays them and draws only the missing ones"
             )
             return EXIT_FAILED
+    for problem in problems:
+        plan.out.error(problem)
+    if problems:
+        plan.out.note(
+            f"the chunks are logged: --request-id {request_id} with the same options returns "
+            "them again"
+        )
+        return EXIT_AFTER_DRAW
     return EXIT_OK
 
 
@@ -934,6 +1014,9 @@ def add_parser(commands: Any) -> None:
             _receipt_options(c)
         elif isinstance(command, _Stream):
             _context_options(c, lab=True, session=True, slot=False)
+            _verify_url_option(
+                c.add_argument_group("receipts (checked before the draw)"), "each chunk's receipt"
+            )
         add_shared(c, shared, title=title, top=False)
         refuse_option(c, "--key", KEY_REFUSED)
         c.set_defaults(call_command=command)

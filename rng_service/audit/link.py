@@ -17,7 +17,13 @@ import zlib
 
 from rng_service.errors import InvalidArgument
 
-__all__ = ["LINK_PARAM", "MAX_FRAGMENT_CHARS", "receipt_from_link", "verify_link"]
+__all__ = [
+    "LINK_PARAM",
+    "MAX_FRAGMENT_CHARS",
+    "check_page_url",
+    "receipt_from_link",
+    "verify_link",
+]
 
 LINK_PARAM = "receipt-z"
 #: The longest fragment (after ``#``) a link may have, here and in the page.
@@ -25,17 +31,26 @@ MAX_FRAGMENT_CHARS = 16384
 _MAX_RECEIPT_BYTES = 1 << 20
 
 
-def verify_link(base: str, receipt_json: str) -> str:
-    """``base`` (the page's URL; any fragment dropped) with ``receipt_json`` in the fragment.
+def check_page_url(base: str) -> str:
+    """``base`` as the page's URL (any fragment dropped), checked before anything is drawn.
 
-    Raises :class:`InvalidArgument` (field ``verify_url``) when the base is not an http(s) or
-    file URL, or the link would be longer than :data:`MAX_FRAGMENT_CHARS` after the ``#``."""
+    Raises :class:`InvalidArgument` (field ``verify_url``) when it is not an http(s) or file
+    URL."""
     base = base.split("#", 1)[0]
     if not base.startswith(("http://", "https://", "file://")):
         raise InvalidArgument(
             "verify_url", f"{base!r} is not the page's URL", allowed="an http://, https:// or "
             "file:// URL of web/verify/index.html",
         )  # fmt: skip
+    return base
+
+
+def verify_link(base: str, receipt_json: str) -> str:
+    """``base`` (the page's URL; any fragment dropped) with ``receipt_json`` in the fragment.
+
+    Raises :class:`InvalidArgument` (field ``verify_url``) when the base is not an http(s) or
+    file URL, or the link would be longer than :data:`MAX_FRAGMENT_CHARS` after the ``#``."""
+    base = check_page_url(base)
     packer = zlib.compressobj(9, zlib.DEFLATED, -15)
     packed = packer.compress(receipt_json.encode("utf-8")) + packer.flush()
     fragment = f"{LINK_PARAM}={base64.urlsafe_b64encode(packed).decode('ascii').rstrip('=')}"

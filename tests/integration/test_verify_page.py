@@ -23,7 +23,9 @@ import io
 import json
 import os
 import shutil
+import socket
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -534,10 +536,9 @@ def test_served_page_and_the_link_from_call(
     assert cli_main(["call", "--target", target, "spin", "--wheel", "double_zero", "--table",
                      "T9", "--round", "link-1", "--request-id", "link-1", "--json",
                      "--verify-url", live.page_url]) == 0  # fmt: skip
-    out = capsys.readouterr().out
-    number = json.loads(out[: out.rindex("}") + 1])["number"]
-    link = next(line for line in out.splitlines() if line.startswith("verify in a browser: "))
-    link = link.removeprefix("verify in a browser: ")
+    document = json.loads(capsys.readouterr().out)  # stdout holds the one JSON document
+    number = document["outcome"]["result"]["number"]
+    link = document["verify_link"]
     assert link.startswith(live.page_url + "#receipt-z=")
     _open(browser, link)
     assert "taken from this page's link" in browser.find_element(By.ID, "receipt-source").text
@@ -557,6 +558,130 @@ def test_served_page_and_the_link_from_call(
         "more than the 16384 this page accepts"
         in browser.find_element(By.ID, "receipt-source").text
     )
+
+
+def _receipt_in(link: str, base: str) -> str:
+    """The receipt a link carries, read as docs/verify-page.md ("The link form") says: after
+    ``BASE#receipt-z=``, unpadded base64url of the file's bytes in raw DEFLATE."""
+    assert link.startswith(base + "#receipt-z="), link
+    data = link.split("#receipt-z=", 1)[1]
+    assert len(data) + len("receipt-z=") <= 16384
+    return zlib.decompress(base64.urlsafe_b64decode(data + "=" * (-len(data) % 4)), -15).decode()
+
+
+def _call_subcommands() -> dict[str, set[str]]:
+    """Each ``rng-service call`` subcommand and its option strings, from the real parser."""
+    from rng_service.cli import build_parser
+
+    def subparsers(parser: Any) -> dict[str, Any]:
+        (action,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+        return dict(action.choices)
+
+    call = subparsers(build_parser())["call"]
+    return {
+        name: {flag for a in sub._actions for flag in a.option_strings}
+        for name, sub in subparsers(call).items()
+    }
+
+
+def _logged(live: Live, index: int) -> bytes:
+    with _client(live.running) as client:
+        (row,) = client.entries(index, index + 1)
+    return bytes(row["entry"])
+
+
+def test_verify_url_on_every_drawing_command(
+    live: Live, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--verify-url`` on every ``call`` subcommand that logs an outcome: the link carries
+    exactly the receipt written by --receipt-out, for the entry the log holds at that index."""
+    bonus = json.loads(receipt_from_json(live.receipts["bonus"]).entry)
+    draws: dict[str, list[str]] = {
+        "spin": ["--wheel", "double_zero"],
+        "multiball": ["--wheel", "single_zero"],
+        "fire-numbers": ["--profile", PROFILE],
+        "bonus": ["--profile", PROFILE, "--table", bonus["table_id"], "--round",
+                  bonus["round_id"], "--request-id", bonus["request_id"]],  # a replay
+        "jackpot": ["--profile", PROFILE],
+        "dice": [],
+        "shuffle": ["--plan", "let_it_ride_automated", "--players", "2"],
+        "uniform": ["--low", "1", "--high", "6", "--count", "3"],
+        "weighted": ["--weights", "1", "2", "3"],
+        "batch": ["--count", "20", "--dice", "3", "6"],
+        "void-round": ["--reason", "wheel jammed", "--round", "vu-spin"],  # voids the spin's
+    }  # fmt: skip
+    # Every subcommand that can write a receipt takes --verify-url, and is exercised here.
+    commands = _call_subcommands()
+    receipted = {name for name, flags in commands.items() if "--receipt-out" in flags}
+    assert receipted == set(draws)
+    assert all("--verify-url" in commands[name] for name in (*draws, "stream"))
+    assert "--verify-url" not in commands["checkpoint"]
+    target = f"127.0.0.1:{live.running.port}"
+    base = PAGE.as_uri()
+    verifiers = [NoteVerifier.from_verifier_key(live.vkey)]
+    for name, options in draws.items():
+        out = live.tmp / f"vu-{name}.json"
+        argv = ["call", "--target", target, name, "--table", "VU", "--round", f"vu-{name}",
+                *options, "--json", "--verify-url", base, "--receipt-out", str(out)]  # fmt: skip
+        assert cli_main(argv) == 0, (name, capsys.readouterr().err)
+        document = json.loads(capsys.readouterr().out)
+        carried = _receipt_in(document["verify_link"], base)
+        assert carried == out.read_text(), name
+        receipt = receipt_from_json(carried)
+        assert receipt.index == document["log_index"]
+        assert receipt.entry == _logged(live, receipt.index), name
+        verify_receipt(receipt, verifiers)
+    # stream: one link per chunk, each carrying that chunk's receipt
+    assert cli_main(["call", "--target", target, "stream", "--count", "25", "--chunk-size", "10",
+                     "--wheel", "single_zero", "--request-id", "vu-stream", "--json",
+                     "--verify-url", base]) == 0  # fmt: skip
+    chunks = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [c["request_id"] for c in chunks] == ["vu-stream/0", "vu-stream/1", "vu-stream/2"]
+    for chunk in chunks:
+        receipt = receipt_from_json(_receipt_in(chunk["verify_link"], base))
+        assert receipt.entry == _logged(live, chunk["log_index"])
+        assert json.loads(receipt.entry)["request_id"] == chunk["request_id"]
+
+
+def test_verify_url_checked_before_the_draw_and_printed_after_a_failure(
+    live: Live, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = f"127.0.0.1:{live.running.port}"
+    spin = ["call", "--target", target, "spin", "--wheel", "single_zero", "--table", "VC"]
+    with _client(live.running) as client:
+        size = int(client.latest_checkpoint()["size"])
+    # Not a page URL: refused before any request is made (exit 2), nothing drawn.
+    for bad in ("javascript:alert(1)", "web/verify/index.html", ""):
+        assert cli_main([*spin, "--round", "vc-1", "--verify-url", bad]) == 2, bad
+        err = capsys.readouterr().err
+        assert "error: --verify-url: " in err, err
+        assert "is not the page's URL" in err
+        assert "request id" not in err
+    # A receipt that cannot be written after the draw: the link is printed all the same.
+    base = live.page_url
+    assert cli_main([*spin, "--round", "vc-2", "--receipt-out", "/dev/full",
+                     "--verify-url", base]) == 3  # fmt: skip
+    captured = capsys.readouterr()
+    assert "the receipt was not written to /dev/full" in captured.err
+    index = int(captured.out.splitlines()[0].rsplit("log index ", 1)[1].rstrip("]"))
+    (link,) = [line for line in captured.out.splitlines() if line.startswith("verify in a ")]
+    carried = receipt_from_json(_receipt_in(link.removeprefix("verify in a browser: "), base))
+    assert (carried.index, carried.entry) == (index, _logged(live, index))
+    with _client(live.running) as client:
+        assert int(client.latest_checkpoint()["size"]) == size + 1  # only vc-2 was drawn
+    # A receipt too large for a link (a big batch): the outcome is printed and logged, the
+    # link is refused with the limit named, exit status 3.
+    assert cli_main(["call", "--target", target, "batch", "--count", "6000", "--uniform", "0",
+                     "1000000000", "--request-id", "vc-big", "--json",
+                     "--verify-url", base]) == 3  # fmt: skip
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    assert document["verify_link"] is None
+    assert len(document["outcome"]["uniform"]["values"]) == 6000
+    assert json.loads(_logged(live, document["log_index"]))["request_id"] == "vc-big"
+    assert "no verify link: this receipt is" in captured.err
+    assert "more than the 16384 a link may carry" in captured.err
+    assert "--request-id vc-big returns it again" in captured.err
 
 
 def test_keyboard_alone(browser: Any, live: Live) -> None:
@@ -634,3 +759,44 @@ def test_rng_audit_consistency_refusals(live: Live, capsys: pytest.CaptureFixtur
     assert audit_main([*argv, str(live.tmp / "missing.json")]) == 2
     assert "cannot read --old" in capsys.readouterr().err
     assert not out.exists()
+    # --out is checked before the call: with no service listening, the error is --out's.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    spin = str(live.tmp / "spin.json")
+    assert audit_main(["consistency", "--target", dead, "--key", vkey, "--old", spin,
+                       "--out", "/nonexistent/c.json"]) == 2  # fmt: skip
+    assert "--out /nonexistent/c.json: directory /nonexistent does not exist" in (
+        capsys.readouterr().err
+    )
+
+
+def test_rng_audit_consistency_json(live: Live, capsys: pytest.CaptureFixture[str]) -> None:
+    """--json: one JSON document on stdout describing the file written, read back here."""
+    out = live.tmp / "c-json.json"
+    spin = receipt_from_json(live.receipts["spin"])
+    assert audit_main(["consistency", "--target", f"127.0.0.1:{live.running.port}",
+                       "--old", str(live.tmp / "spin.json"), "--verifier-key",
+                       str(live.key_file) + ".vkey", "--out", str(out), "--json"]) == 0  # fmt: skip
+    document = json.loads(capsys.readouterr().out)
+    written = json.loads(out.read_text())
+    verifiers = [NoteVerifier.from_verifier_key(live.vkey)]
+    head = Checkpoint.parse(open_note(written["new"].encode(), verifiers).text)
+    assert document == {
+        "file": str(out),
+        "origin": ORIGIN,
+        "old": {
+            "source": f"the checkpoint of receipt {live.tmp / 'spin.json'}",
+            "tree_size": spin.tree_size,
+            "root_hash": Checkpoint.parse(
+                open_note(spin.checkpoint.encode(), verifiers).text
+            ).root_hash.hex(),
+        },
+        "new": {
+            "source": f"the latest checkpoint of 127.0.0.1:{live.running.port}",
+            "tree_size": head.size,
+            "root_hash": head.root_hash.hex(),
+            "witnessed": False,
+        },
+        "proof_hashes": len(written["proof"]),
+    }
