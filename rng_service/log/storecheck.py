@@ -6,7 +6,10 @@ Protocol only (entries as opaque bytes, complete-subtree nodes, signed checkpoin
 
 1. indexes without a gap: every index below the stored tree size has its entry;
 2. every entry's RFC 6962 leaf hash ``SHA-256(0x00 || bytes)`` (RFC 6962 section 2.1) equals
-   its stored leaf hash;
+   its stored leaf hash, and every lookup column (index, client, request id, kind, table,
+   round, session, time, slot, table sequence number) equals the field of its signed bytes
+   (:func:`rng_service.log.columns.check_record`), so that no lookup can select an entry
+   by what it is not, nor miss it by what it is;
 3. every stored complete-subtree node is the hash the entries give (the tree is recomputed
    from the entries' bytes, as :class:`~rng_service.log.tree.MerkleTree` appends them), and
    no node exists for a leaf beyond the stored tree;
@@ -32,8 +35,9 @@ their checkpoints and the record all deleted or replaced by older ones) leaves a
 a valid, shorter log. Only a checkpoint kept outside the database (by auditors, by clients in
 their receipts, or by witnesses that cosign checkpoints) shows it (docs/operations.md).
 
-The check never decodes entries (it does not depend on the entry format) and writes nothing;
-:func:`record_verified` is the one write, made by the start-up step.
+The check parses each entry's JSON to compare its columns (format 1 and 2 alike; the canonical
+form is the offline verifier's concern) and writes nothing; :func:`record_verified` is the one
+write, made by the start-up step.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rng_service.errors import IntegrityError, InvalidArgument
-from rng_service.log.merkle import leaf_hash
+from rng_service.log.columns import LookupIntegrityError, check_record
 from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, open_note
 from rng_service.log.tree import MerkleTree
 from rng_service.storage.base import CheckpointRecord, LogStorage, NodeRecord
@@ -210,17 +214,13 @@ class _Check:
                     f"a row was deleted",
                     index=index,
                 )
-            # Each record is at hand here with its lookup columns: a check of those columns
-            # against the entry's signed bytes belongs here too.
-            computed = leaf_hash(record.data)
-            if computed != record.leaf_hash:
-                raise StoreCheckFailed(
-                    f"entry {index}: its bytes hash to {computed.hex()}, but its stored leaf "
-                    f"hash is {record.leaf_hash.hex()}: the entry's bytes (or its leaf hash) "
-                    f"were changed",
-                    index=index,
-                )
-            leaves.append(computed)
+            # The leaf hash, then every lookup column against the signed bytes: a row whose
+            # columns were changed would hide from (or be answered by) the lookups.
+            try:
+                check_record(record)
+            except LookupIntegrityError as e:
+                raise StoreCheckFailed(str(e), index=index) from e
+            leaves.append(record.leaf_hash)
         if len(records) < end - start:
             index = start + len(records)
             raise StoreCheckFailed(

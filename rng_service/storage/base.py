@@ -38,6 +38,10 @@ Conventions shared by all drivers:
   checkpoints, one per (tree size, checkpoint body hash, witness key): ``add_cosignatures``
   keeps the newer of two by the cosignature's own timestamp, so a quiet log asking its
   witnesses again at every interval replaces each witness's line instead of piling them up.
+- Lookups (``find_entries``, ``table_history``, ``entry_by_request``, ...) select rows by their
+  stored columns. Whoever can write the database can change a column without touching the
+  entry's signed bytes, so the readers above compare the two (``rng_service.log.columns``)
+  and the store's own check compares them for every entry.
 """
 
 from __future__ import annotations
@@ -254,13 +258,34 @@ class LogStorage(Protocol):
     def find_entries(
         self,
         *,
+        client_id: str | None = None,
         table_id: str | None = None,
         round_id: str | None = None,
         session_id: str | None = None,
+        request_id: str | None = None,
         since_ns: int | None = None,
         until_ns: int | None = None,
         limit: int = 1000,
-    ) -> list[EntryRecord]: ...
+    ) -> list[EntryRecord]:
+        """The entries whose columns match every given filter, by index, at most ``limit``.
+        Selected by the stored columns, not by the entry bytes: the caller checks the two
+        against each other (``rng_service.log.columns``)."""
+        ...
+
+    def table_history(
+        self,
+        client_id: str,
+        table_id: str,
+        *,
+        first_seq: int = 1,
+        last_seq: int | None = None,
+        limit: int = 1000,
+    ) -> list[EntryRecord]:
+        """The entries of the (client_id, table_id) chain whose ``table_seq`` column is in
+        ``[first_seq, last_seq]`` (None: no upper bound), ordered by ``table_seq``, at most
+        ``limit`` (a range of the ``(client_id, table_id, table_seq)`` index). Rows without a
+        ``table_seq`` (schema 1) are in no chain."""
+        ...
 
     def nodes(self, coords: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]: ...
 

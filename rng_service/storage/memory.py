@@ -205,9 +205,11 @@ class MemoryStorage:
     def find_entries(
         self,
         *,
+        client_id: str | None = None,
         table_id: str | None = None,
         round_id: str | None = None,
         session_id: str | None = None,
+        request_id: str | None = None,
         since_ns: int | None = None,
         until_ns: int | None = None,
         limit: int = 1000,
@@ -218,9 +220,11 @@ class MemoryStorage:
             self._check_open()
             for e in self._entries:
                 if (
-                    (table_id is None or e.table_id == table_id)
+                    (client_id is None or e.client_id == client_id)
+                    and (table_id is None or e.table_id == table_id)
                     and (round_id is None or e.round_id == round_id)
                     and (session_id is None or e.session_id == session_id)
+                    and (request_id is None or e.request_id == request_id)
                     and (since_ns is None or e.timestamp_ns >= since_ns)
                     and (until_ns is None or e.timestamp_ns < until_ns)
                 ):
@@ -228,6 +232,30 @@ class MemoryStorage:
                     if len(found) >= limit:
                         break
         return found
+
+    def table_history(
+        self,
+        client_id: str,
+        table_id: str,
+        *,
+        first_seq: int = 1,
+        last_seq: int | None = None,
+        limit: int = 1000,
+    ) -> list[EntryRecord]:
+        check_limit(limit)
+        with self._lock:
+            self._check_open()
+            found = [
+                e
+                for e in self._entries
+                if e.client_id == client_id
+                and e.table_id == table_id
+                and e.table_seq is not None
+                and e.table_seq >= first_seq
+                and (last_seq is None or e.table_seq <= last_seq)
+            ]
+        found.sort(key=lambda e: (e.table_seq, e.index))
+        return found[:limit]
 
     def nodes(self, coords: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
         with self._lock:

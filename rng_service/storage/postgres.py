@@ -230,6 +230,7 @@ _INSERT_COSIGNATURE = (
     "cosigned_at = excluded.cosigned_at, line = excluded.line, "
     "received_ns = excluded.received_ns WHERE excluded.cosigned_at > cosignatures.cosigned_at"
 )
+_MAX_INT64 = 2**63 - 1
 _MAX_IDLE_CONNECTIONS = 16  # connections kept open for reuse; more are opened on demand
 _LOCATION_KEYS = ("host", "hostaddr", "port", "dbname", "user")
 
@@ -719,9 +720,11 @@ class PostgresStorage:
     def find_entries(
         self,
         *,
+        client_id: str | None = None,
         table_id: str | None = None,
         round_id: str | None = None,
         session_id: str | None = None,
+        request_id: str | None = None,
         since_ns: int | None = None,
         until_ns: int | None = None,
         limit: int = 1000,
@@ -730,9 +733,11 @@ class PostgresStorage:
         conditions: list[sql.SQL] = []
         params: list[Any] = []
         for condition, value in (
+            ("client_id = %s", client_id),
             ("table_id = %s", table_id),
             ("round_id = %s", round_id),
             ("session_id = %s", session_id),
+            ("request_id = %s", request_id),
             ("timestamp_ns >= %s", since_ns),
             ("timestamp_ns < %s", until_ns),
         ):
@@ -745,6 +750,24 @@ class PostgresStorage:
             where=_where(conditions),
         )
         return [entry_from_row(r) for r in self._read("searching entries", query, params)]
+
+    def table_history(
+        self,
+        client_id: str,
+        table_id: str,
+        *,
+        first_seq: int = 1,
+        last_seq: int | None = None,
+        limit: int = 1000,
+    ) -> list[EntryRecord]:
+        check_limit(limit)
+        rows = self._read(
+            "reading a table's chain",
+            _SELECT_ENTRIES + "WHERE client_id = %s AND table_id = %s AND table_seq >= %s "
+            "AND table_seq <= %s ORDER BY table_seq, idx LIMIT %s",
+            (client_id, table_id, first_seq, _MAX_INT64 if last_seq is None else last_seq, limit),
+        )
+        return [entry_from_row(r) for r in rows]
 
     def nodes(self, coords: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
         wanted = list(dict.fromkeys(coords))

@@ -172,6 +172,7 @@ _INSERT_CHECKPOINT = "INSERT INTO checkpoints (size, timestamp_ns, note) VALUES 
 _CHECKPOINT_ORDER = "ORDER BY size, timestamp_ns, id"
 _MAX_VARIABLES = 32766  # SQLite's default SQLITE_MAX_VARIABLE_NUMBER since 3.32
 _NODE_BATCH = 400  # coordinates per query: 800 parameters stay under every SQLite limit
+_MAX_INT64 = 2**63 - 1
 _MAX_IDLE_READERS = 16  # reader connections kept open for reuse; more are opened on demand
 
 
@@ -579,9 +580,11 @@ class SqliteStorage:
     def find_entries(
         self,
         *,
+        client_id: str | None = None,
         table_id: str | None = None,
         round_id: str | None = None,
         session_id: str | None = None,
+        request_id: str | None = None,
         since_ns: int | None = None,
         until_ns: int | None = None,
         limit: int = 1000,
@@ -590,9 +593,11 @@ class SqliteStorage:
         where: list[str] = []
         params: list[Any] = []
         for column, value in (
+            ("client_id", client_id),
             ("table_id", table_id),
             ("round_id", round_id),
             ("session_id", session_id),
+            ("request_id", request_id),
         ):
             if value is not None:
                 where.append(f"{column} = ?")
@@ -608,6 +613,24 @@ class SqliteStorage:
         rows = self._read(
             _SELECT_ENTRIES + f"{clause} ORDER BY idx LIMIT ?",
             params,
+        )
+        return [entry_from_row(r) for r in rows]
+
+    def table_history(
+        self,
+        client_id: str,
+        table_id: str,
+        *,
+        first_seq: int = 1,
+        last_seq: int | None = None,
+        limit: int = 1000,
+    ) -> list[EntryRecord]:
+        check_limit(limit)
+        # A range scan of entries_table_seq (client_id, table_id, table_seq).
+        rows = self._read(
+            _SELECT_ENTRIES + "WHERE client_id = ? AND table_id = ? AND table_seq >= ? "
+            "AND table_seq <= ? ORDER BY table_seq, idx LIMIT ?",
+            (client_id, table_id, first_seq, _MAX_INT64 if last_seq is None else last_seq, limit),
         )
         return [entry_from_row(r) for r in rows]
 

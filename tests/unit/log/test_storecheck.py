@@ -1,8 +1,9 @@
 """The store's own check on a real SQLite store, tampered with through sqlite3 as an operator
 with database access would.
 
-The logs here are built from opaque entry bytes (the check must not decode entries), and their
-nodes and checkpoint roots come from the reference definitions of RFC 6962 section 2.1
+The logs here are built from entry bytes written out by hand (format 2 entries whose fields
+match the row's lookup columns; only those fields matter to the check), and their nodes and
+checkpoint roots come from the reference definitions of RFC 6962 section 2.1
 (``merkle.root_from_leaf_hashes``), not from the tree code the check uses.
 """
 
@@ -35,8 +36,21 @@ GROUP = 3  # entries per append
 EVERY = 2  # a checkpoint every second group: sizes 6, 12, ..., 36 and the last one, 40
 
 
-def data(i: int) -> bytes:
-    return f"opaque entry {i}".encode()
+def data(i: int, outcome: str = "") -> bytes:
+    """Entry ``i``, canonical JSON of format 2 written out (keys sorted), matching the columns
+    :func:`fill` stores: client c, request r<i>, kind opaque, table T, round R, slot s<i>,
+    table_seq i + 1 (the chain of (c, T)), time ``i`` ns after the epoch."""
+    prev = "null" if i == 0 else str(i - 1)
+    return (
+        '{"client":"c","generator":{"epoch":0,"instance":"00","lab_mode":false},'
+        f'"index":{i},"kind":"opaque","outcome":{{"n":"{outcome or i}"}},"params":{{}},'
+        f'"profile_sha256":"","request_id":"r{i}","round_id":"R","session_id":"",'
+        f'"slot":"s{i}","table_id":"T","table_prev":{prev},"table_seq":{i + 1},'
+        '"time":"1970-01-01T00:00:00.000000Z","v":2}'
+    ).encode()
+
+
+CHANGED_13 = data(13, outcome="changed")
 
 
 def reference_nodes(leaves: list[bytes], old: int, new: int) -> list[NodeRecord]:
@@ -177,15 +191,50 @@ def test_a_record_that_does_not_verify_falls_back_to_the_full_check(db: Path) ->
 
 
 def test_changed_entry_bytes(db: Path) -> None:
-    sql(db, "UPDATE entries SET data = ? WHERE idx = 13", b"opaque entry 13, changed")
+    sql(db, "UPDATE entries SET data = ? WHERE idx = 13", CHANGED_13)
     e = failure(db)
     assert e.index == 13
     assert "entry 13: its bytes hash to" in str(e)
     assert "were changed" in str(e)
 
 
+@pytest.mark.parametrize(
+    ("column", "value", "signed"),
+    [
+        ("table_id", "T6", "table_id 'T'"),
+        ("round_id", "R999", "round_id 'R'"),
+        ("client_id", "other", "client_id 'c'"),
+        ("request_id", "r999", "request_id 'r13'"),
+        ("session_id", "S1", "session_id ''"),
+        ("kind", "roulette_spin", "kind 'opaque'"),
+        ("slot", "spin", "slot 's13'"),
+        ("table_seq", 99, "table_seq 14"),
+        ("timestamp_ns", 5_000, "timestamp_ns '1970-01-01T00:00:00.000000Z'"),
+    ],
+)
+def test_changed_lookup_column(db: Path, column: str, value: object, signed: str) -> None:
+    """A row's lookup column rewritten, its bytes untouched: a lookup by that column would
+    select it wrongly (or miss it), so the check names the row, the column and both values."""
+    sql(db, f"UPDATE entries SET {column} = ? WHERE idx = 13", value)
+    e = failure(db)
+    assert e.index == 13
+    assert f"entry 13: the store's lookup columns say {column} {value!r}" in str(e)
+    assert f"but the entry's signed bytes say {signed}" in str(e)
+
+
+def test_changed_lookup_columns_in_the_verified_part_need_the_full_check(db: Path) -> None:
+    store = SqliteStorage(db)
+    record_verified(store, check_store(store, KEYS, origin=ORIGIN))
+    store.close()
+    sql(db, "UPDATE entries SET table_id = 'T6', round_id = 'R999' WHERE idx = 13")
+    assert check(db, full=False).entries == 0  # the incremental check reads past it
+    e = failure(db)
+    assert "table_id 'T6', round_id 'R999'" in str(e)
+    assert "table_id 'T', round_id 'R'" in str(e)
+
+
 def test_changed_entry_bytes_with_their_leaf_hash(db: Path) -> None:
-    new = b"opaque entry 13, changed"
+    new = CHANGED_13
     sql(db, "UPDATE entries SET data = ?, leaf_hash = ? WHERE idx = 13", new, merkle.leaf_hash(new))
     e = failure(db)
     assert e.index == 13
@@ -196,7 +245,7 @@ def test_a_consistently_rehashed_tree_is_caught_by_the_signed_checkpoints(db: Pa
     """Entry 13 replaced with its leaf hash and every node above it recomputed: only the
     signatures over the old roots tell."""
     leaves = [merkle.leaf_hash(data(i)) for i in range(N)]
-    new = b"opaque entry 13, changed"
+    new = CHANGED_13
     leaves[13] = merkle.leaf_hash(new)
     sql(db, "UPDATE entries SET data = ?, leaf_hash = ? WHERE idx = 13", new, leaves[13])
     for node in reference_nodes(leaves, 0, N):

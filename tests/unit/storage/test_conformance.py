@@ -318,6 +318,57 @@ def test_find_entries(store: LogStorage) -> None:
     assert store.find_entries(round_id="R2")[0] == entries[2]
 
 
+def test_find_entries_by_client_and_request_id(store: LogStorage) -> None:
+    entries = [
+        make_entry(0, client_id="a", request_id="q1", table_id="T1", round_id="R1"),
+        make_entry(1, client_id="b", request_id="q1", table_id="T1", round_id="R1"),
+        make_entry(2, client_id="a", request_id="q2", table_id="T1", round_id="R2"),
+        make_entry(3, client_id="a", request_id="q3", table_id="T2", round_id="R1"),
+    ]
+    store.append(entries, [])
+
+    def idx(**filters: str) -> list[int]:
+        return [e.index for e in store.find_entries(**filters)]  # type: ignore[arg-type]
+
+    assert idx(client_id="a") == [0, 2, 3]
+    assert idx(client_id="b") == [1]
+    assert idx(request_id="q1") == [0, 1]
+    assert idx(client_id="a", request_id="q1") == [0]
+    assert idx(client_id="a", table_id="T1", round_id="R1") == [0]
+    assert idx(client_id="a", table_id="T1") == [0, 2]
+    assert idx(client_id="c") == []
+
+
+def test_table_history_is_a_chain_by_table_seq(store: LogStorage) -> None:
+    """Two clients share table id T1 (their chains are apart), another table interleaves, and
+    the chain's rows come back by table_seq whatever their index order."""
+    entries = [
+        make_entry(0, client_id="a", table_id="T1", table_seq=1),
+        make_entry(1, client_id="a", table_id="T2", table_seq=1),
+        make_entry(2, client_id="b", table_id="T1", table_seq=1),
+        make_entry(3, client_id="a", table_id="T1", table_seq=2),
+        make_entry(4, client_id="a", table_id="T1", table_seq=4),
+        make_entry(5, client_id="a", table_id="T1", table_seq=3),
+        make_entry(6, client_id="a", table_id="T2", table_seq=2),
+    ]
+    store.append(entries, [])
+
+    def seqs(client: str, table: str, **kw: int | None) -> list[tuple[int | None, int]]:
+        return [(e.table_seq, e.index) for e in store.table_history(client, table, **kw)]
+
+    assert seqs("a", "T1") == [(1, 0), (2, 3), (3, 5), (4, 4)]
+    assert seqs("a", "T1", first_seq=2, last_seq=3) == [(2, 3), (3, 5)]
+    assert seqs("a", "T1", first_seq=3) == [(3, 5), (4, 4)]
+    assert seqs("a", "T1", limit=2) == [(1, 0), (2, 3)]
+    assert seqs("a", "T1", first_seq=5) == []
+    assert seqs("b", "T1") == [(1, 2)]
+    assert seqs("a", "T2") == [(1, 1), (2, 6)]
+    assert seqs("c", "T1") == []
+    assert store.table_history("a", "T1", first_seq=2, last_seq=2)[0] == entries[3]
+    with pytest.raises(InvalidArgument, match="limit"):
+        store.table_history("a", "T1", limit=0)
+
+
 def test_checkpoints(store: LogStorage) -> None:
     c2 = CheckpointRecord(size=2, timestamp_ns=T0 + 100, note=b"note 2\n")
     c2_later = CheckpointRecord(size=2, timestamp_ns=T0 + 150, note=b"note 2 again\n")
