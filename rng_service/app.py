@@ -698,6 +698,8 @@ class Service:
                 rpc_observer=self.metrics,
                 authorizer=authorizer,
                 sync=self.appender.sync,
+                integrity_observer=self.metrics,
+                client_id=cfg.server.default_client_id,
             ),
             lab=LabServicer(
                 appender=self.appender,

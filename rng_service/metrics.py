@@ -133,7 +133,7 @@ class Metrics:
             "rng_auth_denials",
             "Calls refused before running (nothing drawn or logged), by method, reason "
             "(unconfigured_identity, ambiguous_identity, no_identity, role, table, kind, "
-            "profile, rate_limit), the caller's roles and configured client "
+            "profile, client, rate_limit), the caller's roles and configured client "
             "('unconfigured' for an identity not in the config).",
             ["method", "reason", "role", "client"],
             registry=registry,
@@ -187,6 +187,15 @@ class Metrics:
             "witnessing.min_witnesses: how many witnesses must cosign a checkpoint.",
             registry=registry,
         )
+        self.integrity_errors = Counter(
+            "rng_log_integrity_errors",
+            "Log reads refused with DATA_LOSS because stored entries failed their checks, by "
+            "method and check (leaf_hash, entry, columns: a lookup column differs from the "
+            "entry's signed bytes; gap: a row of an index range is missing; chain: a table's "
+            "chain is broken). Any is a changed or damaged store: stop and investigate.",
+            ["method", "check"],
+            registry=registry,
+        )
 
     def witnesses_configured(self, names: list[str], required: int) -> None:
         """Creates every witness's series before the first round (up 0 until it cosigns)."""
@@ -237,6 +246,10 @@ class Metrics:
 
     def append_failed(self) -> None:
         self.append_failures.inc()
+
+    # IntegrityObserver (rng_service.service.log_servicer)
+    def integrity_error(self, method: str, check: str) -> None:
+        self.integrity_errors.labels(method=method, check=check).inc()
 
     # DenialObserver (rng_service.service.auth)
     def denied(self, *, method: str, reason: str, role: str, client: str) -> None:

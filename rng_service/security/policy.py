@@ -93,6 +93,9 @@ METHODS: Mapping[str, MethodRule] = {
     "GetConsistencyProof": MethodRule(_READ),
     "GetEntries": MethodRule(_READ),
     "FindEntries": MethodRule(_READ),
+    # A table's chain with proofs: auditors any client's; a game server its own tables' only
+    # (check_scope), so that it can prove its own history complete without the auditor role.
+    "GetTableHistory": MethodRule(frozenset({Role.AUDITOR, Role.GAME_SERVER})),
     # rng.v1.LabService (raw generator output; also needs certification.raw_stream_enabled)
     "StreamRawOutput": MethodRule(frozenset({Role.LAB})),
 }
@@ -216,12 +219,19 @@ class Policy:
         )
 
     def check(
-        self, principal: Principal, method: str, *, table_id: str | None, profile: str | None
+        self,
+        principal: Principal,
+        method: str,
+        *,
+        table_id: str | None,
+        profile: str | None,
+        client: str | None = None,
     ) -> Denied | None:
-        """None when ``principal`` may call ``method`` with a request naming ``table_id`` and
-        ``profile`` now; else why not: :meth:`check_method`, then :meth:`check_scope`."""
+        """None when ``principal`` may call ``method`` with a request naming ``table_id``,
+        ``profile`` and ``client`` now; else why not: :meth:`check_method`, then
+        :meth:`check_scope`."""
         return self.check_method(principal, method) or self.check_scope(
-            principal, method, table_id=table_id, profile=profile
+            principal, method, table_id=table_id, profile=profile, client=client
         )
 
     def check_method(self, principal: Principal, method: str) -> Denied | None:
@@ -270,10 +280,28 @@ class Policy:
         return None
 
     def check_scope(
-        self, principal: Principal, method: str, *, table_id: str | None, profile: str | None
+        self,
+        principal: Principal,
+        method: str,
+        *,
+        table_id: str | None,
+        profile: str | None,
+        client: str | None = None,
     ) -> Denied | None:
-        """What the request names: a game server's tables and profiles (after decoding)."""
+        """What the request names: a game server's tables and profiles (after decoding); for
+        ``GetTableHistory`` without the auditor role, the ``client`` must be the caller itself
+        (or empty) and the table one of its tables."""
         rule = METHODS.get(method)
+        if method == "GetTableHistory" and Role.AUDITOR not in principal.client.roles:
+            if client and client != principal.identity:
+                return Denied(
+                    PermissionDenied(
+                        f"client {principal.identity!r} may read its own table histories only, "
+                        f"not client {client!r}'s (that needs the auditor role)",
+                        cause="client",
+                    )
+                )
+            return self._scope(principal.client, table_id, None)
         if rule is None or not rule.kind or Role.GAME_SERVER not in principal.client.roles:
             return None
         return self._scope(principal.client, table_id, profile)

@@ -50,6 +50,7 @@ __all__ = [
     "Authorizer",
     "DenialObserver",
     "RefusalLog",
+    "caller",
     "caller_id",
     "leave",
 ]
@@ -168,6 +169,11 @@ def caller_id(default: str) -> str:
     return default if principal is None else principal.identity
 
 
+def caller() -> Principal | None:
+    """The authenticated caller of the current RPC (None outside an authorized call)."""
+    return _CALLER.get()
+
+
 class DenialObserver(Protocol):
     def denied(self, *, method: str, reason: str, role: str, client: str) -> None: ...
 
@@ -183,19 +189,26 @@ def _names(context: _Context) -> list[str]:
     return list(dict.fromkeys(v.decode("utf-8", "replace") for v in raw))
 
 
-#: Per request message class: whether it has a ``context`` and a ``profile`` field.
-_SCOPE_FIELDS: dict[type, tuple[bool, bool]] = {}
+#: Per request message class: whether it has a ``context``, a ``profile``, a top-level
+#: ``table_id`` and a ``client`` field.
+_SCOPE_FIELDS: dict[type, tuple[bool, bool, bool, bool]] = {}
 
 
-def _scope(request: Any) -> tuple[str | None, str | None]:
-    """The table id and game profile a request names, where its message has those fields."""
+def _scope(request: Any) -> tuple[str | None, str | None, str | None]:
+    """The table id, game profile and client a request names, where its message has those
+    fields (the table id in its ``context``, or at the top for log reads by table)."""
     has = _SCOPE_FIELDS.get(type(request))
     if has is None:
         fields = request.DESCRIPTOR.fields_by_name
-        has = _SCOPE_FIELDS[type(request)] = ("context" in fields, "profile" in fields)
-    table_id = request.context.table_id if has[0] else None
+        has = _SCOPE_FIELDS[type(request)] = (
+            "context" in fields, "profile" in fields, "table_id" in fields, "client" in fields,
+        )  # fmt: skip
+    table_id = (
+        request.context.table_id if has[0] else request.table_id if has[2] else None
+    )
     profile = request.profile if has[1] else None
-    return table_id, profile
+    client = request.client if has[3] else None
+    return table_id, profile, client
 
 
 class Authorizer:
@@ -261,8 +274,10 @@ class Authorizer:
 
     def check_request(self, principal: Principal, method: str, request: Any) -> None:
         """The scope a decoded request names (a game server's tables and profiles)."""
-        table_id, profile = _scope(request)
-        denied = self._policy.check_scope(principal, method, table_id=table_id, profile=profile)
+        table_id, profile, client = _scope(request)
+        denied = self._policy.check_scope(
+            principal, method, table_id=table_id, profile=profile, client=client
+        )
         if denied is not None:
             self._refuse(method, denied, principal, [principal.identity])
 

@@ -173,6 +173,9 @@ STATUS_CAUSES: tuple[StatusCause, ...] = (
     StatusCause(_C.PERMISSION_DENIED, "table", _R, "a game server outside its tables"),
     StatusCause(_C.PERMISSION_DENIED, "kind", _R, "a game server outside its outcome kinds"),
     StatusCause(_C.PERMISSION_DENIED, "profile", _R, "a game server outside its game profiles"),
+    StatusCause(_C.PERMISSION_DENIED, "client", _R,
+        "a game server asking for another client's table history (GetTableHistory): that needs "
+        "the auditor role"),
     StatusCause(_C.RESOURCE_EXHAUSTED, "queue_full", _F,
         "more requests wait for the log than log.max_queue: the service is behind (slow "
         "storage, too little capacity)"),
@@ -196,7 +199,9 @@ STATUS_CAUSES: tuple[StatusCause, ...] = (
     StatusCause(_C.UNAVAILABLE, "shutting_down", _F,
         "the service is stopping (restart, upgrade); callers retry with the same request id"),
     StatusCause(_C.DATA_LOSS, "integrity", _F,
-        "stored data failed verification (every IntegrityError): stop and investigate"),
+        "stored data failed verification (every IntegrityError; a log read whose entries fail "
+        "their checks is also counted in rng_log_integrity_errors_total and alerts as "
+        "RngLogIntegrityError): stop and investigate"),
     StatusCause(_C.INTERNAL, "unexpected", _F,
         "an unexpected exception; the service log has the traceback"),
     StatusCause(_C.UNKNOWN, "unknown", _F, "a handler ended the call without a status code"),

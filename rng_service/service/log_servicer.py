@@ -9,24 +9,41 @@ checkpoints (C2SP tlog-checkpoint in a C2SP signed note) from callables the comp
 passes in (the appender's). Proto zero values mean "not given"; a value beyond the current tree
 is :class:`OutOfRange`, a malformed one :class:`InvalidArgument` naming the field. Storage and
 tree reads may block, so they run in a worker thread, never on the event loop.
+
+Every entry read from the store is checked before it is returned
+(:mod:`rng_service.log.columns`): its leaf hash and its lookup columns against its signed
+bytes, an index range for deleted rows, a table's chain for breaks. A failure is never a
+silent skip: the call fails with DATA_LOSS naming the entry, the service logs a
+``log_integrity_error`` line, and ``IntegrityObserver.integrity_error`` counts it (the metric
+``rng_log_integrity_errors_total{method, check}`` and the alert ``RngLogIntegrityError``). Every
+returned entry carries its inclusion proof in the one tree size the response states, with the
+signed checkpoint of that size.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import grpc
 from grpc import aio
 
 from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc
-from rng_service.errors import InvalidArgument, NotFound, OutOfRange, Unavailable
+from rng_service.errors import IntegrityError, InvalidArgument, NotFound, OutOfRange, Unavailable
+from rng_service.log.columns import (
+    LookupIntegrityError,
+    SignedFields,
+    check_chain,
+    check_range,
+    check_record,
+)
 from rng_service.log.merkle import HASH_SIZE
 from rng_service.log.note import Checkpoint, parse_note
 from rng_service.log.witnessing import cosigned_note
-from rng_service.service.auth import Authorizer
+from rng_service.service.auth import Authorizer, caller_id
 from rng_service.service.client import ClientTls, connection_hint
 from rng_service.service.errors import RpcObserver, rpc
 from rng_service.storage.base import (
@@ -36,10 +53,20 @@ from rng_service.storage.base import (
     LogStorage,
 )
 
-__all__ = ["MAX_ENTRIES_PER_PAGE", "LogClient", "LogServicer", "PublicKeyInfo", "TreeReader"]
+__all__ = [
+    "MAX_ENTRIES_PER_PAGE",
+    "IntegrityObserver",
+    "LogClient",
+    "LogServicer",
+    "PublicKeyInfo",
+    "TreeReader",
+]
+
+_log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MAX_ENTRIES_PER_PAGE = 1000
-"""Most entries one GetEntries or FindEntries call returns."""
+"""Most entries one GetEntries, FindEntries or GetTableHistory call returns."""
 
 #: Largest tree size a filter may name: the stores keep sizes and indices as signed 64-bit
 #: integers (SQLite INTEGER, PostgreSQL BIGINT).
@@ -89,6 +116,10 @@ class TreeReader(Protocol):
 
     def inclusion_proof(self, index: int, size: int | None = None) -> list[bytes]: ...
 
+    def inclusion_proofs(
+        self, indices: Sequence[int], size: int | None = None
+    ) -> list[list[bytes]]: ...
+
     def consistency_proof(self, size1: int, size2: int | None = None) -> list[bytes]: ...
 
 
@@ -103,13 +134,33 @@ def _checkpoint_to_proto(note: bytes, *, published_at_ns: int | None) -> log_pb2
     )
 
 
-def _entry_to_proto(record: EntryRecord) -> log_pb2.LogEntry:
-    return log_pb2.LogEntry(
-        index=record.index,
-        entry=record.data,
-        leaf_hash=record.leaf_hash,
-        commit_size=record.commit_size,
-    )
+class IntegrityObserver(Protocol):
+    """Counts stored data that failed a check on the way out (``rng_service.metrics``)."""
+
+    def integrity_error(self, method: str, check: str) -> None: ...
+
+
+def _entries_to_proto(
+    records: Sequence[EntryRecord], proofs: Sequence[Sequence[bytes]] | None
+) -> list[log_pb2.LogEntry]:
+    return [
+        log_pb2.LogEntry(
+            index=record.index,
+            entry=record.data,
+            leaf_hash=record.leaf_hash,
+            commit_size=record.commit_size,
+            inclusion_proof=() if proofs is None else proofs[i],
+        )
+        for i, record in enumerate(records)
+    ]
+
+
+def _limit(value: int) -> int:
+    if value > MAX_ENTRIES_PER_PAGE:
+        raise InvalidArgument(
+            "limit", f"{value} is too large", allowed=f"1 to {MAX_ENTRIES_PER_PAGE}"
+        )
+    return value or MAX_ENTRIES_PER_PAGE
 
 
 class LogServicer(log_pb2_grpc.LogServiceServicer):
@@ -124,18 +175,25 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         rpc_observer: RpcObserver | None = None,
         authorizer: Authorizer | None = None,
         sync: Callable[[], int] | None = None,
+        integrity_observer: IntegrityObserver | None = None,
+        client_id: str = "default",
     ) -> None:
         """``checkpoint_note(size)`` signs the checkpoint of the tree at ``size``;
         ``publish()`` stores the current one as published and returns it; ``sync()``, if
         given, catches the tree up with the store (appends of other replicas sharing it) and
         returns its size: every read of the current size goes through it. With an
-        ``authorizer`` every call is authorized first (``rpc``): log reads are auditors' only."""
+        ``authorizer`` every call is authorized first (``rpc``): log reads are auditors' only
+        (and a game server's own table histories). ``client_id``: the caller outside an
+        authorized call (as the outcome servicer's). ``integrity_observer`` counts entries
+        that fail their checks on the way out."""
         self._keys = tuple(keys)
         self._storage = storage
         self._tree = tree
         self._checkpoint_note = checkpoint_note
         self._publish = publish
         self._sync = sync
+        self._integrity_observer = integrity_observer
+        self._client_id = client_id
         self.rpc_observer = rpc_observer
         self.authorizer = authorizer
 
@@ -332,8 +390,34 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
 
     # -- entries -------------------------------------------------------------------------
 
+    def _checked(self, method: str, read: Callable[[], T]) -> T:
+        """``read()`` (a worker thread's reads of stored entries and their checks); a failed
+        check is logged and counted before it propagates (DATA_LOSS)."""
+        try:
+            return read()
+        except LookupIntegrityError as e:
+            _log.error(
+                {
+                    "event": "log_integrity_error",
+                    "method": method,
+                    "check": e.check,
+                    "index": e.index,
+                    "message": str(e),
+                }
+            )
+            if self._integrity_observer is not None:
+                self._integrity_observer.integrity_error(method, e.check)
+            raise
+
+    def _proven(
+        self, records: Sequence[EntryRecord], size: int, *, proofs: bool = True
+    ) -> tuple[list[log_pb2.LogEntry], str]:
+        """The records with their inclusion proofs in the tree of ``size``, and its note."""
+        paths = self._tree.inclusion_proofs([r.index for r in records], size) if proofs else None
+        return _entries_to_proto(records, paths), self._checkpoint_note(size)
+
     def _entries(self, request: log_pb2.GetEntriesRequest) -> log_pb2.GetEntriesResponse:
-        size = self._current_size()
+        size = self._size(request.tree_size, "tree_size")
         start = request.start
         if request.end and request.end <= start:
             raise InvalidArgument("end", f"{request.end} is not greater than start {start}")
@@ -341,9 +425,11 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
             raise OutOfRange(f"start {start} is beyond the last entry (tree size {size})")
         end = min(request.end or start + MAX_ENTRIES_PER_PAGE, start + MAX_ENTRIES_PER_PAGE, size)
         records = self._storage.entries(start, end)
-        return log_pb2.GetEntriesResponse(
-            entries=[_entry_to_proto(r) for r in records], tree_size=size
-        )
+        check_range(records, start, end)
+        for record in records:
+            check_record(record)
+        entries, note = self._proven(records, size, proofs=not request.omit_proofs)
+        return log_pb2.GetEntriesResponse(entries=entries, tree_size=size, checkpoint=note)
 
     @rpc("GetEntries")
     async def GetEntries(
@@ -351,16 +437,13 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         request: log_pb2.GetEntriesRequest,
         context: aio.ServicerContext[log_pb2.GetEntriesRequest, log_pb2.GetEntriesResponse],
     ) -> log_pb2.GetEntriesResponse:
-        return await asyncio.to_thread(self._entries, request)
+        return await asyncio.to_thread(self._checked, "GetEntries", lambda: self._entries(request))
 
-    @rpc("FindEntries")
-    async def FindEntries(
-        self,
-        request: log_pb2.FindEntriesRequest,
-        context: aio.ServicerContext[log_pb2.FindEntriesRequest, log_pb2.FindEntriesResponse],
-    ) -> log_pb2.FindEntriesResponse:
+    def _find(self, request: log_pb2.FindEntriesRequest) -> log_pb2.FindEntriesResponse:
         if not (
-            request.table_id
+            request.client
+            or request.request_id
+            or request.table_id
             or request.round_id
             or request.session_id
             or request.since_ns
@@ -368,34 +451,151 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         ):
             raise InvalidArgument(
                 "filters",
-                "give at least one of table_id, round_id, session_id, since_ns, until_ns",
+                "give at least one of client, request_id, table_id, round_id, session_id, "
+                "since_ns, until_ns",
             )
-        if request.limit > MAX_ENTRIES_PER_PAGE:
+        if request.request_id and not request.client:
             raise InvalidArgument(
-                "limit", f"{request.limit} is too large", allowed=f"1 to {MAX_ENTRIES_PER_PAGE}"
+                "request_id", "needs client too: request ids are each client's own"
             )
+        limit = _limit(request.limit)
         since_ns, until_ns = _time_range(request.since_ns, request.until_ns)
-        limit = request.limit or MAX_ENTRIES_PER_PAGE
-        records = await asyncio.to_thread(
-            self._storage.find_entries,
-            table_id=request.table_id or None,
-            round_id=request.round_id or None,
-            session_id=request.session_id or None,
-            since_ns=since_ns,
-            until_ns=until_ns,
-            limit=limit + 1,
+        size = self._size(request.tree_size, "tree_size")
+        filters = {
+            "client_id": request.client or None,
+            "request_id": request.request_id or None,
+            "table_id": request.table_id or None,
+            "round_id": request.round_id or None,
+            "session_id": request.session_id or None,
+        }
+        found = self._storage.find_entries(
+            **filters, since_ns=since_ns, until_ns=until_ns, limit=limit + 1
         )
+        records = [r for r in found if r.index < size]
+        for record in records:
+            signed = check_record(record)
+            _check_filters(record.index, signed, filters)
+        entries, note = self._proven(records[:limit], size)
         return log_pb2.FindEntriesResponse(
-            entries=[_entry_to_proto(r) for r in records[:limit]],
-            truncated=len(records) > limit,
+            entries=entries, truncated=len(records) > limit, tree_size=size, checkpoint=note
         )
+
+    @rpc("FindEntries")
+    async def FindEntries(
+        self,
+        request: log_pb2.FindEntriesRequest,
+        context: aio.ServicerContext[log_pb2.FindEntriesRequest, log_pb2.FindEntriesResponse],
+    ) -> log_pb2.FindEntriesResponse:
+        return await asyncio.to_thread(self._checked, "FindEntries", lambda: self._find(request))
+
+    def _history(
+        self, request: log_pb2.GetTableHistoryRequest, client: str
+    ) -> log_pb2.GetTableHistoryResponse:
+        if not request.table_id:
+            raise InvalidArgument("table_id", "is empty: name the table")
+        first = request.first_seq or 1
+        if request.last_seq and request.last_seq < first:
+            raise InvalidArgument(
+                "last_seq", f"{request.last_seq} is below first_seq {first}", allowed=">= first_seq"
+            )
+        for field, value in (("first_seq", first), ("last_seq", request.last_seq)):
+            if value > MAX_SIZE:
+                raise InvalidArgument(field, f"{value} is out of range", allowed=_SIZE_ALLOWED)
+        limit = _limit(request.limit)
+        size = self._size(request.tree_size, "tree_size")
+        found = self._storage.table_history(
+            client, request.table_id, first_seq=first, last_seq=request.last_seq or None,
+            limit=limit + 1,
+        )  # fmt: skip
+        # The chain in the tree of `size`: it ends at the first entry appended after it.
+        records: list[EntryRecord] = []
+        for record in found:
+            if record.index >= size:
+                break
+            records.append(record)
+        rows = [(r, check_record(r)) for r in records]
+        check_chain(rows, client_id=client, table_id=request.table_id, first_seq=first)
+        entries, note = self._proven(records[:limit], size)
+        return log_pb2.GetTableHistoryResponse(
+            client=client,
+            table_id=request.table_id,
+            entries=entries,
+            truncated=len(records) > limit,
+            tree_size=size,
+            checkpoint=note,
+        )
+
+    @rpc("GetTableHistory")
+    async def GetTableHistory(
+        self,
+        request: log_pb2.GetTableHistoryRequest,
+        context: aio.ServicerContext[
+            log_pb2.GetTableHistoryRequest, log_pb2.GetTableHistoryResponse
+        ],
+    ) -> log_pb2.GetTableHistoryResponse:
+        # An empty client is the caller's own chain (the authorizer checked the scope).
+        client = request.client or caller_id(self._client_id)
+        return await asyncio.to_thread(
+            self._checked, "GetTableHistory", lambda: self._history(request, client)
+        )
+
+
+def _check_filters(index: int, signed: SignedFields, filters: dict[str, str | None]) -> None:
+    """A found entry's signed fields against the filters it was selected by (its columns
+    already equal its signed fields: this holds a driver to its query)."""
+    values = {
+        "client_id": signed.client,
+        "request_id": signed.request_id,
+        "table_id": signed.table_id,
+        "round_id": signed.round_id,
+        "session_id": signed.session_id,
+    }
+    for name, wanted in filters.items():
+        if wanted is not None and values[name] != wanted:
+            raise LookupIntegrityError(
+                f"entry {index} was found by {name} {wanted!r}, but its signed bytes say "
+                f"{values[name]!r}: the store's lookup is wrong",
+                check="columns",
+                index=index,
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class ProvenEntry:
+    """An entry as a log read returns it: index, canonical bytes, leaf hash and its inclusion
+    proof in the response's tree (empty when proofs were omitted)."""
+
+    index: int
+    data: bytes
+    leaf_hash: bytes
+    proof: tuple[bytes, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ProvenPage:
+    """Entries with proofs against one tree: its size and signed checkpoint (unverified: the
+    caller verifies the note, then each proof)."""
+
+    entries: tuple[ProvenEntry, ...]
+    tree_size: int
+    checkpoint: str
+    truncated: bool = False
+    client: str = ""
+
+
+def _proven_entries(entries: Any) -> tuple[ProvenEntry, ...]:
+    return tuple(
+        ProvenEntry(e.index, bytes(e.entry), bytes(e.leaf_hash), tuple(e.inclusion_proof))
+        for e in entries
+    )
 
 
 class LogClient:
     """A synchronous LogService client: mTLS with ``tls`` (an auditor's certificate; log reads
     are auditors' only), else plaintext (a development service on loopback). Nothing it returns
-    needs trusting, the caller verifies it. gRPC errors become
-    :class:`~rng_service.errors.Unavailable` with the status code and details."""
+    needs trusting, the caller verifies it. DATA_LOSS (the service found its store's entries
+    failing their checks) becomes :class:`~rng_service.errors.IntegrityError`, other gRPC errors
+    :class:`~rng_service.errors.Unavailable`, with the status code and details."""
 
     def __init__(self, target: str, *, timeout: float = 30.0, tls: ClientTls | None = None) -> None:
         self._channel = (
@@ -422,8 +622,10 @@ class LogClient:
             return getattr(self._stub, method)(request, timeout=self._timeout)
         except grpc.RpcError as e:
             code, details = e.code().name, e.details() or ""
-            hint = connection_hint(code, details, tls=self._tls)
             where = f"{self._target}: {method}: {code}: {details}"
+            if e.code() == grpc.StatusCode.DATA_LOSS:
+                raise IntegrityError(where) from None
+            hint = connection_hint(code, details, tls=self._tls)
             raise Unavailable(where + (f" (hint: {hint})" if hint else "")) from None
 
     def latest_checkpoint(self, *, witnessed: bool = False) -> str:
@@ -440,16 +642,70 @@ class LogClient:
         return [(c.note, c.published_at_ns) for c in reply.checkpoints]
 
     def entries(self, start: int, end: int) -> list[tuple[int, bytes, bytes]]:
-        """Entries [start, end) as (index, leaf hash, entry bytes), paging as needed."""
+        """Entries [start, end) as (index, leaf hash, entry bytes), paging as needed, without
+        proofs (an export recomputes the tree)."""
         out: list[tuple[int, bytes, bytes]] = []
         while start + len(out) < end:
             reply = self._call(
-                "GetEntries", log_pb2.GetEntriesRequest(start=start + len(out), end=end)
+                "GetEntries",
+                log_pb2.GetEntriesRequest(start=start + len(out), end=end, omit_proofs=True),
             )
             if not reply.entries:
                 break
             out.extend((e.index, e.leaf_hash, e.entry) for e in reply.entries)
         return out
+
+    def find_entries(
+        self,
+        *,
+        client: str = "",
+        table_id: str = "",
+        round_id: str = "",
+        request_id: str = "",
+        session_id: str = "",
+        tree_size: int = 0,
+        limit: int = 0,
+    ) -> ProvenPage:
+        """``FindEntries``: the matching entries with proofs in one tree (0: the current)."""
+        reply = self._call(
+            "FindEntries",
+            log_pb2.FindEntriesRequest(
+                client=client, table_id=table_id, round_id=round_id, request_id=request_id,
+                session_id=session_id, tree_size=tree_size, limit=limit,
+            ),
+        )  # fmt: skip
+        return ProvenPage(
+            _proven_entries(reply.entries), reply.tree_size, reply.checkpoint, reply.truncated
+        )
+
+    def table_history(
+        self,
+        table_id: str,
+        *,
+        client: str = "",
+        first_seq: int = 1,
+        last_seq: int = 0,
+        tree_size: int = 0,
+    ) -> ProvenPage:
+        """``GetTableHistory`` from ``first_seq`` to ``last_seq`` (0: the chain's end), paging
+        as needed, every page in the tree of the first (``tree_size``, 0: the current)."""
+        entries: list[ProvenEntry] = []
+        size, note, whose = tree_size, "", client
+        seq = first_seq
+        while True:
+            reply = self._call(
+                "GetTableHistory",
+                log_pb2.GetTableHistoryRequest(
+                    client=client, table_id=table_id, first_seq=seq, last_seq=last_seq,
+                    tree_size=size,
+                ),
+            )  # fmt: skip
+            size, note, whose = reply.tree_size, reply.checkpoint, reply.client
+            entries.extend(_proven_entries(reply.entries))
+            if not reply.truncated or not reply.entries:
+                break
+            seq += len(reply.entries)
+        return ProvenPage(tuple(entries), size, note, client=whose)
 
     def consistency_proof(self, first: int, second: int) -> list[bytes]:
         if first == second:

@@ -101,11 +101,11 @@ def test_each_role_has_its_methods() -> None:
     )
     assert by_role[Role.AUDITOR] == sorted(
         ["FindEntries", "GetCheckpoints", "GetConsistencyProof", "GetEntries",
-         "GetInclusionProof", "GetLatestCheckpoint", *public]
+         "GetInclusionProof", "GetLatestCheckpoint", "GetTableHistory", *public]
     )  # fmt: skip
     assert set(by_role[Role.GAME_SERVER]) - set(public) == {
         m for m, rule in METHODS.items() if rule.kind
-    }
+    } | {"GetTableHistory"}
     assert len(GAME_KINDS) == len(set(GAME_KINDS)) == 9
 
 
@@ -187,6 +187,31 @@ def test_game_server_outside_its_role_or_scope(method: str, request_: Any, reaso
     assert recorder.denials == [
         {"method": method, "reason": reason, "role": "game_server", "client": "game-1"}
     ]
+
+
+@pytest.mark.parametrize(
+    ("request_", "reason"),
+    [
+        (log_pb2.GetTableHistoryRequest(client="game-2", table_id="T1"), "client"),
+        (log_pb2.GetTableHistoryRequest(table_id="T9"), "table"),
+        (log_pb2.GetTableHistoryRequest(client="game-1", table_id="T9"), "table"),
+    ],
+)
+def test_a_game_server_reads_its_own_table_histories_only(request_: Any, reason: str) -> None:
+    auth, recorder = authorizer(GAME, AUDITOR)
+    with pytest.raises(PermissionDenied):
+        auth.authorize("GetTableHistory", request_, TlsContext("game-1"))
+    assert recorder.denials == [
+        {"method": "GetTableHistory", "reason": reason, "role": "game_server", "client": "game-1"}
+    ]
+    for own in (
+        log_pb2.GetTableHistoryRequest(table_id="T1"),
+        log_pb2.GetTableHistoryRequest(client="game-1", table_id="T1"),
+    ):
+        assert auth.authorize("GetTableHistory", own, TlsContext("game-1")).identity == "game-1"
+    # an auditor reads any client's table
+    auth.authorize("GetTableHistory", request_, TlsContext("auditor-1"))
+    assert len(recorder.denials) == 1
 
 
 def test_game_server_within_its_scope() -> None:

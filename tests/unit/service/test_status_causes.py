@@ -111,6 +111,7 @@ EXPECTED = {
     (C.PERMISSION_DENIED, "table"): REFUSAL,
     (C.PERMISSION_DENIED, "kind"): REFUSAL,
     (C.PERMISSION_DENIED, "profile"): REFUSAL,
+    (C.PERMISSION_DENIED, "client"): REFUSAL,
     (C.RESOURCE_EXHAUSTED, "rate_limit"): REFUSAL,
     (C.RESOURCE_EXHAUSTED, "queue_full"): FAILURE,
     (C.CANCELLED, "client_cancelled"): REFUSAL,
@@ -141,10 +142,10 @@ def test_the_policys_denials_are_refusals_with_their_reason_as_cause() -> None:
         tables=frozenset({"T1"}),
         kinds=frozenset({"roulette_spin"}),
         profiles=frozenset({"p"}),
-        # Three tokens: the table and profile refusals below come after the rate limit (they
-        # need the request body, which is decoded after it: docs/security.md) and spend one
-        # each; the role and kind refusals spend none.
-        rate_limit=RateLimit(1.0, 3),
+        # Four tokens: the table, profile and client refusals below come after the rate limit
+        # (they need the request body, which is decoded after it: docs/security.md) and spend
+        # one each; the role and kind refusals spend none.
+        rate_limit=RateLimit(1.0, 4),
     )
     other = ClientPolicy(identity="h", roles=frozenset({Role.AUDITOR}))
     policy = Policy([game, other], FakeClock())
@@ -156,6 +157,7 @@ def test_the_policys_denials_are_refusals_with_their_reason_as_cause() -> None:
         policy.check(me, "RollDice", table_id="T1", profile=None),
         policy.check(me, "SpinRoulette", table_id="T9", profile=None),
         policy.check(me, "SpinRoulette", table_id="T1", profile="q"),
+        policy.check(me, "GetTableHistory", table_id="T1", profile=None, client="h"),
     ]
     assert policy.check(me, "SpinRoulette", table_id="T1", profile=None) is None  # one token
     denials.append(policy.check(me, "SpinRoulette", table_id="T1", profile=None))
@@ -182,6 +184,7 @@ def test_the_policys_denials_are_refusals_with_their_reason_as_cause() -> None:
         (C.PERMISSION_DENIED, "kind"),
         (C.PERMISSION_DENIED, "table"),
         (C.PERMISSION_DENIED, "profile"),
+        (C.PERMISSION_DENIED, "client"),
         (C.RESOURCE_EXHAUSTED, "rate_limit"),
         (C.UNAUTHENTICATED, "no_identity"),
     ]

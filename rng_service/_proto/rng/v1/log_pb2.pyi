@@ -119,53 +119,103 @@ class GetConsistencyProofResponse(_message.Message):
     def __init__(self, first_size: _Optional[int] = ..., second_size: _Optional[int] = ..., proof: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class GetEntriesRequest(_message.Message):
-    __slots__ = ("start", "end")
+    __slots__ = ("start", "end", "tree_size", "omit_proofs")
     START_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
+    TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    OMIT_PROOFS_FIELD_NUMBER: _ClassVar[int]
     start: int
     end: int
-    def __init__(self, start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
+    tree_size: int
+    omit_proofs: bool
+    def __init__(self, start: _Optional[int] = ..., end: _Optional[int] = ..., tree_size: _Optional[int] = ..., omit_proofs: _Optional[bool] = ...) -> None: ...
 
 class LogEntry(_message.Message):
-    __slots__ = ("index", "entry", "leaf_hash", "commit_size")
+    __slots__ = ("index", "entry", "leaf_hash", "commit_size", "inclusion_proof")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     ENTRY_FIELD_NUMBER: _ClassVar[int]
     LEAF_HASH_FIELD_NUMBER: _ClassVar[int]
     COMMIT_SIZE_FIELD_NUMBER: _ClassVar[int]
+    INCLUSION_PROOF_FIELD_NUMBER: _ClassVar[int]
     index: int
     entry: bytes
     leaf_hash: bytes
     commit_size: int
-    def __init__(self, index: _Optional[int] = ..., entry: _Optional[bytes] = ..., leaf_hash: _Optional[bytes] = ..., commit_size: _Optional[int] = ...) -> None: ...
+    inclusion_proof: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, index: _Optional[int] = ..., entry: _Optional[bytes] = ..., leaf_hash: _Optional[bytes] = ..., commit_size: _Optional[int] = ..., inclusion_proof: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class GetEntriesResponse(_message.Message):
-    __slots__ = ("entries", "tree_size")
+    __slots__ = ("entries", "tree_size", "checkpoint")
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     entries: _containers.RepeatedCompositeFieldContainer[LogEntry]
     tree_size: int
-    def __init__(self, entries: _Optional[_Iterable[_Union[LogEntry, _Mapping]]] = ..., tree_size: _Optional[int] = ...) -> None: ...
+    checkpoint: str
+    def __init__(self, entries: _Optional[_Iterable[_Union[LogEntry, _Mapping]]] = ..., tree_size: _Optional[int] = ..., checkpoint: _Optional[str] = ...) -> None: ...
 
 class FindEntriesRequest(_message.Message):
-    __slots__ = ("table_id", "round_id", "session_id", "since_ns", "until_ns", "limit")
+    __slots__ = ("client", "request_id", "table_id", "round_id", "session_id", "since_ns", "until_ns", "limit", "tree_size")
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TABLE_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SINCE_NS_FIELD_NUMBER: _ClassVar[int]
     UNTIL_NS_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    request_id: str
     table_id: str
     round_id: str
     session_id: str
     since_ns: int
     until_ns: int
     limit: int
-    def __init__(self, table_id: _Optional[str] = ..., round_id: _Optional[str] = ..., session_id: _Optional[str] = ..., since_ns: _Optional[int] = ..., until_ns: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+    tree_size: int
+    def __init__(self, client: _Optional[str] = ..., request_id: _Optional[str] = ..., table_id: _Optional[str] = ..., round_id: _Optional[str] = ..., session_id: _Optional[str] = ..., since_ns: _Optional[int] = ..., until_ns: _Optional[int] = ..., limit: _Optional[int] = ..., tree_size: _Optional[int] = ...) -> None: ...
 
 class FindEntriesResponse(_message.Message):
-    __slots__ = ("entries", "truncated")
+    __slots__ = ("entries", "truncated", "tree_size", "checkpoint")
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     entries: _containers.RepeatedCompositeFieldContainer[LogEntry]
     truncated: bool
-    def __init__(self, entries: _Optional[_Iterable[_Union[LogEntry, _Mapping]]] = ..., truncated: _Optional[bool] = ...) -> None: ...
+    tree_size: int
+    checkpoint: str
+    def __init__(self, entries: _Optional[_Iterable[_Union[LogEntry, _Mapping]]] = ..., truncated: _Optional[bool] = ..., tree_size: _Optional[int] = ..., checkpoint: _Optional[str] = ...) -> None: ...
+
+class GetTableHistoryRequest(_message.Message):
+    __slots__ = ("client", "table_id", "first_seq", "last_seq", "limit", "tree_size")
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    TABLE_ID_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    table_id: str
+    first_seq: int
+    last_seq: int
+    limit: int
+    tree_size: int
+    def __init__(self, client: _Optional[str] = ..., table_id: _Optional[str] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., limit: _Optional[int] = ..., tree_size: _Optional[int] = ...) -> None: ...
+
+class GetTableHistoryResponse(_message.Message):
+    __slots__ = ("client", "table_id", "entries", "truncated", "tree_size", "checkpoint")
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    TABLE_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    table_id: str
+    entries: _containers.RepeatedCompositeFieldContainer[LogEntry]
+    truncated: bool
+    tree_size: int
+    checkpoint: str
+    def __init__(self, client: _Optional[str] = ..., table_id: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[LogEntry, _Mapping]]] = ..., truncated: _Optional[bool] = ..., tree_size: _Optional[int] = ..., checkpoint: _Optional[str] = ...) -> None: ...

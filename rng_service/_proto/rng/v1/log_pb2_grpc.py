@@ -75,6 +75,11 @@ class LogServiceStub:
                 request_serializer=rng_dot_v1_dot_log__pb2.FindEntriesRequest.SerializeToString,
                 response_deserializer=rng_dot_v1_dot_log__pb2.FindEntriesResponse.FromString,
                 _registered_method=True)
+        self.GetTableHistory = channel.unary_unary(
+                '/rng.v1.LogService/GetTableHistory',
+                request_serializer=rng_dot_v1_dot_log__pb2.GetTableHistoryRequest.SerializeToString,
+                response_deserializer=rng_dot_v1_dot_log__pb2.GetTableHistoryResponse.FromString,
+                _registered_method=True)
 
 
 class LogServiceServicer:
@@ -131,15 +136,28 @@ class LogServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetEntries(self, request, context):
-        """Entries by index range, at most max_entries_per_page (1000) per call.
+        """Entries by index range, at most max_entries_per_page (1000) per call, each with its
+        inclusion proof in the tree of the response's tree_size.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def FindEntries(self, request, context):
-        """Dispute lookup: every entry of a table, round, session or time range (rebuilds a round,
-        58 Pa. Code 641a.11(d), 643a.11(h)), in log order, at most `limit`.
+        """Dispute lookup: every entry of a client, table, round, session, request id or time range
+        (rebuilds a round, 58 Pa. Code 641a.11(d), 643a.11(h)), in log order, at most `limit`,
+        each with its inclusion proof in the tree of the response's tree_size.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetTableHistory(self, request, context):
+        """A table's history: the entries of one (client, table) chain (entry format 2: table_seq
+        1, 2, 3, ..., each naming the previous one's index) in a range of sequence numbers, each
+        with its inclusion proof against ONE signed checkpoint, so that anyone can check offline
+        that the history between two entries is complete (rng-audit table-history). Auditors read
+        any client's tables; a game server its own (client empty or itself) within its tables.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -187,6 +205,11 @@ def add_LogServiceServicer_to_server(servicer, server):
                     servicer.FindEntries,
                     request_deserializer=rng_dot_v1_dot_log__pb2.FindEntriesRequest.FromString,
                     response_serializer=rng_dot_v1_dot_log__pb2.FindEntriesResponse.SerializeToString,
+            ),
+            'GetTableHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTableHistory,
+                    request_deserializer=rng_dot_v1_dot_log__pb2.GetTableHistoryRequest.FromString,
+                    response_serializer=rng_dot_v1_dot_log__pb2.GetTableHistoryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -406,6 +429,33 @@ class LogService:
             '/rng.v1.LogService/FindEntries',
             rng_dot_v1_dot_log__pb2.FindEntriesRequest.SerializeToString,
             rng_dot_v1_dot_log__pb2.FindEntriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTableHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rng.v1.LogService/GetTableHistory',
+            rng_dot_v1_dot_log__pb2.GetTableHistoryRequest.SerializeToString,
+            rng_dot_v1_dot_log__pb2.GetTableHistoryResponse.FromString,
             options,
             channel_credentials,
             insecure,
