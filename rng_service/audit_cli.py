@@ -12,11 +12,20 @@ Commands:
   profiles        the game profiles an export's entries were drawn under: each SHA-256 with
                   its entries, resolved to its document (shipped examples, --profile files, or
                   GetProfile on --target), and which of them are EXAMPLE profiles
+  table-history   prove a table's history complete from seq A to B: the (client, table) chain
+                  with inclusion proofs in one signed checkpoint (--target, or a file saved
+                  with --out), or from a full export (--against); names the first break
+  dispute         answer a dispute about rounds (--round, --request-id): every outcome of the
+                  rounds with its proof, and the table's chain around them unbroken, from
+                  --target or a full export (--against)
 
 Exit status: 0 when everything verifies, 1 when something does not (the message says what and
 at which index): tampering, a fork, another log's origin, an export with nothing in it (unless
-``--allow-empty``), an entry the log does not give while exporting; 2 for usage errors (keys of
-several names and no ``--origin``), unreadable or malformed files and unreachable services.
+``--allow-empty``), an entry the log does not give while exporting (or the service refuses
+with DATA_LOSS), a broken table chain; 2 for usage errors (keys of several names and no
+``--origin``), unreadable or malformed files and unreachable services. ``table-history`` and
+``dispute`` print JSON with ``--json`` (a failure then too, with ``"ok": false``) and show
+progress on a terminal while they read an export.
 
 Which log: ``--origin``, or else the name of the ``--key`` keys (a log's key is named by its
 origin, C2SP tlog-checkpoint). Without a kept checkpoint (``--checkpoint``) or enough witness
@@ -875,6 +884,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     refuse_option(p, "--key", KEY_NOT_HERE)
     p.set_defaults(fn=_cmd_profiles)
+
+    from rng_service.audit_tables import Shared, add_commands
+
+    add_commands(
+        sub,
+        Shared(
+            verifiers=_verifiers,
+            pinned=_pinned,
+            client_tls=_client_tls,
+            kept=_kept,
+            export_lines=_export_lines,
+            check_kept=_check_kept_against_head,
+            write_atomically=_write_atomically,
+            usage_error=UsageError,
+        ),
+        key_help=key_help,
+        origin_help=origin_help,
+    )
     return parser
 
 
@@ -889,6 +916,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         status: int = args.fn(args)
     except IntegrityError as e:  # VerificationFailure, and integrity errors of the log layer
+        if getattr(args, "json", False):
+            print(json.dumps({"ok": False, "failure": str(e), "index": getattr(e, "index", None)}))
         print(f"FAILED: {e}", file=sys.stderr)
         return 1
     except (UsageError, RngServiceError) as e:

@@ -35,7 +35,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from rng_service.audit.export import READ_FORMATS, ExportFormatError, ExportReader
 from rng_service.audit.witnesses import WitnessReport, check_witnesses
@@ -165,6 +165,9 @@ class ExportReport:
     witnessed: WitnessReport | None = None
     """With ``witnesses``: their cosignatures on the export's and the kept checkpoints
     (:func:`rng_service.audit.witnesses.check_witnesses`)."""
+    chains: int | None = None
+    """How many (client, table) chains were followed, each unbroken from seq 1; None if the
+    entries were not checked (``check_entries=False``)."""
 
 
 def open_head(
@@ -410,7 +413,8 @@ _T_NONEMPTY_STRING = rb'"(?=[^"])' + _T_STRING[1:]
 
 def _t_entry(record: dict[str, Any]) -> bytes:
     """The template of an entry that passed the reference check: group ``index`` its index,
-    ``date`` its date, and in format 2 ``seq`` and ``prev`` its table_seq and table_prev."""
+    ``date`` its date, ``client`` and ``table`` the JSON strings of its client and table id,
+    and in format 2 ``seq`` and ``prev`` its table_seq and table_prev."""
     parts = []
     for key, value in record.items():  # in the entry's (sorted) order: index before time
         if key == "index":
@@ -425,6 +429,10 @@ def _t_entry(record: dict[str, Any]) -> bytes:
             shape = b"(?P<seq>" + _T_INT + b")"
         elif key == "table_prev":
             shape = b"(?P<prev>null|" + _T_INT + b")"
+        elif key == "client":
+            shape = b"(?P<client>" + _T_STRING + b")"
+        elif key == "table_id":
+            shape = b"(?P<table>" + _T_STRING + b")"
         else:
             shape = _t_shape(value)
         parts.append(_t_key(key) + shape)
@@ -472,11 +480,17 @@ class EntryChecker:
 
     def index(self, data: bytes) -> int:
         """:func:`canonical_entry_index` of ``data``; raises :class:`EntryFormatError`."""
-        return self.check(data)[0]
+        return self.inspect(data)[0]
 
     def check(self, data: bytes) -> tuple[int, int]:
         """(:func:`canonical_entry_index`, :func:`canonical_entry_version`) of ``data``;
         raises :class:`EntryFormatError`."""
+        found = self.inspect(data)
+        return found[0], found[1]
+
+    def inspect(self, data: bytes) -> EntryShape:
+        """The checks of :meth:`check`, and the entry's chain: raises
+        :class:`EntryFormatError`."""
         active = self._active
         for fullmatch in active:
             match = fullmatch(data)
@@ -497,16 +511,31 @@ class EntryChecker:
         if fullmatch is not active[0]:
             active.remove(fullmatch)
             active.insert(0, fullmatch)
-        return int(index), int(match["v"])
+        version = int(match["v"])
+        if version < 2:
+            return EntryShape(int(index), version, None, None, None)
+        prev = match["prev"]
+        return EntryShape(
+            int(index),
+            version,
+            (match["client"], match["table"]),
+            int(match["seq"]),
+            None if prev == b"null" else int(prev),
+        )
 
-    def _reference(self, data: bytes) -> tuple[int, int]:
+    def _reference(self, data: bytes) -> EntryShape:
         record = _canonical_record(data)
         self._misses += 1
         if self._misses <= self._hits + self.GIVE_UP:
             self._learn(record)
         elif self._active:
             self._active.clear()
-        return record["index"], record["v"]
+        if record["v"] < 2:
+            return EntryShape(record["index"], record["v"], None, None, None)
+        chain = (_json_bytes(record["client"]), _json_bytes(record["table_id"]))
+        return EntryShape(
+            record["index"], record["v"], chain, record["table_seq"], record["table_prev"]
+        )
 
     def _real_date(self, date: bytes) -> bool:
         try:
@@ -531,6 +560,72 @@ class EntryChecker:
             self._active.remove(fullmatch)
         self._active.insert(0, fullmatch)
         del self._active[self.ACTIVE :]
+
+
+class EntryShape(NamedTuple):
+    """What :meth:`EntryChecker.inspect` reads from a checked entry: its index and format
+    version, and for format 2 its chain: (client, table id) as their canonical JSON strings
+    (the bytes in the entry, quotes included: one spelling per value), table_seq, table_prev."""
+
+    entry_index: int
+    version: int
+    chain: tuple[bytes, bytes] | None
+    seq: int | None
+    prev: int | None
+
+
+def _json_bytes(value: str) -> bytes:
+    return _ENCODER.encode(value).encode("utf-8")
+
+
+def _chain_name(chain: tuple[bytes, bytes]) -> str:
+    client, table = (json.loads(part) for part in chain)
+    return f"table {table!r} of client {client!r}"
+
+
+class ChainTracker:
+    """Follows every (client, table) chain of a log read in index order, from its first entry
+    (docs/log-format.md, "Slots and chains"): each chain starts at table_seq 1 and goes on by 1,
+    each entry naming the chain's previous entry as its table_prev. Memory: one pair of
+    integers per chain."""
+
+    def __init__(self) -> None:
+        self._heads: dict[tuple[bytes, bytes], tuple[int, int]] = {}
+
+    @property
+    def chains(self) -> int:
+        return len(self._heads)
+
+    def add(self, position: int, line: int, shape: EntryShape) -> None:
+        """The next format-2 entry; raises :class:`VerificationFailure` at a break."""
+        chain, seq, prev = shape.chain, shape.seq, shape.prev
+        assert chain is not None
+        assert seq is not None
+        head = self._heads.get(chain)
+        where = f"entry {position} (line {line})"
+        if head is None:
+            if seq != 1:
+                raise VerificationFailure(
+                    f"{where} is seq {seq} of the chain of {_chain_name(chain)} (its "
+                    f"predecessor: entry {prev}), but the log has no earlier entry of that "
+                    f"chain: {'seq 1 is' if seq == 2 else f'seq 1 to {seq - 1} are'} missing",
+                    index=position,
+                )
+        elif seq == 1:
+            raise VerificationFailure(
+                f"{where} starts the chain of {_chain_name(chain)} again (seq 1), but it "
+                f"already has seq {head[1]} at entry {head[0]}: the sequencer numbered a "
+                f"table twice",
+                index=position,
+            )
+        elif seq != head[1] + 1 or prev != head[0]:
+            raise VerificationFailure(
+                f"{where} is seq {seq} of the chain of {_chain_name(chain)} and names entry "
+                f"{prev} as its predecessor, but the chain's previous entry is entry "
+                f"{head[0]} (seq {head[1]}): the chain is broken",
+                index=position,
+            )
+        self._heads[chain] = (position, seq)
 
 
 def _chain_ok(index: int, seq: int, prev: bytes) -> bool:
@@ -586,12 +681,19 @@ def verify_export(
     witnesses: Sequence[CosignatureVerifier] = (),
     min_witnesses: int = 0,
     now: int | None = None,
+    on_entry: Callable[[int, bytes], None] | None = None,
 ) -> ExportReport:
     """Verifies a whole export (see the module docstring) with the given verifier keys.
 
-    ``check_entries=False`` skips checking each entry (canonical form, fields, its own index),
-    about a quarter of the cost on a log of few entry shapes: every change is still caught by the
-    leaf hashes, the tree and the signatures, but is then located only between two checkpoints.
+    ``check_entries=False`` skips checking each entry (canonical form, fields, its own index,
+    the table chains), about a quarter of the cost on a log of few entry shapes: every change
+    is still caught by the leaf hashes, the tree and the signatures, but is then located only
+    between two checkpoints.
+
+    Every (client, table) chain of format-2 entries is followed from its first entry
+    (:class:`ChainTracker`): a break, a restart or a chain that starts after seq 1 fails.
+    ``on_entry(index, bytes)`` is called for each entry after its checks (a caller collecting
+    entries while the export is verified).
 
     ``kept``: (source name, signed note) of checkpoints the auditor kept from earlier; they must
     be consistent with the export too (a truncated or forked export fails against them).
@@ -676,7 +778,8 @@ def verify_export(
     # (one for each 1 bit of their number).
     stack: list[bytes] = []
     sha256 = hashlib.sha256
-    entry_check = EntryChecker().check if check_entries else None
+    entry_check = EntryChecker().inspect if check_entries else None
+    chains = ChainTracker()
     first_format_2: int | None = None
     limit = min(header.tree_size, covered)
     position = 0
@@ -698,17 +801,18 @@ def verify_export(
             )
         if entry_check is not None:
             try:
-                decoded_index, version = entry_check(data)
+                shape = entry_check(data)
             except EntryFormatError as e:
                 raise VerificationFailure(
                     f"entry {position} (line {line}): not a canonical entry ({e}): the entry "
                     f"was changed",
                     index=position,
                 ) from e
-            if decoded_index != position:
+            version = shape.version
+            if shape.entry_index != position:
                 raise VerificationFailure(
                     f"entry {position} (line {line}): the entry's own index field says "
-                    f"{decoded_index}: it was moved or forged",
+                    f"{shape.entry_index}: it was moved or forged",
                     index=position,
                 )
             # The log's format never goes back: format 2 from the first format-2 entry on
@@ -720,6 +824,7 @@ def verify_export(
                     )
                 if first_format_2 is None:
                     first_format_2 = position
+                chains.add(position, line, shape)
             elif first_format_2 is not None:
                 raise VerificationFailure(
                     f"entry {position} (line {line}): a format {version} entry after the "
@@ -729,6 +834,8 @@ def verify_export(
                 )
         if position in wanted_indices:
             leaves[position] = leaf
+        if on_entry is not None:
+            on_entry(position, data)
         # Push the leaf onto the right edge, merging equal-sized complete subtrees
         # (RFC 6962 section 2.1: MTH of a power-of-two range): one merge for each trailing
         # 1 bit of the leaf's index.
@@ -762,6 +869,7 @@ def verify_export(
         kept=len(kept),
         first_format_2=first_format_2,
         witnessed=witnessed,
+        chains=chains.chains if check_entries else None,
     )
 
 

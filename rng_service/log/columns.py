@@ -241,8 +241,9 @@ def check_chain(
             else:
                 after = f"after seq {previous[1]} (entry {previous[0]}) the store gives"
             names = (
-                "" if signed.table_prev is None else f", whose signed predecessor is entry "
-                f"{signed.table_prev}"
+                ""
+                if signed.table_prev is None
+                else f", whose signed predecessor is entry {signed.table_prev}"
             )
             raise LookupIntegrityError(
                 f"the chain of {where} is broken in the store: {after} seq {seq} (entry "

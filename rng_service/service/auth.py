@@ -203,9 +203,7 @@ def _scope(request: Any) -> tuple[str | None, str | None, str | None]:
         has = _SCOPE_FIELDS[type(request)] = (
             "context" in fields, "profile" in fields, "table_id" in fields, "client" in fields,
         )  # fmt: skip
-    table_id = (
-        request.context.table_id if has[0] else request.table_id if has[2] else None
-    )
+    table_id = request.context.table_id if has[0] else request.table_id if has[2] else None
     profile = request.profile if has[1] else None
     client = request.client if has[3] else None
     return table_id, profile, client

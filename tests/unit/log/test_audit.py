@@ -585,6 +585,15 @@ def test_verify_export_with_awkward_entries() -> None:
     entries = [e.replace(b'"index":%d' % (i % half + 7 + (i >= 3 * half) * half),
                          b'"index":%d' % i)
                for i, e in enumerate(v1 * 3 + v2 * 3)]  # fmt: skip
+    # The format 2 entries as the sequencer numbers them: three of each (client, table) chain.
+    for i in range(3 * half, 6 * half):
+        r = (i - 3 * half) // half  # which repetition: seq r + 1, after entry i - half
+        chain = b'"table_prev":%s,"table_seq":%d' % (
+            b"null" if r == 0 else b"%d" % (i - half),
+            r + 1,
+        )
+        entries[i] = re.sub(rb'"table_prev":(?:null|[0-9]+),"table_seq":[0-9]+', chain,
+                            entries[i])  # fmt: skip
     assert all(_reference(e) == i for i, e in enumerate(entries))
     leaves = [merkle.leaf_hash(e) for e in entries]
     size = len(entries)
@@ -656,3 +665,97 @@ def test_a_version_1_export_holds_format_1_entries_only() -> None:
         verify_export(_export_of(DATA[:3], form="rng-audit-export/v1"), KEYS)
     with pytest.raises(ExportFormatError, match="format: 'rng-audit-export/v3' is not one of"):
         verify_export(_export_of(DATA[:3], form="rng-audit-export/v3"), KEYS)
+
+
+# -- every table chain of a full export (docs/log-format.md, "Slots and chains") --------------
+
+
+def _signed_export(data: list[bytes]) -> list[str]:
+    """An export of ``data`` whose one checkpoint the log's key signed over exactly these
+    entries: what a sequencer that numbered the chains wrongly would publish."""
+    out = io.StringIO()
+    root = merkle.root_from_leaf_hashes([merkle.leaf_hash(d) for d in data])
+    note = sign_note(Checkpoint(ORIGIN, len(data), root).body(), [SIGNER]).decode()
+    write_export(
+        out, origin=ORIGIN, checkpoints=[(note, 1)],
+        entries=[(i, merkle.leaf_hash(d), d) for i, d in enumerate(data)], tree_size=len(data),
+    )  # fmt: skip
+    return out.getvalue().splitlines(keepends=True)
+
+
+def _rechained(data: list[bytes], index: int, seq: int, prev: int | None) -> list[bytes]:
+    changed = list(data)
+    fields = b'"table_prev":%s,"table_seq":%d' % (b"null" if prev is None else b"%d" % prev, seq)
+    changed[index] = re.sub(rb'"table_prev":(?:null|[0-9]+),"table_seq":[0-9]+', fields,
+                            data[index])  # fmt: skip
+    return changed
+
+
+def test_every_table_chain_of_an_export_is_followed() -> None:
+    report = verify_export(_signed_export(DATA), KEYS)
+    assert report.chains == 3
+    assert verify_export(_signed_export(DATA), KEYS, check_entries=False).chains is None
+
+
+@pytest.mark.parametrize(
+    ("index", "seq", "prev", "message"),
+    [
+        # T1's entry 22 (seq 8 after entry 19) numbered seq 9: seq 8 left out
+        (
+            22,
+            9,
+            19,
+            r"entry 22 \(line 25\) is seq 9 of the chain of table 'T1' of client "
+            r"'default' and names entry 19 as its predecessor, but the chain's previous entry is "
+            r"entry 19 \(seq 7\): the chain is broken",
+        ),
+        # right number, wrong predecessor (entry 16 is T1's seq 6)
+        (
+            22,
+            8,
+            16,
+            r"entry 22 \(line 25\) is seq 8 .* names entry 16 as its predecessor, but the "
+            r"chain's previous entry is entry 19 \(seq 7\)",
+        ),
+        # the chain of T1 started again
+        (
+            22,
+            1,
+            None,
+            r"entry 22 \(line 25\) starts the chain of table 'T1' of client 'default' "
+            r"again \(seq 1\), but it already has seq 7 at entry 19",
+        ),
+        # a chain whose first entry in the log is not seq 1
+        (
+            1,
+            2,
+            0,
+            r"entry 1 \(line 4\) is seq 2 of the chain of table 'T1' of client 'default' "
+            r"\(its predecessor: entry 0\), but the log has no earlier entry of that chain: "
+            r"seq 1 is missing",
+        ),
+    ],
+)
+def test_a_broken_chain_fails_even_when_signed(
+    index: int, seq: int, prev: int | None, message: str
+) -> None:
+    lines = _signed_export(_rechained(DATA, index, seq, prev))
+    with pytest.raises(VerificationFailure, match=message) as info:
+        verify_export(lines, KEYS)
+    assert info.value.index == index
+    verify_export(lines, KEYS, check_entries=False)  # only the entry check follows chains
+
+
+def test_the_fast_path_reads_the_same_chains_as_the_reference() -> None:
+    checker = _taught()
+    fresh = EntryChecker()
+    for data in _VARIED:
+        fast, reference = checker.inspect(data), fresh.inspect(data)
+        assert fast == reference
+        if fast.version == 2:
+            assert fast.chain is not None
+            client, table = (json.loads(part) for part in fast.chain)
+            record = json.loads(data)
+            assert (client, table) == (record["client"], record["table_id"])
+    assert checker.hits > 0
+    assert fresh.hits == 0

@@ -1,0 +1,169 @@
+"""Answering a dispute about game rounds from signed bytes: every outcome of the rounds, and
+nothing of their table missing between the round before and the round after.
+
+A round is (client, table, round id) (docs/outcomes-api.md, "Rounds and slots"). A player
+disputes a round (a spin, a Touchdown Roulette game's downs, 58 Pa. Code 617a.3(f); the spins
+of a Roulette Up streak, 617b.4(g)); the rules of 641a.11(d) and 643a.11(h) ask that a round
+can be rebuilt. Given
+
+- the entries of each disputed round that a lookup found (``FindEntries`` by client, table and
+  round; or every entry of a verified export whose signed bytes name the round), and
+- the stretch of the table's chain (docs/log-format.md, "Slots and chains") from the entry
+  before the rounds' first entry to the entry after their last,
+
+all already proven (inclusion proofs in one verified checkpoint, or a verified export),
+:func:`judge_dispute` checks that the stretch is an unbroken chain
+(:func:`~rng_service.audit.history.check_history`), that every entry of the stretch that is of
+a disputed round was found (an entry the lookup missed was hidden from it: its lookup columns
+were changed) and that every entry found is in the stretch, and says what the rounds hold:
+their entries in log order (each one's slot), voids, the other entries of the table between
+them, and the entries just before and after. So: these are all the outcomes of the rounds
+between the previous and the next round of the table, and nothing of the table between those
+is missing.
+
+What it cannot say from a lookup: that no entry of a disputed round lies OUTSIDE the stretch
+(far before or after, hidden by an edited column). The store's own check catches edited
+columns; a dispute against a full export (``--against``) finds every entry by its signed bytes.
+Entries of format 1 (before the upgrade to format 2) are in no chain: they are listed, and the
+chain statement covers only the format 2 ones.
+
+Pure: proven entries in, a :class:`DisputeReport` or a
+:class:`~rng_service.audit.verify.VerificationFailure` out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from rng_service.audit.history import check_history
+from rng_service.audit.verify import VerificationFailure
+from rng_service.log.entry import LogEntry
+
+__all__ = ["DisputeReport", "RoundFinding", "judge_dispute", "span_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class RoundFinding:
+    """One disputed round: its entries in log order (each fills one slot of the round)."""
+
+    round_id: str
+    entries: tuple[LogEntry, ...]
+
+    @property
+    def voids(self) -> tuple[LogEntry, ...]:
+        return tuple(e for e in self.entries if e.kind == "round_void")
+
+    @property
+    def chained(self) -> tuple[LogEntry, ...]:
+        return tuple(e for e in self.entries if e.table_seq is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class DisputeReport:
+    """What :func:`judge_dispute` established."""
+
+    client: str
+    table_id: str
+    rounds: tuple[RoundFinding, ...]
+    span: tuple[LogEntry, ...]
+    """The table's chain from ``previous`` (or the rounds' first entry) to ``following`` (or
+    the rounds' last entry), unbroken."""
+    previous: LogEntry | None
+    """The table's entry just before the rounds' first one; None when that is the chain's first
+    entry (seq 1)."""
+    following: LogEntry | None
+    """The table's entry just after the rounds' last one; None when the log gave none (the
+    rounds hold the table's latest entries as of the checkpoint)."""
+    others: tuple[LogEntry, ...]
+    """Entries of the table between the rounds' first and last entry that are of other rounds."""
+
+
+def span_of(found: Mapping[str, Sequence[LogEntry]]) -> tuple[int, int] | None:
+    """The (first, last) table_seq to fetch for the rounds' entries ``found``: one before the
+    first and one after the last; None when no found entry is in a chain (format 1 only)."""
+    seqs = [e.table_seq for entries in found.values() for e in entries if e.table_seq]
+    if not seqs:
+        return None
+    return max(1, min(seqs) - 1), max(seqs) + 1
+
+
+def judge_dispute(
+    *,
+    client: str,
+    table_id: str,
+    found: Mapping[str, Sequence[LogEntry]],
+    span: Sequence[LogEntry],
+) -> DisputeReport:
+    """Checks the found entries of the disputed rounds (round id -> entries) against the
+    table's chain ``span`` (fetched from :func:`span_of`'s first seq on); see the module
+    docstring. Raises :class:`VerificationFailure` naming the entry at fault."""
+    rounds: list[RoundFinding] = []
+    for round_id, entries in found.items():
+        for entry in entries:
+            if (entry.client, entry.table_id, entry.round_id) != (client, table_id, round_id):
+                raise VerificationFailure(
+                    f"log index {entry.index} was returned for round {round_id!r} of table "
+                    f"{table_id!r} (client {client!r}), but its signed bytes are of round "
+                    f"{entry.round_id!r} of table {entry.table_id!r} (client {entry.client!r})",
+                    index=entry.index,
+                )
+        if not entries:
+            raise VerificationFailure(
+                f"round {round_id!r} of table {table_id!r} (client {client!r}) has no entry in "
+                "the log: nothing of it can be answered (check the client, table and round ids)"
+            )
+        rounds.append(RoundFinding(round_id, tuple(sorted(entries, key=lambda e: e.index))))
+    bounds = span_of(found)
+    if bounds is None:  # format 1 only: in no chain
+        return DisputeReport(client, table_id, tuple(rounds), (), None, None, ())
+    first, _ = bounds
+    report = check_history(span, client=client, table_id=table_id, first_seq=first)
+    chain = report.entries
+    by_seq = {e.table_seq: e for e in chain}
+    found_at = {e.index: e for r in rounds for e in r.entries}
+    asked = {r.round_id for r in rounds}
+    for finding in rounds:
+        for entry in finding.chained:
+            held = by_seq.get(entry.table_seq)
+            if held is None or held.index != entry.index:
+                raise VerificationFailure(
+                    f"log index {entry.index} (seq {entry.table_seq} of round "
+                    f"{finding.round_id!r}) was found, but the table's chain holds "
+                    + ("no such seq" if held is None else f"log index {held.index} at that seq"),
+                    index=entry.index,
+                )
+    for entry in chain:
+        if entry.round_id in asked and entry.index not in found_at:
+            raise VerificationFailure(
+                f"log index {entry.index} (seq {entry.table_seq} of the table's chain) is of "
+                f"round {entry.round_id!r}, but the lookup of that round did not return it: "
+                "the store hid it (its lookup columns were changed)",
+                index=entry.index,
+            )
+    lo = min(e.table_seq for r in rounds for e in r.chained if e.table_seq is not None)
+    hi = max(e.table_seq for r in rounds for e in r.chained if e.table_seq is not None)
+    previous = by_seq.get(lo - 1) if lo > 1 else None
+    following = by_seq.get(hi + 1)
+    if lo > 1 and previous is None:
+        raise VerificationFailure(
+            f"the table's chain was to start at seq {first} (before the rounds' first entry, "
+            f"seq {lo}) but does not hold it",
+            index=0,
+        )
+    others = tuple(
+        e for e in chain if e.table_seq is not None and lo < e.table_seq < hi
+        and e.round_id not in asked
+    )  # fmt: skip
+    span_entries = tuple(
+        e for e in chain if e.table_seq is not None and lo - 1 <= e.table_seq <= hi + 1
+    )
+    return DisputeReport(
+        client=client,
+        table_id=table_id,
+        rounds=tuple(rounds),
+        span=span_entries,
+        previous=previous,
+        following=following,
+        others=others,
+    )
