@@ -3,12 +3,13 @@ incremental (start-up), on an SQLite log, against its irreducible work.
 
 Baseline, measured alone in the same run: read every entry of the range from the store through
 ``LogStorage.entries`` (pages of 4,096, as the check reads them) and SHA-256 it (RFC 6962 leaf
-hash). The check additionally reads and compares every Merkle node (about two per entry),
-recomputes them, and verifies every stored checkpoint's Ed25519 signature and root.
+hash). The check additionally compares every entry's lookup columns with its signed bytes
+(parsing its JSON), reads and compares every Merkle node (about two per entry), recomputes
+them, and verifies every stored checkpoint's Ed25519 signature and root.
 
-Long form: 10^6 realistic entries (the entry bytes of ``bench_storage``, about 600 bytes) in
-groups of 1,000 with a signed checkpoint each (1,000 checkpoints), written by the real
-``MerkleTree`` and ``SqliteStorage``. The incremental row is a start-up after 10,000 new
+Long form: 10^6 real format-2 entries (roulette spins of one table's chain, about 560 bytes,
+their rows' columns those of the entries) in groups of 1,000 with a signed checkpoint each
+(1,000 checkpoints), written by the real ``MerkleTree`` and ``SqliteStorage``. The incremental row is a start-up after 10,000 new
 entries: the recorded checkpoint at 990,000 is re-verified (signature, and the stored frontier
 reproducing its root) and only the new 10,000 entries are checked; its baseline is reading and
 hashing those 10,000.
@@ -24,7 +25,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from bench._common import Row
-from bench.bench_storage import _entry_bytes
+from rng_service.log.entry import GeneratorRef, LogEntry
 from rng_service.log.merkle import leaf_hash
 from rng_service.log.note import Checkpoint, Ed25519NoteSigner, sign_note
 from rng_service.log.storecheck import VERIFIED_CHECKPOINT_KEY, check_store
@@ -36,6 +37,21 @@ ORIGIN = "bench.example/log"
 SIGNER = Ed25519NoteSigner(ORIGIN, Ed25519PrivateKey.from_private_bytes(b"\x06" * 32))
 GROUP = 1000
 PAGE = 4096
+T0 = 1_767_225_600_000_000_000
+GENERATOR = GeneratorRef("9c0d" * 8, 41, False)
+
+
+def _entry_bytes(i: int) -> bytes:
+    spin = {"colour": "black", "number": "17", "position": 17, "voided": False}
+    return LogEntry(
+        index=i, timestamp_ns=T0 + i * 1_000_000, kind="roulette_spin",
+        params={"wheel": "double_zero"},
+        outcome={"final": spin, "spins": [spin], "wheel": "double_zero"},
+        client="pit-3-table-12", table_id="T12", round_id=f"R{i}",
+        session_id="S-2026-11-29-morning", request_id=f"6f1c2a9e-{i:012d}",
+        generator=GENERATOR, profile_sha256="ab" * 32, slot="spin", table_seq=i + 1,
+        table_prev=None if i == 0 else i - 1,
+    ).encode()  # fmt: skip
 
 
 def build(path: Path, n: int) -> dict[int, bytes]:
@@ -48,8 +64,9 @@ def build(path: Path, n: int) -> dict[int, bytes]:
             end = min(start + GROUP, n)
             datas = [_entry_bytes(i) for i in range(start, end)]
             records = [
-                EntryRecord(i, d, leaf_hash(d), "pit-3-table-12", f"q{i}", b"\0" * 32,
-                            "roulette_spin", "T12", f"R{i}", "", i, end, "spin", i + 1)
+                EntryRecord(i, d, leaf_hash(d), "pit-3-table-12", f"6f1c2a9e-{i:012d}",
+                            b"\0" * 32, "roulette_spin", "T12", f"R{i}", "S-2026-11-29-morning",
+                            T0 + i * 1_000_000, end, "spin", i + 1)
                 for i, d in zip(range(start, end), datas, strict=True)
             ]  # fmt: skip
             pending = tree.prepare([r.leaf_hash for r in records])

@@ -111,7 +111,10 @@ def judge_dispute(
         if not entries:
             raise VerificationFailure(
                 f"round {round_id!r} of table {table_id!r} (client {client!r}) has no entry in "
-                "the log: nothing of it can be answered (check the client, table and round ids)"
+                "the log: nothing of it can be answered. Check the client, table and round "
+                "ids; a round whose stored lookup columns were changed is not found either "
+                "(rng-service check-store names such rows; a dispute --against a full export "
+                "finds entries by their signed bytes)"
             )
         rounds.append(RoundFinding(round_id, tuple(sorted(entries, key=lambda e: e.index))))
     bounds = span_of(found)

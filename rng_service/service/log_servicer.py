@@ -515,6 +515,10 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
             records.append(record)
         rows = [(r, check_record(r)) for r in records]
         check_chain(rows, client_id=client, table_id=request.table_id, first_seq=first)
+        last = records[-1].table_seq if records else first - 1
+        assert last is not None
+        if len(records) <= limit and (not request.last_seq or last < request.last_seq):
+            self._check_chain_end(client, request.table_id, last, size)
         entries, note = self._proven(records[:limit], size)
         return log_pb2.GetTableHistoryResponse(
             client=client,
@@ -523,6 +527,28 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
             truncated=len(records) > limit,
             tree_size=size,
             checkpoint=note,
+        )
+
+    def _check_chain_end(self, client: str, table_id: str, last: int, size: int) -> None:
+        """The answer ends at seq ``last``: the chain's next row in the store must be seq
+        ``last + 1`` appended after the tree of ``size``, or none. A later seq with no
+        ``last + 1`` before it is a row deleted, or hidden by its changed lookup columns, that
+        would otherwise cut a history short without a word."""
+        after = self._storage.table_history(client, table_id, first_seq=last + 1, limit=1)
+        if not after:
+            return
+        record = after[0]
+        signed = check_record(record)
+        if signed.table_seq == last + 1 and record.index >= size:
+            return
+        raise LookupIntegrityError(
+            f"the chain of table {table_id!r} of client {client!r} is broken in the store: "
+            f"it has no seq {last + 1} in the tree of {size} entries, but seq "
+            f"{signed.table_seq} (entry {record.index}, whose signed predecessor is entry "
+            f"{signed.table_prev}) follows: an entry of the chain was deleted, or its lookup "
+            "columns were changed",
+            check="chain",
+            index=record.index if signed.table_prev is None else signed.table_prev,
         )
 
     @rpc("GetTableHistory")

@@ -581,7 +581,12 @@ def test_an_entry_missing_while_exporting_is_an_integrity_failure(
         code, out = run(["export", "--target", f"127.0.0.1:{running.port}", "--out",
                          str(out_file)], capsys)  # fmt: skip
         assert code == 1, out
-        assert "FAILED: the log has no entry 2 (the next one it gave is 3)" in out
+        # the service itself refuses the page (DATA_LOSS: an integrity failure, exit 1)
+        assert "FAILED: 127.0.0.1:" in out
+        assert (
+            "GetEntries: DATA_LOSS: entry 2 is missing from the log store (the next stored entry "
+            "is 3), though the tree covers it: a row was deleted"
+        ) in out
         assert not out_file.exists()
         code, out = run(["export", "--db", str(config.storage.path), "--out", str(out_file)],
                         capsys)  # fmt: skip

@@ -1,0 +1,376 @@
+"""Table histories and disputes end to end: a live in-process service, ``rng-audit
+table-history`` and ``rng-audit dispute`` against it, against a table-history file it saved and
+against a full export, and what each says when an entry is missing or the store was edited.
+
+The log (module fixture): table T1 has rounds G1..G9 (one spin each; G5 also voided by the
+operator), table T2 rounds X1..X4 interleaved with them, so T1's chain runs through entries of
+other tables.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from rng_service._proto.rng.v1 import log_pb2
+from rng_service.audit_cli import main
+from rng_service.service.client import RngClient
+from tests.integration.conftest import Running, make_config, start, wait_for_sample
+
+
+@dataclass
+class Log:
+    tmp: Path
+    target: str
+    vkey: str
+    export: Path
+    db: Path
+    running: Running
+    indexes: dict[str, int]  # request id -> log index
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def jsoned(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, Any]:
+    code = main([*args, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def fill(running: Running) -> dict[str, int]:
+    """T1 rounds G1..G9 with T2 rounds X1..X4 between; G5 voided after G6."""
+    indexes: dict[str, int] = {}
+    for i in range(1, 10):
+        reply = running.spin(f"g{i}", table_id="T1", round_id=f"G{i}")
+        indexes[f"g{i}"] = reply.receipt.index
+        if i % 2 == 0:
+            reply = running.spin(f"x{i // 2}", table_id="T2", round_id=f"X{i // 2}")
+            indexes[f"x{i // 2}"] = reply.receipt.index
+        if i == 6:
+            with RngClient(f"127.0.0.1:{running.port}") as client:
+                void = client.void_round(
+                    table_id="T1", round_id="G5", request_id="v5", reason="ball left the wheel"
+                )
+            indexes["void@v5"] = void.receipt.index
+    return indexes
+
+
+@pytest.fixture(scope="module")
+def log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Log]:
+    tmp = tmp_path_factory.mktemp("history")
+    config = make_config(tmp)
+    running = start(config)
+    try:
+        indexes = fill(running)
+        target = f"127.0.0.1:{running.port}"
+        export = tmp / "log.export"
+        assert main(["export", "--target", target, "--out", str(export)]) == 0
+        yield Log(tmp, target, str(config.log.key_file) + ".vkey", export,
+                  Path(config.storage.path), running, indexes)  # fmt: skip
+    finally:
+        running.stop()
+
+
+# -- table-history ---------------------------------------------------------------------------
+
+
+def test_a_live_table_history_is_complete(log: Log, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(["table-history", "--target", log.target, "--table", "T1", "--key", log.vkey],
+                    capsys)  # fmt: skip
+    assert code == 0, out
+    assert "OK: the history of table 'T1' (client 'default') is complete from seq 1 to seq 10: " in (
+        out
+    )
+    assert "each naming the one before as its predecessor, every one in the checkpoint of tree " in (
+        out
+    )
+    assert "ROUND VOIDED by default: ball left the wheel" in out
+    assert "seq 1 (log index 0) names no predecessor: it is the first entry" in out
+    assert "the log gave no entry of this table after seq 10" in out
+    code, report = jsoned(["table-history", "--target", log.target, "--table", "T1", "--from",
+                           "3", "--to", "6", "--key", log.vkey], capsys)  # fmt: skip
+    assert code == 0
+    assert (report["first_seq"], report["last_seq"], report["complete"]) == (3, 6, True)
+    assert [e["seq"] for e in report["entries"]] == [3, 4, 5, 6]
+    assert [e["round_id"] for e in report["entries"]] == ["G3", "G4", "G5", "G6"]
+    # each entry's predecessor is the one listed before it, through T2's entries between
+    entries = report["entries"]
+    assert all(b["table_prev"] == a["index"] for a, b in zip(entries, entries[1:], strict=False))
+    assert log.indexes["x2"] in range(entries[1]["index"], entries[2]["index"])
+
+
+def test_a_saved_history_verifies_offline_and_names_a_dropped_entry(
+    log: Log, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved = log.tmp / "t1.history"
+    code, out = run(["table-history", "--target", log.target, "--table", "T1", "--key", log.vkey,
+                     "--out", str(saved)], capsys)  # fmt: skip
+    assert code == 0, out
+    code, out = run(["table-history", str(saved), "--key", log.vkey], capsys)
+    assert code == 0, out
+    assert "complete from seq 1 to seq 10" in out
+    lines = saved.read_text().splitlines(keepends=True)
+    entry_of = {json.loads(line)["index"]: n for n, line in enumerate(lines) if n}
+    g4 = log.indexes["g4"]  # seq 4
+
+    def tampered(name: str, new: list[str]) -> str:
+        path = log.tmp / name
+        path.write_text("".join(new))
+        return str(path)
+
+    dropped = tampered("dropped.history", [x for n, x in enumerate(lines) if n != entry_of[g4]])
+    code, out = run(["table-history", dropped, "--key", log.vkey], capsys)
+    assert code == 1, out
+    assert (
+        f"FAILED: the history of table 'T1' of client 'default' is broken after seq 3 (log index "
+        f"{log.indexes['g3']}): the next entry it holds is seq 5 (log index {log.indexes['g5']}, "
+        f"whose predecessor is log index {g4}): seq 4 is missing"
+    ) in out
+    first = tampered("first.history", [lines[0], *lines[2:]])
+    code, out = run(["table-history", first, "--key", log.vkey], capsys)
+    assert code == 1
+    assert "starts at seq 2 (log index 1), not at seq 1: seq 1 is missing" in out
+    last = tampered("last.history", lines[:-1])
+    code, out = run(["table-history", last, "--key", log.vkey], capsys)
+    assert code == 1
+    assert "but should reach seq 10: seq 10 is missing" in out
+    # an entry changed with its leaf hash: its proof no longer reaches the signed root
+    record = json.loads(lines[3])
+    data = base64.b64decode(record["entry"]).replace(b'"round_id":"G3"', b'"round_id":"G8"')
+    import hashlib
+
+    record["entry"] = base64.b64encode(data).decode()
+    record["leaf_hash"] = hashlib.sha256(b"\0" + data).hexdigest()
+    forged = tampered("forged.history", [*lines[:3], json.dumps(record) + "\n", *lines[4:]])
+    code, out = run(["table-history", forged, "--key", log.vkey], capsys)
+    assert code == 1
+    assert "its inclusion proof does not verify" in out
+    code, report = jsoned(["table-history", dropped, "--key", log.vkey], capsys)
+    assert code == 1
+    assert report["ok"] is False
+    assert "seq 4 is missing" in report["failure"]
+
+
+def test_against_an_export_the_chain_is_checked_first_and_names_the_break(
+    log: Log, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--client", "default", "--table", "T1", "--key", log.vkey]
+    code, out = run(["table-history", "--against", str(log.export), *args], capsys)
+    assert code == 0, out
+    assert "complete from seq 1 to seq 10" in out
+    assert "in the verified export" in out
+    code, out = run(["verify", str(log.export), "--key", log.vkey], capsys)
+    assert code == 0, out
+    lines = log.export.read_text().splitlines(keepends=True)
+    checkpoints = json.loads(lines[0])["checkpoints"]
+    g7 = log.indexes["g7"]
+    dropped = log.tmp / "dropped.export"
+    dropped.write_text("".join(x for n, x in enumerate(lines) if n != 1 + checkpoints + g7))
+    code, out = run(["table-history", "--against", str(dropped), *args], capsys)
+    assert code == 1, out
+    assert "broken after seq 7" in out  # the void of G5, logged after G6, is seq 7
+    assert f"whose predecessor is log index {g7}): seq 8 is missing" in out
+    # verify itself stops at the first renumbered line
+    code, out = run(["verify", str(dropped), "--key", log.vkey], capsys)
+    assert code == 1
+    assert f"entry {g7} (line {2 + checkpoints + g7}): its index field is {g7 + 1}" in out
+
+
+# -- dispute ---------------------------------------------------------------------------------
+
+
+def test_a_dispute_answered_from_the_live_service(
+    log: Log, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--target", log.target, "--client", "default", "--key", log.vkey]
+    code, out = run(["dispute", *args, "--table", "T1", "--round", "G3"], capsys)
+    assert code == 0, out
+    assert "OK: these are all the outcomes of round 'G3' of table 'T1' (client 'default'): 1 " in (
+        out
+    )
+    assert f"round 'G3': slots in order: spin (log index {log.indexes['g3']})" in out
+    assert "voids: none (the round was not voided)" in out
+    assert (
+        f"Nothing of table 'T1' between the previous round ('G2', seq 2, log index "
+        f"{log.indexes['g2']}) and the next round ('G4', seq 4, log index {log.indexes['g4']}) "
+        "is missing: its chain runs unbroken from seq 2 to seq 4"
+    ) in out
+    # by request id, in JSON: the same round
+    code, report = jsoned(["dispute", *args, "--request-id", "g3"], capsys)
+    assert code == 0
+    assert report["table_id"] == "T1"
+    assert [r["round_id"] for r in report["rounds"]] == ["G3"]
+    assert report["previous"]["round_id"] == "G2"
+    assert report["following"]["round_id"] == "G4"
+    assert report["rounds"][0]["entries"][0]["index"] == log.indexes["g3"]
+
+
+def test_a_dispute_of_several_rounds_with_a_void(
+    log: Log, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Five consecutive rounds (a Touchdown Roulette game: the trigger spin and four downs)."""
+    rounds = [x for r in ("G4", "G5", "G6", "G7", "G8") for x in ("--round", r)]
+    args = ["--client", "default", "--table", "T1", *rounds, "--key", log.vkey]
+    code, report = jsoned(["dispute", "--target", log.target, *args], capsys)
+    assert code == 0, report
+    assert [r["round_id"] for r in report["rounds"]] == ["G4", "G5", "G6", "G7", "G8"]
+    g5 = report["rounds"][1]
+    assert (g5["slots"], g5["voided"]) == (["spin", "void"], True)
+    assert report["others_between"] == []
+    assert (report["previous"]["round_id"], report["following"]["round_id"]) == ("G3", "G9")
+    code, text = run(["dispute", "--target", log.target, *args], capsys)
+    assert "the round was VOIDED at log index" in text
+    # the same answer from the export, where every entry is found by its signed bytes
+    code, from_export = jsoned(["dispute", "--against", str(log.export), *args], capsys)
+    assert code == 0
+    assert from_export["rounds"] == report["rounds"]
+    assert from_export["chain"] == report["chain"].replace(report["chain"], from_export["chain"])
+    code, latest = jsoned(["dispute", "--against", str(log.export), "--client", "default",
+                           "--table", "T1", "--round", "G9", "--key", log.vkey], capsys)  # fmt: skip
+    assert latest["following"] is None
+    assert "the end of the table's chain in the export" in latest["chain"]
+
+
+def test_usage_errors(log: Log, capsys: pytest.CaptureFixture[str]) -> None:
+    for args, message in (
+        (["dispute", "--client", "c", "--round", "G1", "--table", "T1"], "give one of --target"),
+        (["dispute", "--target", log.target, "--client", "c", "--table", "T1"], "--round"),
+        (["dispute", "--target", log.target, "--client", "c", "--round", "G1"], "--round needs"),
+        (["table-history", "--table", "T1"], "give one of: a table-history FILE"),
+        (["table-history", "--against", str(log.export), "--table", "T1"], "--client is needed"),
+        (["table-history", "--target", log.target, "--table", "T1", "--from", "0"], "--from"),
+    ):
+        code, out = run([*args, "--key", log.vkey], capsys)
+        assert code == 2, (args, out)
+        assert message in out
+        assert "Traceback" not in out
+
+
+# -- an edited store: every lookup that touches the row says so --------------------------------
+
+
+@pytest.fixture
+def damaged(tmp_path: Path) -> Iterator[tuple[Running, Path, dict[str, int]]]:
+    config = make_config(tmp_path)
+    running = start(config)
+    try:
+        yield running, Path(config.storage.path), fill(running)
+    finally:
+        running.stop()
+
+
+def sql(db: Path, statement: str, *params: object) -> None:
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute(statement, params)
+    conn.close()
+
+
+def test_a_rewritten_round_column_is_flagged_by_every_lookup(
+    damaged: tuple[Running, Path, dict[str, int]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    running, db, indexes = damaged
+    g4 = indexes["g4"]
+    sql(db, "UPDATE entries SET table_id = 'T6', round_id = 'R999' WHERE idx = ?", g4)
+    target = f"127.0.0.1:{running.port}"
+    # The lookup by the rewritten columns returns the row: DATA_LOSS naming it and both values.
+    with pytest.raises(grpc.RpcError) as info:
+        running.log.FindEntries(log_pb2.FindEntriesRequest(table_id="T6", round_id="R999"))
+    assert info.value.code() == grpc.StatusCode.DATA_LOSS
+    assert (
+        f"entry {g4}: the store's lookup columns say table_id 'T6', round_id 'R999', but the "
+        "entry's signed bytes say table_id 'T1', round_id 'G4'"
+    ) in (info.value.details() or "")
+    # The lookup by the true round finds nothing (that is what the column edit hides) ...
+    hidden = running.log.FindEntries(log_pb2.FindEntriesRequest(table_id="T1", round_id="G4"))
+    assert list(hidden.entries) == []
+    # ... but T1's chain misses seq 4: the history and a dispute fail, naming the break.
+    with pytest.raises(grpc.RpcError) as info:
+        running.log.GetTableHistory(log_pb2.GetTableHistoryRequest(table_id="T1"))
+    assert info.value.code() == grpc.StatusCode.DATA_LOSS
+    assert "after seq 3" in (info.value.details() or "")
+    assert "the store gives seq 5" in (info.value.details() or "")
+    vkey = str(db.parent / "key.pem.vkey")
+    code, out = run(["dispute", "--target", target, "--client", "default", "--table", "T1",
+                     "--round", "G3", "--key", vkey], capsys)  # fmt: skip
+    assert code == 1, out
+    # G3's neighbourhood is seq 2 to 4: the store has no seq 4 but a seq 5 after it
+    assert "GetTableHistory: DATA_LOSS: the chain of table 'T1' of client 'default' is broken " in (
+        out
+    )
+    assert f"it has no seq 4 in the tree of 14 entries, but seq 5 (entry {indexes['g5']}, whose " in (
+        out
+    )
+    code, out = run(["table-history", "--target", target, "--table", "T1", "--key", vkey], capsys)
+    assert code == 1
+    assert "DATA_LOSS" in out
+    for method, check, count in (("FindEntries", "columns", 1), ("GetTableHistory", "chain", 3)):
+        assert wait_for_sample(running, "rng_log_integrity_errors_total",
+                               {"method": method, "check": check}, at_least=count) == count
+    # fmt: skip
+
+
+def test_a_deleted_row_fails_get_entries_and_the_export(
+    damaged: tuple[Running, Path, dict[str, int]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    running, db, indexes = damaged
+    sql(db, "DELETE FROM entries WHERE idx = ?", indexes["g2"])
+    with pytest.raises(grpc.RpcError) as info:
+        running.log.GetEntries(log_pb2.GetEntriesRequest(start=0))
+    assert info.value.code() == grpc.StatusCode.DATA_LOSS
+    assert f"entry {indexes['g2']} is missing from the log store (the next stored entry is " in (
+        info.value.details() or ""
+    )
+    out_file = db.parent / "gap.export"
+    code, out = run(["export", "--target", f"127.0.0.1:{running.port}", "--out", str(out_file)],
+                    capsys)  # fmt: skip
+    assert code == 1, out
+    assert "DATA_LOSS" in out
+    assert not out_file.exists()
+    assert wait_for_sample(running, "rng_log_integrity_errors_total",
+                           {"method": "GetEntries", "check": "gap"}) == 2.0  # fmt: skip
+
+
+def test_entries_come_with_proofs_in_one_stated_tree(log: Log) -> None:
+    from rng_service.log import merkle
+    from rng_service.log.note import Checkpoint, parse_note
+
+    stub = log.running.log
+    size = 10
+    for reply in (
+        stub.GetEntries(log_pb2.GetEntriesRequest(start=2, end=8, tree_size=size)),
+        stub.FindEntries(log_pb2.FindEntriesRequest(client="default", table_id="T1",
+                                                    tree_size=size)),  # fmt: skip
+        stub.GetTableHistory(log_pb2.GetTableHistoryRequest(table_id="T1", tree_size=size)),
+    ):
+        assert reply.tree_size == size
+        checkpoint = Checkpoint.parse(parse_note(reply.checkpoint.encode()).text)
+        assert checkpoint.size == size
+        assert reply.entries
+        for e in reply.entries:
+            assert e.index < size
+            merkle.verify_inclusion(
+                e.leaf_hash, e.index, size, list(e.inclusion_proof), checkpoint.root_hash
+            )
+    bare = stub.GetEntries(log_pb2.GetEntriesRequest(start=0, omit_proofs=True))
+    assert all(not e.inclusion_proof for e in bare.entries)
+    found = stub.FindEntries(log_pb2.FindEntriesRequest(client="default", request_id="g5"))
+    assert [e.index for e in found.entries] == [log.indexes["g5"]]
+    with pytest.raises(grpc.RpcError) as info:
+        stub.FindEntries(log_pb2.FindEntriesRequest(request_id="g5"))
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert (info.value.details() or "").startswith("request_id: needs client")
+    with pytest.raises(grpc.RpcError) as info:
+        stub.GetTableHistory(log_pb2.GetTableHistoryRequest(table_id="T1", tree_size=10**6))
+    assert info.value.code() == grpc.StatusCode.OUT_OF_RANGE
