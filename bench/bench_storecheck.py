@@ -9,10 +9,10 @@ them, and verifies every stored checkpoint's Ed25519 signature and root.
 
 Long form: 10^6 real format-2 entries (roulette spins of one table's chain, about 560 bytes,
 their rows' columns those of the entries) in groups of 1,000 with a signed checkpoint each
-(1,000 checkpoints), written by the real ``MerkleTree`` and ``SqliteStorage``. The incremental row is a start-up after 10,000 new
-entries: the recorded checkpoint at 990,000 is re-verified (signature, and the stored frontier
-reproducing its root) and only the new 10,000 entries are checked; its baseline is reading and
-hashing those 10,000.
+(1,000 checkpoints), written by the real ``MerkleTree`` and ``SqliteStorage``. The incremental
+row is a start-up after 10,000 new entries: the recorded checkpoint at 990,000 is re-verified
+(signature, and the stored frontier reproducing its root) and only the new 10,000 entries are
+checked; its baseline is reading and hashing those 10,000.
 """
 
 from __future__ import annotations

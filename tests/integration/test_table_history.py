@@ -10,6 +10,8 @@ other tables.
 from __future__ import annotations
 
 import base64
+import hashlib
+import itertools
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -89,12 +91,10 @@ def test_a_live_table_history_is_complete(log: Log, capsys: pytest.CaptureFixtur
     code, out = run(["table-history", "--target", log.target, "--table", "T1", "--key", log.vkey],
                     capsys)  # fmt: skip
     assert code == 0, out
-    assert "OK: the history of table 'T1' (client 'default') is complete from seq 1 to seq 10: " in (
-        out
+    assert (
+        "OK: the history of table 'T1' (client 'default') is complete from seq 1 to seq 10" in out
     )
-    assert "each naming the one before as its predecessor, every one in the checkpoint of tree " in (
-        out
-    )
+    assert "each naming the one before as its predecessor, every one in the checkpoint of" in out
     assert "ROUND VOIDED by default: ball left the wheel" in out
     assert "seq 1 (log index 0) names no predecessor: it is the first entry" in out
     assert "the log gave no entry of this table after seq 10" in out
@@ -106,7 +106,7 @@ def test_a_live_table_history_is_complete(log: Log, capsys: pytest.CaptureFixtur
     assert [e["round_id"] for e in report["entries"]] == ["G3", "G4", "G5", "G6"]
     # each entry's predecessor is the one listed before it, through T2's entries between
     entries = report["entries"]
-    assert all(b["table_prev"] == a["index"] for a, b in zip(entries, entries[1:], strict=False))
+    assert all(b["table_prev"] == a["index"] for a, b in itertools.pairwise(entries))
     assert log.indexes["x2"] in range(entries[1]["index"], entries[2]["index"])
 
 
@@ -148,8 +148,6 @@ def test_a_saved_history_verifies_offline_and_names_a_dropped_entry(
     # an entry changed with its leaf hash: its proof no longer reaches the signed root
     record = json.loads(lines[3])
     data = base64.b64decode(record["entry"]).replace(b'"round_id":"G3"', b'"round_id":"G8"')
-    import hashlib
-
     record["entry"] = base64.b64encode(data).decode()
     record["leaf_hash"] = hashlib.sha256(b"\0" + data).hexdigest()
     forged = tampered("forged.history", [*lines[:3], json.dumps(record) + "\n", *lines[4:]])
@@ -235,9 +233,11 @@ def test_a_dispute_of_several_rounds_with_a_void(
     code, from_export = jsoned(["dispute", "--against", str(log.export), *args], capsys)
     assert code == 0
     assert from_export["rounds"] == report["rounds"]
-    assert from_export["chain"] == report["chain"].replace(report["chain"], from_export["chain"])
-    code, latest = jsoned(["dispute", "--against", str(log.export), "--client", "default",
-                           "--table", "T1", "--round", "G9", "--key", log.vkey], capsys)  # fmt: skip
+    for answer in (report, from_export):
+        assert "between the previous round ('G3', seq 3" in answer["chain"]
+        assert "and the next round ('G9', seq 10" in answer["chain"]
+    last = ["--client", "default", "--table", "T1", "--round", "G9", "--key", log.vkey]
+    code, latest = jsoned(["dispute", "--against", str(log.export), *last], capsys)
     assert latest["following"] is None
     assert "the end of the table's chain in the export" in latest["chain"]
 
@@ -309,16 +309,16 @@ def test_a_rewritten_round_column_is_flagged_by_every_lookup(
     assert "GetTableHistory: DATA_LOSS: the chain of table 'T1' of client 'default' is broken " in (
         out
     )
-    assert f"it has no seq 4 in the tree of 14 entries, but seq 5 (entry {indexes['g5']}, whose " in (
-        out
-    )
+    g5 = indexes["g5"]
+    assert f"it has no seq 4 in the tree of 14 entries, but seq 5 (entry {g5}, whose " in out
     code, out = run(["table-history", "--target", target, "--table", "T1", "--key", vkey], capsys)
     assert code == 1
     assert "DATA_LOSS" in out
     for method, check, count in (("FindEntries", "columns", 1), ("GetTableHistory", "chain", 3)):
-        assert wait_for_sample(running, "rng_log_integrity_errors_total",
-                               {"method": method, "check": check}, at_least=count) == count
-    # fmt: skip
+        labels = {"method": method, "check": check}
+        assert wait_for_sample(
+            running, "rng_log_integrity_errors_total", labels, at_least=count
+        ) == (count)
 
 
 def test_a_deleted_row_fails_get_entries_and_the_export(
@@ -350,8 +350,9 @@ def test_entries_come_with_proofs_in_one_stated_tree(log: Log) -> None:
     size = 10
     for reply in (
         stub.GetEntries(log_pb2.GetEntriesRequest(start=2, end=8, tree_size=size)),
-        stub.FindEntries(log_pb2.FindEntriesRequest(client="default", table_id="T1",
-                                                    tree_size=size)),  # fmt: skip
+        stub.FindEntries(
+            log_pb2.FindEntriesRequest(client="default", table_id="T1", tree_size=size)
+        ),
         stub.GetTableHistory(log_pb2.GetTableHistoryRequest(table_id="T1", tree_size=size)),
     ):
         assert reply.tree_size == size

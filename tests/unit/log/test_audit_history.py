@@ -45,7 +45,8 @@ def _log() -> list[LogEntry]:
             LogEntry(
                 index=index, timestamp_ns=1_767_225_600_000_000_000 + index * 1000, kind=kind,
                 params=extra.get("params", {}), outcome=extra.get("outcome", {"n": index}),
-                client="c", table_id=table, round_id=round_id, session_id="", request_id=f"q{index}",
+                client="c", table_id=table, round_id=round_id, session_id="",
+                request_id=f"q{index}",
                 generator=GeneratorRef("g", 0, False), slot=slot, table_seq=seq, table_prev=prev,
             )
         )  # fmt: skip
@@ -100,9 +101,9 @@ def test_a_whole_chain_and_a_stretch_of_it_are_complete() -> None:
         (T1[:-1], {"last_seq": 12}, r"ends at seq 11 .*but should reach seq 12: seq 12 is "
          r"missing"),
         ([], {"last_seq": 3}, r"should reach seq 3 but holds no entry: seq 1 to 3 are missing"),
-        (T1[:3] + [LOG[1]], {}, r"log index 1 is of table 'T2' of client 'c', not of the table "
+        ([*T1[:3], LOG[1]], {}, r"log index 1 is of table 'T2' of client 'c', not of the table "
          r"'T1'"),
-        (T1[:3] + [T1[2]], {}, r"the numbers go back"),
+        ([*T1[:3], T1[2]], {}, r"the numbers go back"),
     ],
 )  # fmt: skip
 def test_each_break_is_named(entries: list[LogEntry], kw: dict[str, Any], message: str) -> None:
@@ -112,7 +113,7 @@ def test_each_break_is_named(entries: list[LogEntry], kw: dict[str, Any], messag
 
 def test_two_entries_claiming_one_place_are_a_break() -> None:
     forged = LogEntry(**_fields(T1[4], table_prev=T1[2].index))
-    with pytest.raises(ChainBreak, match="names log index .* as its predecessor, not"):
+    with pytest.raises(ChainBreak, match=r"names log index .* as its predecessor, not"):
         check_history([*T1[:4], forged], client="c", table_id="T1")
 
 

@@ -120,9 +120,7 @@ def test_a_range_holds_every_index() -> None:
 
 
 def chain(rows: list[EntryRecord], first: int = 1) -> None:
-    check_chain(
-        [(r, check_record(r)) for r in rows], client_id="c", table_id="T1", first_seq=first
-    )
+    check_chain([(r, check_record(r)) for r in rows], client_id="c", table_id="T1", first_seq=first)
 
 
 def test_a_chain_follows_on_without_a_break() -> None:
