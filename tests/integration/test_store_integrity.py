@@ -22,8 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
+from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc
 from rng_service.audit_cli import main as audit_main
 from rng_service.cli import main as cli_main
 from rng_service.log.keys import generate_key_pair
@@ -315,3 +317,90 @@ def test_what_the_store_alone_cannot_catch(
     err = capsys.readouterr().err
     assert f"is for tree size {pristine.size}, but the export has only 30 entries" in err
     assert "the export is truncated" in err
+
+
+# -- lookup columns rewritten, deleted rows: what the lookups say (issue "Round integrity,
+# part 2") ------------------------------------------------------------------------------------
+
+
+def lookup_error(call: Any) -> str:
+    with pytest.raises(grpc.RpcError) as info:
+        call()
+    assert info.value.code() == grpc.StatusCode.DATA_LOSS, info.value.details()
+    return info.value.details() or ""
+
+
+def test_rewritten_lookup_columns_are_flagged_by_the_lookups_and_named_by_the_checks(
+    pristine: Pristine, log: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Entry 10 (round a10 of table T1, in the verified part the start-up check does not read
+    again) moved to table T6, round R999 with sqlite3 while no service runs: an operator
+    hiding an outcome from a dispute. The service starts; every lookup that meets the row says
+    so (DATA_LOSS, a log line, the metric); check-store names it; so does a full start-up."""
+    config, db = log
+    sql(db, "UPDATE entries SET table_id = 'T6', round_id = 'R999' WHERE idx = 10")
+    columns = (
+        "entry 10: the store's lookup columns say table_id 'T6', round_id 'R999', but the entry's "
+        "signed bytes say table_id 'T1', round_id 'a10'"
+    )
+    served = Served(config)
+    try:
+        channel = grpc.insecure_channel(served.target)
+        stub = log_pb2_grpc.LogServiceStub(channel)
+        found = log_pb2.FindEntriesRequest(table_id="T6", round_id="R999")
+        assert columns in lookup_error(lambda: stub.FindEntries(found))
+        hidden = stub.FindEntries(log_pb2.FindEntriesRequest(table_id="T1", round_id="a10"))
+        assert list(hidden.entries) == []  # what the edit was for ...
+        history = log_pb2.GetTableHistoryRequest(table_id="T1")
+        details = lookup_error(lambda: stub.GetTableHistory(history))
+        assert "after seq 10 (entry 9) the store gives seq 12 (entry 11" in details  # ... caught
+        vkey = str(pristine.key) + ".vkey"
+        code = audit_main(["dispute", "--target", served.target, "--client", "default",
+                           "--table", "T1", "--round", "a9", "--key", vkey])  # fmt: skip
+        assert code == 1
+        assert "it has no seq 11 in the tree" in capsys.readouterr().err
+        channel.close()
+    finally:
+        served.stop()
+    events = [json.loads(x) for x in served.stderr.splitlines() if "log_integrity_error" in x]
+    assert {(e["method"], e["check"], e["index"]) for e in events} == {
+        ("FindEntries", "columns", 10), ("GetTableHistory", "chain", 10)
+    }  # fmt: skip
+    code, out = check_store(config, capsys)
+    assert code == 1
+    assert columns in out
+    full = write_config(db.parent, pristine.key, extra='startup_check = "full"')
+    assert columns in serve_refused(full)["error"]
+
+
+def test_rewritten_lookup_columns_in_the_newer_part_refuse_the_start(
+    log: tuple[Path, Path],
+) -> None:
+    config, db = log
+    sql(db, "UPDATE entries SET round_id = 'b99', timestamp_ns = 0 WHERE idx = 30")
+    error = serve_refused(config)["error"]
+    assert "log store check failed: entry 30: the store's lookup columns say round_id 'b99', " in (
+        error
+    )
+    assert "timestamp_ns 0" in error
+
+
+def test_a_deleted_row_in_the_verified_part_fails_get_entries_and_the_export(
+    pristine: Pristine, log: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, db = log
+    sql(db, "DELETE FROM entries WHERE idx = 12")
+    served = Served(config)  # the start-up check is incremental, from entry 24
+    try:
+        channel = grpc.insecure_channel(served.target)
+        stub = log_pb2_grpc.LogServiceStub(channel)
+        details = lookup_error(lambda: stub.GetEntries(log_pb2.GetEntriesRequest(start=0)))
+        assert "entry 12 is missing from the log store (the next stored entry is 13)" in details
+        channel.close()
+        out_file = db.parent / "gap.export"
+        code = audit_main(["export", "--target", served.target, "--out", str(out_file)])
+        assert code == 1
+        assert "GetEntries: DATA_LOSS: entry 12 is missing" in capsys.readouterr().err
+        assert not out_file.exists()
+    finally:
+        served.stop()
