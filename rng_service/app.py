@@ -34,6 +34,7 @@ from rng_service.config import Config, StorageSettings, check_transport
 from rng_service.drbg import EntropySource, GeneratorConfig, OsEntropySource, ProductionGenerator
 from rng_service.errors import IntegrityError, RngServiceError
 from rng_service.log.appender import Appender
+from rng_service.log.columns import CHECKS
 from rng_service.log.cosignature import CosignatureVerifier
 from rng_service.log.keys import load_private_key, load_verifier, load_verifier_keys
 from rng_service.log.note import Ed25519NoteSigner, NoteVerifier
@@ -680,6 +681,7 @@ class Service:
             )
             for i, v in enumerate([signer.verifier(), *(c.verifier() for c in cosigners), *retired])
         ]
+        self.metrics.expect_integrity_errors(LogServicer.CHECKED_METHODS, CHECKS)
         self._server = build_server(
             outcome=OutcomeServicer(
                 appender=self.appender,

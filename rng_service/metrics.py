@@ -14,7 +14,7 @@ rules select on ``class``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -246,6 +246,15 @@ class Metrics:
 
     def append_failed(self) -> None:
         self.append_failures.inc()
+
+    def expect_integrity_errors(self, methods: Iterable[str], checks: Iterable[str]) -> None:
+        """Exports ``rng_log_integrity_errors_total`` at 0 for every (method, check) from the
+        start: Prometheus' ``increase()`` sees nothing in a series whose first sample is
+        already 1, so without this the first integrity error after a start (the one that
+        matters) would never fire RngLogIntegrityError."""
+        for method in methods:
+            for check in checks:
+                self.integrity_errors.labels(method=method, check=check)
 
     # IntegrityObserver (rng_service.service.log_servicer)
     def integrity_error(self, method: str, check: str) -> None:

@@ -164,6 +164,10 @@ def _limit(value: int) -> int:
 
 
 class LogServicer(log_pb2_grpc.LogServiceServicer):
+    CHECKED_METHODS = ("GetEntries", "FindEntries", "GetTableHistory")
+    """The methods whose stored entries are checked on the way out (the ``method`` label of
+    ``rng_log_integrity_errors_total``; the wiring exports each at 0 from the start)."""
+
     def __init__(
         self,
         *,
@@ -393,6 +397,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
     def _checked(self, method: str, read: Callable[[], T]) -> T:
         """``read()`` (a worker thread's reads of stored entries and their checks); a failed
         check is logged and counted before it propagates (DATA_LOSS)."""
+        assert method in self.CHECKED_METHODS, method
         try:
             return read()
         except LookupIntegrityError as e:

@@ -441,6 +441,7 @@ def test_alerts_cover_the_operations_issue(alert_rules: list[dict[str, Any]]) ->
         "RngGeneratorNotReseeding",
         "RngLogStorageUnavailable",
         "RngLogStoreDown",
+        "RngLogIntegrityError",
         "RngCheckpointStale",
         "RngRpcErrorRate",
         "RngRpcRefusals",

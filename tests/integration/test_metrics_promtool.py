@@ -62,13 +62,22 @@ def test_promtool_accepts_the_services_metrics(tmp_path: Path, promtool: str) ->
     assert 'rng_outcomes_total{client="default",game="roulette",kind="roulette_spin"} 3.0' in text
     assert 'rng_outcome_replays_total{kind="roulette_spin"} 1.0' in text
     assert "rng_generator_up 1.0" in text
+    # Every (method, check) of the integrity counter is there at 0 before any error, so that
+    # increase() in RngLogIntegrityError sees the first one (a series born at 1 shows none).
+    from rng_service.log.columns import CHECKS
+    from rng_service.service.log_servicer import LogServicer
+
+    for method in LogServicer.CHECKED_METHODS:
+        for check in CHECKS:
+            sample = f'rng_log_integrity_errors_total{{check="{check}",method="{method}"}} 0.0'
+            assert sample in text, sample
     output = run_promtool(promtool, "check", "metrics", stdin=body)
     assert output.strip() == "", f"promtool check metrics reported problems:\n{output}"
 
 
 def test_promtool_checks_the_alerting_rules(promtool: str) -> None:
     output = run_promtool(promtool, "check", "rules", "alerts.yml", cwd=PROMETHEUS_DIR)
-    assert "SUCCESS: 13 rules found" in output
+    assert "SUCCESS: 14 rules found" in output
 
 
 def test_promtool_runs_the_alert_unit_tests(promtool: str) -> None:
