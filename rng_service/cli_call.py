@@ -634,10 +634,11 @@ def _define_find(p: argparse.ArgumentParser) -> None:
 
 
 def _run_find(c: RngClient, a: argparse.Namespace, out: Output) -> int:
-    rows, truncated = c.find_entries(
+    found = c.find_entries(
         table_id=a.table, round_id=a.round, session_id=a.session,
         since_ns=a.since, until_ns=a.until, limit=a.limit,
     )  # fmt: skip
+    rows, truncated = found["entries"], bool(found["truncated"])
     out.result(
         {"entries": [_entry_row(e) for e in rows], "truncated": truncated},
         lambda: "\n".join(_entry_line(e) for e in rows) or "no entry matches",

@@ -492,30 +492,53 @@ class RngClient:
             out.extend(_plain(e) for e in reply.entries)
         return out
 
+    def table_history(
+        self,
+        table_id: str,
+        *,
+        client: str = "",
+        first_seq: int = 0,
+        last_seq: int = 0,
+        limit: int = 0,
+        tree_size: int = 0,
+    ) -> dict[str, Any]:
+        """``GetTableHistory``: one page of a (client, table) chain (``client`` empty: the
+        caller's own; a game server may read its own tables): ``client``, ``table_id``,
+        ``entries`` (``index``, ``entry`` bytes, ``leaf_hash``, ``commit_size``,
+        ``inclusion_proof``), ``truncated`` (page on with ``first_seq`` = the last seq + 1 and
+        this ``tree_size``), ``tree_size`` and ``checkpoint`` (the signed note the proofs are
+        against). Nothing here is checked: verify it with ``rng_service.audit.history`` (or
+        ``rng-audit table-history``)."""
+        request = log_pb2.GetTableHistoryRequest(
+            client=client, table_id=table_id, first_seq=first_seq, last_seq=last_seq,
+            limit=limit, tree_size=tree_size,
+        )  # fmt: skip
+        return _plain(self._call(self._log.GetTableHistory, request))
+
     def find_entries(
         self,
         *,
+        client: str = "",
+        request_id: str = "",
         table_id: str = "",
         round_id: str = "",
         session_id: str = "",
         since_ns: int = 0,
         until_ns: int = 0,
         limit: int = 0,
-    ) -> tuple[list[dict[str, Any]], bool]:
-        """Dispute lookup: the entries matching every given filter, in log order, and whether
-        more match than ``limit`` (0: the service's maximum, 1000)."""
-        reply = self._call(
-            self._log.FindEntries,
-            log_pb2.FindEntriesRequest(
-                table_id=table_id,
-                round_id=round_id,
-                session_id=session_id,
-                since_ns=since_ns,
-                until_ns=until_ns,
-                limit=limit,
-            ),
-        )
-        return [_plain(e) for e in reply.entries], bool(reply.truncated)
+        tree_size: int = 0,
+    ) -> dict[str, Any]:
+        """Dispute lookup: the entries matching every given filter, in log order (a
+        ``request_id`` needs its ``client``), as :meth:`table_history`'s dict without
+        ``client`` and ``table_id``: ``entries`` with their inclusion proofs, ``truncated`` when
+        more match than ``limit`` (0: the service's maximum, 1000), ``tree_size`` (the tree
+        searched; 0 asks for the current one) and its signed ``checkpoint``."""
+        request = log_pb2.FindEntriesRequest(
+            client=client, request_id=request_id, table_id=table_id, round_id=round_id,
+            session_id=session_id, since_ns=since_ns, until_ns=until_ns, limit=limit,
+            tree_size=tree_size,
+        )  # fmt: skip
+        return _plain(self._call(self._log.FindEntries, request))
 
     def inclusion_proof(
         self, *, index: int | None = None, leaf_hash: bytes | None = None, tree_size: int = 0

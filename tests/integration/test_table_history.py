@@ -375,3 +375,26 @@ def test_entries_come_with_proofs_in_one_stated_tree(log: Log) -> None:
     with pytest.raises(grpc.RpcError) as info:
         stub.GetTableHistory(log_pb2.GetTableHistoryRequest(table_id="T1", tree_size=10**6))
     assert info.value.code() == grpc.StatusCode.OUT_OF_RANGE
+
+
+def test_the_python_client_reads_histories_and_lookups(log: Log) -> None:
+    """RngClient's plain-value methods: the answer verifies with rng_service.audit alone."""
+    from rng_service.audit import open_head
+    from rng_service.audit.history import ProvenItem, check_history, prove_entries
+    from rng_service.log.note import NoteVerifier
+
+    keys = [NoteVerifier.from_verifier_key(Path(log.vkey).read_text().strip())]
+    with RngClient(log.target) as client:
+        page = client.table_history("T1", first_seq=2, last_seq=4)
+        found = client.find_entries(client="default", table_id="T2", round_id="X3")
+    head = open_head(page["checkpoint"], keys, source="GetTableHistory", origin=None)
+    items = [
+        ProvenItem(e["index"], e["entry"], e["leaf_hash"], tuple(e["inclusion_proof"]))
+        for e in page["entries"]
+    ]
+    report = check_history(
+        prove_entries(items, head), client=page["client"], table_id="T1", first_seq=2, last_seq=4
+    )
+    assert [e.round_id for e in report.entries] == ["G2", "G3", "G4"]
+    assert [e["index"] for e in found["entries"]] == [log.indexes["x3"]]
+    assert found["truncated"] is False
