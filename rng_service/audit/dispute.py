@@ -16,7 +16,8 @@ all already proven (inclusion proofs in one verified checkpoint, or a verified e
 (:func:`~rng_service.audit.history.check_history`), that every entry of the stretch that is of
 a disputed round was found (an entry the lookup missed was hidden from it: its lookup columns
 were changed) and that every entry found is in the stretch, and says what the rounds hold:
-their entries in log order (each one's slot), voids, the other entries of the table between
+their entries in log order (each one's slot, each slot filled once: a slot filled twice is a
+game event drawn twice and fails the dispute), voids, the other entries of the table between
 them, and the entries just before and after. So: these are all the outcomes of the rounds
 between the previous and the next round of the table, and nothing of the table between those
 is missing.
@@ -88,6 +89,27 @@ def span_of(found: Mapping[str, Sequence[LogEntry]]) -> tuple[int, int] | None:
     return max(1, min(seqs) - 1), max(seqs) + 1
 
 
+def _check_slots_once(
+    client: str, table_id: str, round_id: str, entries: Sequence[LogEntry]
+) -> None:
+    """Every outcome fills one slot of its round at most once (docs/outcomes-api.md, "Rounds
+    and slots"): a slot filled twice is a game event drawn twice, whatever the chain says."""
+    first: dict[str, LogEntry] = {}
+    for entry in entries:
+        if entry.slot is None:  # format 1: no slot was recorded
+            continue
+        earlier = first.setdefault(entry.slot, entry)
+        if earlier is not entry:
+            raise VerificationFailure(
+                f"round {round_id!r} of table {table_id!r} (client {client!r}) has its slot "
+                f"{entry.slot!r} filled twice: log index {earlier.index} and log index "
+                f"{entry.index}. A game event is drawn once: the later entry is a second draw "
+                "that the service should have refused (its store was edited or written around "
+                "it); the first one is the round's outcome",
+                index=entry.index,
+            )
+
+
 def judge_dispute(
     *,
     client: str,
@@ -116,7 +138,9 @@ def judge_dispute(
                 "(rng-service check-store names such rows; a dispute --against a full export "
                 "finds entries by their signed bytes)"
             )
-        rounds.append(RoundFinding(round_id, tuple(sorted(entries, key=lambda e: e.index))))
+        ordered = tuple(sorted(entries, key=lambda e: e.index))
+        _check_slots_once(client, table_id, round_id, ordered)
+        rounds.append(RoundFinding(round_id, ordered))
     bounds = span_of(found)
     if bounds is None:  # format 1 only: in no chain
         return DisputeReport(client, table_id, tuple(rounds), (), None, None, ())

@@ -229,3 +229,25 @@ def test_a_found_entry_must_be_the_chains_and_of_the_round() -> None:
     gap = [e for e in span(rounds) if e.round_id != "R1"]  # the entry before is gone
     with pytest.raises(ChainBreak):
         judge_dispute(client="c", table_id="T1", found=rounds, span=gap)
+
+
+def test_a_slot_filled_twice_fails_the_dispute() -> None:
+    """A second spin in one round (a re-draw through an edited store), chained as if it were
+    legitimate: the chain is unbroken, yet the round's spin was drawn twice."""
+
+    def spin(index: int, round_id: str, seq: int) -> LogEntry:
+        return LogEntry(
+            index=index, timestamp_ns=1_767_225_600_000_000_000 + index, kind="roulette_spin",
+            params={}, outcome={"n": index}, client="c", table_id="T9", round_id=round_id,
+            session_id="", request_id=f"d{index}", generator=GeneratorRef("g", 0, False),
+            slot="spin", table_seq=seq, table_prev=None if seq == 1 else index - 1,
+        )  # fmt: skip
+
+    log = [spin(0, "R1", 1), spin(1, "R2", 2), spin(2, "R2", 3), spin(3, "R3", 4)]
+    rounds = found("R2", log=log)
+    twice = r"round 'R2' of table 'T9' \(client 'c'\) has its slot 'spin' filled twice: log "
+    with pytest.raises(VerificationFailure, match=twice + "index 1 and log index 2"):
+        judge_dispute(client="c", table_id="T9", found=rounds, span=span(rounds, log=log))
+    once = found("R3", log=log)
+    report = judge_dispute(client="c", table_id="T9", found=once, span=span(once, log=log))
+    assert [e.index for e in report.rounds[0].entries] == [3]
