@@ -453,6 +453,7 @@ def _dispute_output(
                     "ok": True,
                     "client": report.client,
                     "table_id": report.table_id,
+                    "sessions": list(report.sessions),
                     "proven_by": proven_by,
                     "rounds": [
                         {
@@ -476,9 +477,15 @@ def _dispute_output(
         )
         return 0
     total = sum(len(r.entries) for r in report.rounds)
+    of_sessions = (
+        f" (session{'s' if len(report.sessions) > 1 else ''} "
+        f"{', '.join(map(repr, report.sessions))})"
+        if report.sessions
+        else ""
+    )
     print(
         f"OK: these are all the outcomes of round{'s' if len(report.rounds) > 1 else ''} "
-        f"{names} of table {report.table_id!r} (client {report.client!r}): {total} "
+        f"{names}{of_sessions} of table {report.table_id!r} (client {report.client!r}): {total} "
         f"entr{'y' if total == 1 else 'ies'}, every one {proven_by}"
     )
     for finding in report.rounds:
@@ -517,8 +524,8 @@ def _cmd_dispute(shared: Shared, args: argparse.Namespace) -> int:
     usage = shared.usage_error
     if (args.target is None) == (args.against is None):
         raise usage("give one of --target HOST:PORT and --against EXPORT")
-    if not args.round and not args.request_id:
-        raise usage("give the disputed round(s) with --round, or --request-id")
+    if not args.round and not args.request_id and not args.session:
+        raise usage("give the disputed round(s) with --round, --request-id or --session")
     if args.round and args.table is None:
         raise usage("--round needs --table")
     if args.tree_size and args.target is None:
@@ -575,6 +582,18 @@ def _cmd_dispute(shared: Shared, args: argparse.Namespace) -> int:
             table = entry.table_id
             if entry.round_id not in rounds:
                 rounds.append(entry.round_id)
+        for session in args.session:
+            what = f"session {session!r}"
+            entries = proven(
+                client.find_entries(
+                    client=args.client, table_id=table or "", session_id=session, tree_size=size
+                ),
+                what,
+            )
+            table = _session_rounds(
+                usage, args.client, table, session, entries, rounds, source=f"the log (tree "
+                f"size {size})",
+            )  # fmt: skip
         assert table is not None
         found: dict[str, list[LogEntry]] = {}
         for round_id in rounds:
@@ -593,12 +612,56 @@ def _cmd_dispute(shared: Shared, args: argparse.Namespace) -> int:
             )  # fmt: skip
             span = proven(page, f"the history of table {table!r}")
     assert head is not None
-    report = judge_dispute(client=args.client, table_id=table, found=found, span=span)
+    report = judge_dispute(
+        client=args.client, table_id=table, found=found, span=span, sessions=args.session
+    )
     return _dispute_output(
         args, report,
         f"proven in the checkpoint of tree size {head.checkpoint.size} signed by "
         f"{_signers(head)}",
     )  # fmt: skip
+
+
+def _session_rounds(
+    usage: type[Exception],
+    client: str,
+    table: str | None,
+    session: str,
+    entries: Sequence[LogEntry],
+    rounds: list[str],
+    *,
+    source: str,
+) -> str:
+    """Adds the rounds of a session's entries (proven, or read from a verified export) to
+    ``rounds`` in log order, and returns the session's table (``table`` if given)."""
+    if not entries:
+        where = "" if table is None else f" at table {table!r}"
+        raise VerificationFailure(
+            f"session {session!r} of client {client!r}{where} has no entry in {source}: check "
+            "the ids"
+        )
+    for entry in entries:
+        if (
+            entry.client != client
+            or entry.session_id != session
+            or (table is not None and entry.table_id != table)
+        ):
+            raise VerificationFailure(
+                f"log index {entry.index} was returned for session {session!r} of client "
+                f"{client!r}, but its signed bytes are session {entry.session_id!r} of client "
+                f"{entry.client!r} at table {entry.table_id!r}",
+                index=entry.index,
+            )
+    tables = sorted({e.table_id for e in entries})
+    if len(tables) > 1:
+        raise usage(
+            f"session {session!r} has entries at tables {', '.join(map(repr, tables))}: give "
+            "--table (a dispute is about one table's chain)"
+        )
+    for entry in entries:
+        if entry.round_id not in rounds:
+            rounds.append(entry.round_id)
+    return tables[0]
 
 
 def _dispute_against(
@@ -633,6 +696,13 @@ def _dispute_against(
         table = match[0].table_id
         if match[0].round_id not in rounds:
             rounds.append(match[0].round_id)
+    for session in args.session:
+        table = _session_rounds(
+            shared.usage_error, args.client, table, session,
+            [e for _, e in of_client if e.session_id == session
+             and (table is None or e.table_id == table)],
+            rounds, source=f"the export {args.against}",
+        )  # fmt: skip
     assert table is not None
     of_table = [e for _, e in of_client if e.table_id == table]
     found: Mapping[str, list[LogEntry]] = {
@@ -645,7 +715,9 @@ def _dispute_against(
             e for e in of_table
             if e.table_seq is not None and bounds[0] <= e.table_seq <= bounds[1]
         ]  # fmt: skip
-    report = judge_dispute(client=args.client, table_id=table, found=found, span=span)
+    report = judge_dispute(
+        client=args.client, table_id=table, found=found, span=span, sessions=args.session
+    )
     signers = sorted({n for h in heads for n in h.key_names})
     return _dispute_output(
         args, report,
@@ -746,6 +818,13 @@ def add_commands(sub: Any, shared: Shared, *, key_help: str, origin_help: str) -
     p.add_argument(
         "--request-id", action="append", default=[],
         help="a disputed request id (repeatable): its round is disputed",
+    )  # fmt: skip
+    p.add_argument(
+        "--session", action="append", default=[],
+        help="a disputed session id (repeatable): every round with an entry of the session is "
+        "disputed (a Roulette Up streak, a Touchdown Roulette game, linked by their "
+        "session_id), and no entry of the session may lie in the table's chain around them "
+        "unfound",
     )  # fmt: skip
     common(p)
     p.set_defaults(fn=lambda a: _cmd_dispute(shared, a))

@@ -7,7 +7,9 @@ of a Roulette Up streak, 617b.4(g)); the rules of 641a.11(d) and 643a.11(h) ask 
 can be rebuilt. Given
 
 - the entries of each disputed round that a lookup found (``FindEntries`` by client, table and
-  round; or every entry of a verified export whose signed bytes name the round), and
+  round; or every entry of a verified export whose signed bytes name the round); the rounds
+  may be named, or be those of a request id or of a session (a Roulette Up streak's or a
+  Touchdown Roulette game's spins share one ``session_id``), and
 - the stretch of the table's chain (docs/log-format.md, "Slots and chains") from the entry
   before the rounds' first entry to the entry after their last,
 
@@ -78,6 +80,8 @@ class DisputeReport:
     rounds hold the table's latest entries as of the checkpoint)."""
     others: tuple[LogEntry, ...]
     """Entries of the table between the rounds' first and last entry that are of other rounds."""
+    sessions: tuple[str, ...] = ()
+    """The disputed session ids (their rounds are among ``rounds``)."""
 
 
 def span_of(found: Mapping[str, Sequence[LogEntry]]) -> tuple[int, int] | None:
@@ -116,10 +120,13 @@ def judge_dispute(
     table_id: str,
     found: Mapping[str, Sequence[LogEntry]],
     span: Sequence[LogEntry],
+    sessions: Sequence[str] = (),
 ) -> DisputeReport:
     """Checks the found entries of the disputed rounds (round id -> entries) against the
     table's chain ``span`` (fetched from :func:`span_of`'s first seq on); see the module
-    docstring. Raises :class:`VerificationFailure` naming the entry at fault."""
+    docstring. ``sessions``: disputed session ids whose rounds are among ``found``; an entry
+    of one of them in the chain that was not found is hidden too. Raises
+    :class:`VerificationFailure` naming the entry at fault."""
     rounds: list[RoundFinding] = []
     for round_id, entries in found.items():
         for entry in entries:
@@ -143,7 +150,9 @@ def judge_dispute(
         rounds.append(RoundFinding(round_id, ordered))
     bounds = span_of(found)
     if bounds is None:  # format 1 only: in no chain
-        return DisputeReport(client, table_id, tuple(rounds), (), None, None, ())
+        return DisputeReport(
+            client, table_id, tuple(rounds), (), None, None, (), tuple(dict.fromkeys(sessions))
+        )
     first, _ = bounds
     report = check_history(span, client=client, table_id=table_id, first_seq=first)
     chain = report.entries
@@ -166,6 +175,14 @@ def judge_dispute(
                 f"log index {entry.index} (seq {entry.table_seq} of the table's chain) is of "
                 f"round {entry.round_id!r}, but the lookup of that round did not return it: "
                 "the store hid it (its lookup columns were changed)",
+                index=entry.index,
+            )
+        if entry.session_id and entry.session_id in sessions and entry.index not in found_at:
+            raise VerificationFailure(
+                f"log index {entry.index} (seq {entry.table_seq} of the table's chain, round "
+                f"{entry.round_id!r}) is of session {entry.session_id!r}, but the lookup of "
+                "that session did not return it: the store hid it (its lookup columns were "
+                "changed)",
                 index=entry.index,
             )
     lo = min(e.table_seq for r in rounds for e in r.chained if e.table_seq is not None)
@@ -193,4 +210,5 @@ def judge_dispute(
         previous=previous,
         following=following,
         others=others,
+        sessions=tuple(dict.fromkeys(sessions)),
     )

@@ -51,10 +51,12 @@ def jsoned(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, An
 
 
 def fill(running: Running) -> dict[str, int]:
-    """T1 rounds G1..G9 with T2 rounds X1..X4 between; G5 voided after G6."""
+    """T1 rounds G1..G9 with T2 rounds X1..X4 between; G5 voided after G6; G6..G9 one
+    session (a Touchdown Roulette game's downs, linked by their session id)."""
     indexes: dict[str, int] = {}
     for i in range(1, 10):
-        reply = running.spin(f"g{i}", table_id="T1", round_id=f"G{i}")
+        session = "drive-1" if i >= 6 else ""
+        reply = running.spin(f"g{i}", table_id="T1", round_id=f"G{i}", session_id=session)
         indexes[f"g{i}"] = reply.receipt.index
         if i % 2 == 0:
             reply = running.spin(f"x{i // 2}", table_id="T2", round_id=f"X{i // 2}")
@@ -240,6 +242,30 @@ def test_a_dispute_of_several_rounds_with_a_void(
     code, latest = jsoned(["dispute", "--against", str(log.export), *last], capsys)
     assert latest["following"] is None
     assert "the end of the table's chain in the export" in latest["chain"]
+
+
+def test_a_dispute_by_session(log: Log, capsys: pytest.CaptureFixture[str]) -> None:
+    """A session's rounds (G6..G9) without naming them: from the live service and the export;
+    G5's void, logged between G6 and G7, is listed as another entry of the table between."""
+    args = ["--client", "default", "--session", "drive-1", "--key", log.vkey]
+    code, live = jsoned(["dispute", "--target", log.target, *args], capsys)
+    assert code == 0, live
+    assert live["table_id"] == "T1"
+    assert live["sessions"] == ["drive-1"]
+    assert [r["round_id"] for r in live["rounds"]] == ["G6", "G7", "G8", "G9"]
+    assert [e["index"] for e in live["others_between"]] == [log.indexes["void@v5"]]
+    assert live["previous"]["round_id"] == "G5"
+    assert live["following"] is None
+    code, text = run(["dispute", "--target", log.target, *args], capsys)
+    assert code == 0
+    assert "OK: these are all the outcomes of rounds 'G6', 'G7', 'G8', 'G9' (session " in text
+    code, from_export = jsoned(["dispute", "--against", str(log.export), *args], capsys)
+    assert code == 0, from_export
+    assert from_export["rounds"] == live["rounds"]
+    code, out = run(["dispute", "--target", log.target, "--client", "default", "--session",
+                     "no-such", "--key", log.vkey], capsys)  # fmt: skip
+    assert code == 1
+    assert "session 'no-such' of client 'default' has no entry in the log" in out
 
 
 def test_usage_errors(log: Log, capsys: pytest.CaptureFixture[str]) -> None:

@@ -251,3 +251,30 @@ def test_a_slot_filled_twice_fails_the_dispute() -> None:
     once = found("R3", log=log)
     report = judge_dispute(client="c", table_id="T9", found=once, span=span(once, log=log))
     assert [e.index for e in report.rounds[0].entries] == [3]
+
+
+def test_an_entry_of_a_disputed_session_the_lookup_hid_is_named() -> None:
+    """Two downs of session S found (the lookup by session), a third in the chain between
+    them whose session the lookup did not return."""
+
+    def spin(index: int, round_id: str, session: str) -> LogEntry:
+        return LogEntry(
+            index=index, timestamp_ns=1_767_225_600_000_000_000 + index, kind="roulette_spin",
+            params={}, outcome={"n": index}, client="c", table_id="T9", round_id=round_id,
+            session_id=session, request_id=f"s{index}", generator=GeneratorRef("g", 0, False),
+            slot="spin", table_seq=index + 1, table_prev=None if index == 0 else index - 1,
+        )  # fmt: skip
+
+    log = [spin(0, "D0", ""), spin(1, "D1", "S"), spin(2, "D2", "S"), spin(3, "D3", "S")]
+    seen = found("D1", "D3", log=log)  # D2 hidden from the session lookup
+    with pytest.raises(VerificationFailure, match=r"log index 2 \(seq 3 of the table's chain, "
+                       r"round 'D2'\) is of session 'S', but the lookup of that session did "
+                       r"not return it"):  # fmt: skip
+        judge_dispute(client="c", table_id="T9", found=seen, span=span(seen, log=log),
+                      sessions=["S"])  # fmt: skip
+    whole = found("D1", "D2", "D3", log=log)
+    report = judge_dispute(
+        client="c", table_id="T9", found=whole, span=span(whole, log=log), sessions=["S"]
+    )
+    assert report.sessions == ("S",)
+    assert report.others == ()
