@@ -115,9 +115,10 @@ def _entry_json(entry: LogEntry) -> dict[str, Any]:
 
 def _entry_line(entry: LogEntry) -> str:
     seq = "-" if entry.table_seq is None else str(entry.table_seq)
+    session = f"  session {entry.session_id}" if entry.session_id else ""
     return (
         f"  seq {seq:>5}  log index {entry.index:>7}  {entry.to_record()['time']}  "
-        f"round {entry.round_id}  slot {entry.slot or '(format 1)'}  {entry.kind}: "
+        f"round {entry.round_id}{session}  slot {entry.slot or '(format 1)'}  {entry.kind}: "
         f"{describe(entry)}"
     )
 

@@ -259,6 +259,7 @@ def test_a_dispute_by_session(log: Log, capsys: pytest.CaptureFixture[str]) -> N
     code, text = run(["dispute", "--target", log.target, *args], capsys)
     assert code == 0
     assert "OK: these are all the outcomes of rounds 'G6', 'G7', 'G8', 'G9' (session " in text
+    assert "round G7  session drive-1  slot spin  roulette_spin: " in text
     code, from_export = jsoned(["dispute", "--against", str(log.export), *args], capsys)
     assert code == 0, from_export
     assert from_export["rounds"] == live["rounds"]
