@@ -898,6 +898,8 @@ def build_parser() -> argparse.ArgumentParser:
             check_kept=_check_kept_against_head,
             write_atomically=_write_atomically,
             usage_error=UsageError,
+            command=_command,
+            export_total=_export_lines_total,
         ),
         key_help=key_help,
         origin_help=origin_help,

@@ -8,10 +8,14 @@ table-history file saved earlier, or a full export (verified in full, every chai
 ``rng_service.audit_cli`` registers the commands; they share its exit statuses (0 verified,
 1 not, 2 usage) and its errors.
 
-Conventions (issue "A command line for the whole API"): every option has help text and says
-its default; options may come before or after the command where the parent parser has them
-too (``--ca``, ``--cert``; the TLS key is ``--tls-key`` here, since ``--key`` is the verifier
-key); human output or ``--json``; progress on a terminal while an export is read.
+They follow the CLI conventions (docs/cli.md, ``rng_service.cli_support``): every option has
+help text with its default; the mTLS options ``--ca``, ``--cert``, ``--tls-key`` come before or
+after the command; ``--key`` (``--verifier-key``) is the log's verifier key; ``--target`` is
+explicit only (an auditor chooses to use a live service); text, or one JSON document with
+``--json`` (a failure too: ``{"ok": false, ...}``); progress on stderr while an export is read,
+on a terminal only; ``--out`` is checked to be writable before anything is fetched; exit
+status 0 verified, 1 not verified (named), 2 nothing was checked (usage, unreadable input, an
+unreachable service).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import argparse
 import contextlib
 import hashlib
 import json
-import sys
+import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +44,7 @@ from rng_service.audit.history import (
     write_history,
 )
 from rng_service.audit.verify import PinnedOrigin, verify_export
+from rng_service.cli_support import Output, Progress, writable_file
 from rng_service.log.entry import LogEntry
 from rng_service.log.merkle import LEAF_PREFIX
 
@@ -65,32 +70,11 @@ class Shared:
     check_kept: Callable[[VerifiedHead, VerifiedHead, Callable[[int, int], list[bytes]]], None]
     write_atomically: Callable[[Path, Callable[[IO[str]], object]], None]
     usage_error: type[Exception]
-
-
-# -- progress on a terminal --------------------------------------------------------------------
-
-
-class _Progress:
-    """``label: N entries`` on one line of stderr while an export is read, on a terminal only."""
-
-    EVERY = 50_000
-
-    def __init__(self, label: str, stream: IO[str] | None = None) -> None:
-        self._stream = stream or sys.stderr
-        self._on = self._stream.isatty()
-        self._label = label
-        self._count = 0
-
-    def step(self, *_: object) -> None:
-        self._count += 1
-        if self._on and self._count % self.EVERY == 0:
-            self._stream.write(f"\r{self._label}: {self._count:,} entries")
-            self._stream.flush()
-
-    def close(self) -> None:
-        if self._on and self._count >= self.EVERY:
-            self._stream.write(f"\r{self._label}: {self._count:,} entries, done\n")
-            self._stream.flush()
+    command: Callable[..., argparse.ArgumentParser]
+    """``command(sub, name, help, tls=True)``: a subcommand parser with the shared help
+    formatter and the mTLS options (before or after the command)."""
+    export_total: Callable[[str], int | None]
+    """The lines an export's header declares (for progress only)."""
 
 
 # -- output --------------------------------------------------------------------------------
@@ -169,14 +153,13 @@ def _export_entries(
 ) -> list[tuple[int, bytes]]:
     """(index, bytes) of the export's entries that ``wanted`` keeps, in order (a plain read:
     no verification)."""
-    progress = _Progress(label)
     out: list[tuple[int, bytes]] = []
-    with shared.export_lines(path) as lines:
-        reader = ExportReader(lines)
+    with shared.export_lines(path) as lines, Progress(label, shared.export_total(path),
+                                                      unit="lines") as progress:  # fmt: skip
+        reader = ExportReader(progress.wrap(lines))
         for _ in reader.checkpoints():
             pass
         for _, index, leaf, data in reader.entry_rows():
-            progress.step()
             if wanted(data):
                 if hashlib.sha256(LEAF_PREFIX + data).digest() != leaf:
                     raise VerificationFailure(
@@ -185,7 +168,6 @@ def _export_entries(
                         index=index,
                     )
                 out.append((index, data))
-    progress.close()
     return out
 
 
@@ -197,10 +179,10 @@ def _verified_export(
     kept: Sequence[tuple[str, str]],
 ) -> tuple[int, tuple[VerifiedHead, ...]]:
     """Verifies the whole export (tree, checkpoints, every chain); its size and checkpoints."""
-    progress = _Progress(f"verifying {path}")
-    with shared.export_lines(path) as lines:
-        report = verify_export(lines, verifiers, kept=kept, origin=origin, on_entry=progress.step)
-    progress.close()
+    with shared.export_lines(path) as lines, Progress(f"verifying {path}",
+                                                      shared.export_total(path),
+                                                      unit="lines") as progress:  # fmt: skip
+        report = verify_export(progress.wrap(lines), verifiers, kept=kept, origin=origin)
     return report.tree_size, report.heads
 
 
@@ -235,10 +217,16 @@ def _history_output(
     tree_size: int,
     proven_by: str,
     asked_to: int | None,
+    export: bool = False,
 ) -> int:
     entries = report.entries
     end_note = ""
-    if entries and asked_to is None:
+    if entries and asked_to is None and export:
+        end_note = (
+            f"the export holds no entry of this table after seq {report.last_seq}: the chain "
+            f"ends there in its {tree_size} entries (every entry read by its signed bytes)"
+        )
+    elif entries and asked_to is None:
         end_note = (
             f"the log gave no entry of this table after seq {report.last_seq} as of tree size "
             f"{tree_size}: that is where the chain ends by the store's index; that no later "
@@ -252,37 +240,33 @@ def _history_output(
             "of this table's chain. In a log upgraded from entry format 1, the table's earlier "
             "(format 1) entries are in no chain (docs/log-format.md)"
         )
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "ok": True,
-                    "client": report.client,
-                    "table_id": report.table_id,
-                    "first_seq": report.first_seq,
-                    "last_seq": report.last_seq,
-                    "complete": True,
-                    "tree_size": tree_size,
-                    "proven_by": proven_by,
-                    "starts_chain": report.starts_chain,
-                    "notes": [n for n in (start_note, end_note) if n],
-                    "entries": [_entry_json(e) for e in entries],
-                },
-                indent=2,
-            )
-        )
-        return 0
-    print(
-        f"OK: the history of table {report.table_id!r} (client {report.client!r}) is complete "
-        f"from seq {report.first_seq} to seq {report.last_seq}: {len(entries)} entries, log "
-        f"indexes {entries[0].index} to {entries[-1].index}, each naming the one before as its "
-        f"predecessor, every one {proven_by}"
-    )
-    for entry in entries:
-        print(_entry_line(entry))
-    for note in (start_note, end_note):
-        if note:
-            print(f"note: {note}")
+    notes = [n for n in (start_note, end_note) if n]
+    data = {
+        "ok": True,
+        "client": report.client,
+        "table_id": report.table_id,
+        "first_seq": report.first_seq,
+        "last_seq": report.last_seq,
+        "complete": True,
+        "tree_size": tree_size,
+        "proven_by": proven_by,
+        "starts_chain": report.starts_chain,
+        "notes": notes,
+        "entries": [_entry_json(e) for e in entries],
+    }
+
+    def text() -> str:
+        lines = [
+            f"OK: the history of table {report.table_id!r} (client {report.client!r}) is "
+            f"complete from seq {report.first_seq} to seq {report.last_seq}: {len(entries)} "
+            f"entries, log indexes {entries[0].index} to {entries[-1].index}, each naming the "
+            f"one before as its predecessor, every one {proven_by}",
+            *(_entry_line(entry) for entry in entries),
+            *(f"note: {note}" for note in notes),
+        ]
+        return "\n".join(lines)
+
+    Output(args.json).result(data, text)
     return 0
 
 
@@ -309,6 +293,7 @@ def _cmd_table_history(shared: Shared, args: argparse.Namespace) -> int:
         raise usage("--from must be at least 1, and --to not below --from")
     if args.out is not None and args.target is None:
         raise usage("--out saves what --target fetched (a file or an export is already saved)")
+    out_file = None if args.out is None else writable_file(args.out, "--out")
     if args.tree_size and args.target is None:
         raise usage("--tree-size is for --target")
     if args.history is not None:
@@ -373,7 +358,7 @@ def _cmd_table_history(shared: Shared, args: argparse.Namespace) -> int:
             args, report, tree_size=size,
             proven_by=f"in the verified export {args.against} ({size} entries, "
             f"{len(heads)} checkpoints signed by {', '.join(signers)}, every chain followed)",
-            asked_to=last,
+            asked_to=last, export=True,
         )  # fmt: skip
     from rng_service.service.log_servicer import LogClient
 
@@ -395,7 +380,8 @@ def _cmd_table_history(shared: Shared, args: argparse.Namespace) -> int:
             first_seq=first, last_seq=max(seqs, default=0), tree_size=page.tree_size,
             checkpoint=page.checkpoint, items=tuple(_items(page)),
         )  # fmt: skip
-        shared.write_atomically(Path(args.out), lambda fh: write_history(fh, saved))
+        assert out_file is not None
+        shared.write_atomically(out_file, lambda fh: write_history(fh, saved))
     if not entries:
         raise _no_history(page.client, args.table, first, page.tree_size)
     report = check_history(
@@ -417,7 +403,6 @@ def _dispute_output(
 ) -> int:
     chained = [e for r in report.rounds for e in r.chained]
     format_1 = [e for r in report.rounds for e in r.entries if e.table_seq is None]
-    names = ", ".join(repr(r.round_id) for r in report.rounds)
     if chained:
         lo = min(e.table_seq or 0 for e in chained)
         hi = max(e.table_seq or 0 for e in chained)
@@ -447,36 +432,34 @@ def _dispute_output(
             "These rounds were drawn before entry format 2: their entries are in no table "
             "chain, so nothing is said about entries around them"
         )
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "ok": True,
-                    "client": report.client,
-                    "table_id": report.table_id,
-                    "sessions": list(report.sessions),
-                    "proven_by": proven_by,
-                    "rounds": [
-                        {
-                            "round_id": r.round_id,
-                            "slots": [e.slot for e in r.entries],
-                            "voided": bool(r.voids),
-                            "entries": [_entry_json(e) for e in r.entries],
-                        }
-                        for r in report.rounds
-                    ],
-                    "previous": None if report.previous is None else _entry_json(report.previous),
-                    "following": None
-                    if report.following is None
-                    else _entry_json(report.following),
-                    "others_between": [_entry_json(e) for e in report.others],
-                    "chain": chain_text,
-                    "format_1_entries": [e.index for e in format_1],
-                },
-                indent=2,
-            )
-        )
-        return 0
+    data = {
+        "ok": True,
+        "client": report.client,
+        "table_id": report.table_id,
+        "sessions": list(report.sessions),
+        "proven_by": proven_by,
+        "rounds": [
+            {
+                "round_id": r.round_id,
+                "slots": [e.slot for e in r.entries],
+                "voided": bool(r.voids),
+                "entries": [_entry_json(e) for e in r.entries],
+            }
+            for r in report.rounds
+        ],
+        "previous": None if report.previous is None else _entry_json(report.previous),
+        "following": None if report.following is None else _entry_json(report.following),
+        "others_between": [_entry_json(e) for e in report.others],
+        "chain": chain_text,
+        "format_1_entries": [e.index for e in format_1],
+    }
+    Output(args.json).result(data, lambda: _dispute_text(report, proven_by, chain_text))
+    return 0
+
+
+def _dispute_text(report: DisputeReport, proven_by: str, chain_text: str) -> str:
+    names = ", ".join(repr(r.round_id) for r in report.rounds)
+    format_1 = [e for r in report.rounds for e in r.entries if e.table_seq is None]
     total = sum(len(r.entries) for r in report.rounds)
     of_sessions = (
         f" (session{'s' if len(report.sessions) > 1 else ''} "
@@ -484,41 +467,36 @@ def _dispute_output(
         if report.sessions
         else ""
     )
-    print(
+    lines = [
         f"OK: these are all the outcomes of round{'s' if len(report.rounds) > 1 else ''} "
         f"{names}{of_sessions} of table {report.table_id!r} (client {report.client!r}): {total} "
         f"entr{'y' if total == 1 else 'ies'}, every one {proven_by}"
-    )
+    ]
     for finding in report.rounds:
         slots = ", ".join(f"{e.slot} (log index {e.index})" for e in finding.entries)
-        print(f"round {finding.round_id!r}: slots in order: {slots}")
-        for entry in finding.entries:
-            print(_entry_line(entry))
-        if finding.voids:
-            for void in finding.voids:
-                print(
-                    f"  the round was VOIDED at log index {void.index}: "
-                    f"{dict(void.params).get('reason')!s} (nothing is drawn in it after that)"
-                )
-        else:
-            print("  voids: none (the round was not voided)")
+        lines.append(f"round {finding.round_id!r}: slots in order: {slots}")
+        lines.extend(_entry_line(entry) for entry in finding.entries)
+        for void in finding.voids:
+            lines.append(
+                f"  the round was VOIDED at log index {void.index}: "
+                f"{dict(void.params).get('reason')!s} (nothing is drawn in it after that)"
+            )
+        if not finding.voids:
+            lines.append("  voids: none (the round was not voided)")
     if report.others:
-        print(f"other entries of the table between them ({len(report.others)}):")
-        for entry in report.others:
-            print(_entry_line(entry))
+        lines.append(f"other entries of the table between them ({len(report.others)}):")
+        lines.extend(_entry_line(entry) for entry in report.others)
     if report.previous is not None:
-        print("the entry before:")
-        print(_entry_line(report.previous))
+        lines += ["the entry before:", _entry_line(report.previous)]
     if report.following is not None:
-        print("the entry after:")
-        print(_entry_line(report.following))
-    print(chain_text + ".")
+        lines += ["the entry after:", _entry_line(report.following)]
+    lines.append(chain_text + ".")
     if format_1:
-        print(
+        lines.append(
             f"note: log index(es) {', '.join(str(e.index) for e in format_1)} are format 1 "
             "entries (before the upgrade to entry format 2): in no chain"
         )
-    return 0
+    return "\n".join(lines)
 
 
 def _cmd_dispute(shared: Shared, args: argparse.Namespace) -> int:
@@ -734,54 +712,50 @@ def _dispute_against(
 def add_commands(sub: Any, shared: Shared, *, key_help: str, origin_help: str) -> None:
     """Adds ``table-history`` and ``dispute`` to rng-audit's subparsers."""
 
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--key", action="extend", nargs="+", required=True, help=key_help)
+    def common(p: argparse.ArgumentParser, *, client_help: str, client_required: bool) -> None:
+        p.add_argument(
+            "--key", "--verifier-key", dest="key", action="extend", nargs="+", required=True,
+            metavar="KEY", help=key_help,
+        )  # fmt: skip
         p.add_argument("--origin", help=origin_help)
         p.add_argument(
-            "--checkpoint", action="extend", nargs="+", default=[],
+            "--checkpoint", action="extend", nargs="+", default=[], metavar="FILE",
             help="a signed checkpoint you kept earlier (file); the live log or the export "
             "must be consistent with it (default: none)",
         )  # fmt: skip
         p.add_argument(
-            "--target", help="a running service, HOST:PORT (its LogService; default: none)"
-        )
-        p.add_argument("--against", help="a full export (rng-audit export) instead of a service")
+            "--target", metavar="HOST:PORT",
+            help="a running service (its LogService: the auditor role, or a game server for "
+            "its own tables' history); never taken from the environment (default: none)",
+        )  # fmt: skip
         p.add_argument(
-            "--client",
-            help="the client (game server identity) whose table; with --target default: the "
-            "caller's own (GetTableHistory) ",
-        )
+            "--against", metavar="FILE",
+            help="a full export (rng-audit export) instead of a service: verified in full, "
+            "entries found by their signed bytes (default: none)",
+        )  # fmt: skip
+        p.add_argument("--client", required=client_required, help=client_help)
         p.add_argument(
             "--tree-size", type=int, default=0,
-            help="with --target: the tree to read and prove in (default 0: the current one)",
+            help="with --target: the tree to read and prove in (0: the current one)",
         )  # fmt: skip
         p.add_argument(
-            "--timeout", type=float, default=30.0,
-            help="seconds per call to --target (default 30)",
-        )  # fmt: skip
-        p.add_argument("--json", action="store_true", help="print JSON (default: text)")
-        p.add_argument(
-            "--ca", default=argparse.SUPPRESS,
-            help="mTLS for --target: CA certificate (PEM); also accepted before the command",
+            "--timeout", type=float, default=30.0, help="seconds per call to --target"
         )  # fmt: skip
         p.add_argument(
-            "--cert", default=argparse.SUPPRESS,
-            help="mTLS for --target: an auditor's (or the game server's own) certificate",
-        )  # fmt: skip
-        p.add_argument(
-            "--tls-key", dest="tls_key", default=argparse.SUPPRESS,
-            help="mTLS for --target: that certificate's private key (PEM); before the "
-            "command it is --key",
+            "--json", action="store_true",
+            help="print one JSON document (a failure too, with \"ok\": false) instead of text",
         )  # fmt: skip
 
-    p = sub.add_parser(
-        "table-history",
-        help="prove a table's history complete from seq A to B (or name the first break)",
-        description="Checks that the entries of one (client, table) chain from seq A to seq "
-        "B are all there: each entry names the one before (entry format 2), and each is "
-        "proven in one signed checkpoint (--target, or a FILE saved with --out) or in a "
-        "verified full export (--against). Exit 0: complete; 1: a break or a failed proof "
-        "(named); 2: usage.",
+    p = shared.command(
+        sub, "table-history",
+        "prove a table's history complete from seq A to B (or name the first break)", tls=True,
+    )  # fmt: skip
+    p.epilog = textwrap.fill(
+        "Checks that the entries of one (client, table) chain from seq A to seq B are all "
+        "there: each entry names the one before (entry format 2), and each is proven in one "
+        "signed checkpoint (--target, or a FILE saved with --out) or in a verified full export "
+        "(--against). Exit status 0: complete; 1: a break or a failed proof (named); 2: "
+        "nothing was checked (usage, unreadable input, an unreachable service)."
     )
     p.add_argument(
         "history", nargs="?",
@@ -790,25 +764,36 @@ def add_commands(sub: Any, shared: Shared, *, key_help: str, origin_help: str) -
     p.add_argument("--table", help="the table id (required with --target and --against)")
     p.add_argument(
         "--from", dest="from_seq", type=int, default=1,
-        help="the first table_seq (default 1: the chain's first entry)",
+        help="the first table_seq (1: the chain's first entry)",
     )  # fmt: skip
     p.add_argument(
         "--to", dest="to_seq", type=int,
         help="the last table_seq (default: the last entry the log gives)",
     )  # fmt: skip
-    p.add_argument("--out", help="with --target: save what was fetched (to check it again offline)")
-    common(p)
+    p.add_argument(
+        "--out", metavar="FILE",
+        help="with --target: save what was fetched, to check it again offline (checked to be "
+        "writable before anything is fetched; default: not saved)",
+    )  # fmt: skip
+    common(
+        p, client_required=False,
+        client_help="the client (game server identity) whose table (default with --target: "
+        "the caller's own; needed with --against)",
+    )  # fmt: skip
     p.set_defaults(fn=lambda a: _cmd_table_history(shared, a))
 
-    p = sub.add_parser(
-        "dispute",
-        help="answer a dispute: all outcomes of rounds, and their table's chain around them",
-        description="Fetches (--target) or finds in a full export (--against) every entry of "
-        "the disputed rounds of one client's table, proves each one, and checks the table's "
-        "chain from the entry before the rounds to the entry after: these are all the "
-        "outcomes of the rounds, in their slots' order, with any voids, and nothing of the "
-        "table between the previous and the next round is missing. Exit 0: answered; 1: "
-        "something did not verify (named); 2: usage.",
+    p = shared.command(
+        sub, "dispute",
+        "answer a dispute: all outcomes of rounds, and their table's chain around them",
+        tls=True,
+    )  # fmt: skip
+    p.epilog = textwrap.fill(
+        "Fetches (--target) or finds in a full export (--against) every entry of the disputed "
+        "rounds of one client's table, proves each one, and checks the table's chain from the "
+        "entry before the rounds to the entry after: these are all the outcomes of the rounds, "
+        "in their slots' order, with any voids, and nothing of the table between the previous "
+        "and the next round is missing. Exit status 0: answered; 1: something did not verify "
+        "(named); 2: nothing was checked (usage, unreadable input, an unreachable service)."
     )
     p.add_argument("--table", help="the table id (needed with --round)")
     p.add_argument(
@@ -827,9 +812,9 @@ def add_commands(sub: Any, shared: Shared, *, key_help: str, origin_help: str) -
         "session_id), and no entry of the session may lie in the table's chain around them "
         "unfound",
     )  # fmt: skip
-    common(p)
+    common(
+        p, client_required=True,
+        client_help="the client (game server identity) whose rounds (required: a round is "
+        "(client, table, round))",
+    )  # fmt: skip
     p.set_defaults(fn=lambda a: _cmd_dispute(shared, a))
-    for action in p._actions:  # --client is required here: a dispute names the game server
-        if action.dest == "client":
-            action.required = True
-            action.help = "the client (game server identity) whose round (required)"

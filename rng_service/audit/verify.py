@@ -681,7 +681,6 @@ def verify_export(
     witnesses: Sequence[CosignatureVerifier] = (),
     min_witnesses: int = 0,
     now: int | None = None,
-    on_entry: Callable[[int, bytes], None] | None = None,
 ) -> ExportReport:
     """Verifies a whole export (see the module docstring) with the given verifier keys.
 
@@ -692,8 +691,6 @@ def verify_export(
 
     Every (client, table) chain of format-2 entries is followed from its first entry
     (:class:`ChainTracker`): a break, a restart or a chain that starts after seq 1 fails.
-    ``on_entry(index, bytes)`` is called for each entry after its checks (a caller collecting
-    entries while the export is verified).
 
     ``kept``: (source name, signed note) of checkpoints the auditor kept from earlier; they must
     be consistent with the export too (a truncated or forked export fails against them).
@@ -834,8 +831,6 @@ def verify_export(
                 )
         if position in wanted_indices:
             leaves[position] = leaf
-        if on_entry is not None:
-            on_entry(position, data)
         # Push the leaf onto the right edge, merging equal-sized complete subtrees
         # (RFC 6962 section 2.1: MTH of a power-of-two range): one merge for each trailing
         # 1 bit of the leaf's index.

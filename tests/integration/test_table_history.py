@@ -284,6 +284,46 @@ def test_usage_errors(log: Log, capsys: pytest.CaptureFixture[str]) -> None:
         assert "Traceback" not in out
 
 
+def test_the_cli_conventions(log: Log, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/cli.md: mTLS options before or after the command, --verifier-key, --out checked
+    before anything is fetched, an unreachable service is exit 2 with a hint, nothing on
+    stderr (no progress) when it is not a terminal, and --json on stdout only."""
+    calls = {"method": "GetTableHistory", "code": "OK", "cause": "ok", "class": "ok"}
+    registry = log.running.service.registry
+
+    def history_calls() -> float:
+        return registry.get_sample_value("rng_rpc_duration_seconds_count", calls) or 0.0
+
+    table = ["--table", "T1", "--verifier-key", log.vkey]
+    for args in (
+        ["--ca", "ca.pem", "table-history", "--target", log.target, *table],
+        ["table-history", "--target", log.target, *table, "--ca", "ca.pem"],
+    ):
+        code, out = run(args, capsys)
+        assert code == 2, out
+        assert "--cert, --tls-key needed too" in out
+    before = history_calls()
+    missing = log.tmp / "no-such-dir" / "t1.history"
+    code, out = run(["table-history", "--target", log.target, *table, "--out", str(missing)],
+                    capsys)  # fmt: skip
+    assert code == 2, out
+    assert f"--out {missing}: directory {missing.parent} does not exist" in out
+    assert history_calls() == before  # nothing was fetched
+    code, out = run(["dispute", "--target", "127.0.0.1:1", "--client", "default", "--table",
+                     "T1", "--round", "G1", "--verifier-key", log.vkey], capsys)  # fmt: skip
+    assert code == 2, out
+    assert "hint: nothing accepts connections at that address" in out
+    for args in (
+        ["table-history", "--against", str(log.export), "--client", "default", *table],
+        ["dispute", "--against", str(log.export), "--client", "default", "--table", "T1",
+         "--round", "G2", "--verifier-key", log.vkey],
+    ):  # fmt: skip
+        assert main([*args, "--json"]) == 0
+        captured = capsys.readouterr()
+        assert captured.err == ""
+        assert json.loads(captured.out)["ok"] is True
+
+
 # -- an edited store: every lookup that touches the row says so --------------------------------
 
 
