@@ -168,11 +168,25 @@ def _entry_json(data: bytes) -> Any:
 
 
 def _entry_row(e: Mapping[str, Any]) -> dict[str, Any]:
-    return {
+    row = {
         "index": e["index"],
         "leaf_hash": e["leaf_hash"],
         "commit_size": e["commit_size"],
         "entry": _entry_json(e["entry"]),
+    }
+    if e.get("inclusion_proof"):
+        row["inclusion_proof"] = e["inclusion_proof"]
+    return row
+
+
+def _proven_rows(found: Mapping[str, Any]) -> dict[str, Any]:
+    """A FindEntries or GetTableHistory answer as printed with --json: the entries with their
+    proofs, the tree they are proven in and its signed checkpoint (rng-audit verifies)."""
+    return {
+        "entries": [_entry_row(e) for e in found["entries"]],
+        "truncated": bool(found["truncated"]),
+        "tree_size": found["tree_size"],
+        "checkpoint": found["checkpoint"],
     }
 
 
@@ -626,25 +640,76 @@ def _run_entries(c: RngClient, a: argparse.Namespace, out: Output) -> int:
 
 
 def _define_find(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--client", default="", help="the client (certificate identity) whose entries (default: "
+        "any)",
+    )  # fmt: skip
+    p.add_argument(
+        "--request-id", default="", help="a request id of --client (needs --client; default: any)"
+    )
     p.add_argument("--table", default="", help="table id (default: any)")
     p.add_argument("--round", default="", help="game round id (default: any)")
     p.add_argument("--session", default="", help="session id (default: any)")
     _time_options(p, "sequenced")
     p.add_argument("--limit", type=int, default=0, help="most entries (0: 1000, the maximum)")
+    p.add_argument(
+        "--tree-size", type=int, default=0, help="the tree to search and prove in (0: the current)"
+    )
 
 
 def _run_find(c: RngClient, a: argparse.Namespace, out: Output) -> int:
     found = c.find_entries(
-        table_id=a.table, round_id=a.round, session_id=a.session,
-        since_ns=a.since, until_ns=a.until, limit=a.limit,
+        client=a.client, request_id=a.request_id, table_id=a.table, round_id=a.round,
+        session_id=a.session, since_ns=a.since, until_ns=a.until, limit=a.limit,
+        tree_size=a.tree_size,
     )  # fmt: skip
     rows, truncated = found["entries"], bool(found["truncated"])
     out.result(
-        {"entries": [_entry_row(e) for e in rows], "truncated": truncated},
+        _proven_rows(found),
         lambda: "\n".join(_entry_line(e) for e in rows) or "no entry matches",
     )
     if truncated:
         out.note("note: more entries match than were returned: narrow the filters")
+    return EXIT_OK
+
+
+def _define_table_history(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--table", required=True, help="the table id")
+    p.add_argument(
+        "--client", default="",
+        help="whose table: a client's certificate identity (default: the caller; a game "
+        "server may read its own tables only)",
+    )  # fmt: skip
+    p.add_argument("--from", dest="first_seq", type=int, default=1, help="the first table_seq")
+    p.add_argument(
+        "--to", dest="last_seq", type=int, default=0, help="the last table_seq (0: the chain's end)"
+    )
+    p.add_argument(
+        "--limit", type=int, default=0, help="most entries (0: 1000, the maximum; page on with "
+        "--from and --tree-size)",
+    )  # fmt: skip
+    p.add_argument(
+        "--tree-size", type=int, default=0, help="the tree to read and prove in (0: the current)"
+    )
+
+
+def _run_table_history(c: RngClient, a: argparse.Namespace, out: Output) -> int:
+    found = c.table_history(
+        a.table, client=a.client, first_seq=a.first_seq, last_seq=a.last_seq, limit=a.limit,
+        tree_size=a.tree_size,
+    )  # fmt: skip
+    rows = found["entries"]
+    out.result(
+        {"client": found["client"], "table_id": found["table_id"], **_proven_rows(found)},
+        lambda: "\n".join(_entry_line(e) for e in rows) or "no entry of that table in the range",
+    )
+    if found["truncated"]:
+        last = _entry_json(rows[-1]["entry"]) if rows else {}
+        seq = last.get("table_seq") if isinstance(last, dict) else None
+        out.note(
+            f"note: more entries follow: page on with --from {(seq or 0) + 1} --tree-size "
+            f"{found['tree_size']}"
+        )
     return EXIT_OK
 
 
@@ -703,8 +768,10 @@ READS: tuple[_Read, ...] = (
     _Read("checkpoints", "published checkpoints by size and time (GetCheckpoints)",
           _define_checkpoints, _run_checkpoints),
     _Read("entries", "log entries by index (GetEntries)", _define_entries, _run_entries),
-    _Read("find", "every entry of a table, round, session or time range (FindEntries)",
-          _define_find, _run_find),
+    _Read("find", "every entry of a client, request id, table, round, session or time range "
+          "(FindEntries)", _define_find, _run_find),
+    _Read("table-history", "one (client, table) chain by sequence number (GetTableHistory)",
+          _define_table_history, _run_table_history),
     _Read("inclusion", "an entry's inclusion proof (GetInclusionProof)", _define_inclusion,
           _run_inclusion),
     _Read("consistency", "a consistency proof between two tree sizes (GetConsistencyProof)",

@@ -337,6 +337,47 @@ def test_2_every_log_read_publish_profiles_and_health(live: Live) -> None:
     )
 
 
+def test_2_lookups_by_request_id_and_table_histories_come_with_proofs(live: Live) -> None:
+    """call find --client --request-id and call table-history (issue "Round integrity, part
+    2"): each entry with its inclusion proof in the tree the answer states, whose signed
+    checkpoint it carries; a history cut by --limit says how to page on."""
+    for n in (1, 2, 3):
+        call_json(live, "spin", "--wheel", "double_zero", "--table", "T9", "--round", f"H{n}",
+                  "--request-id", f"hist-{n}")  # fmt: skip
+    verifier = NoteVerifier.from_verifier_key(live.vkey)
+
+    def proven(answer: dict[str, Any]) -> list[dict[str, Any]]:
+        checkpoint, _ = open_checkpoint(answer["checkpoint"].encode(), [verifier], origin=ORIGIN)
+        assert checkpoint.size == answer["tree_size"]
+        for e in answer["entries"]:
+            data = json.dumps(
+                e["entry"], separators=(",", ":"), sort_keys=True, ensure_ascii=False
+            ).encode()
+            leaf = bytes.fromhex(e["leaf_hash"])
+            assert merkle.leaf_hash(data) == leaf  # the entry as printed is the signed one
+            proof = [bytes.fromhex(h) for h in e.get("inclusion_proof", [])]
+            merkle.verify_inclusion(leaf, e["index"], answer["tree_size"], proof,
+                                    checkpoint.root_hash)  # fmt: skip
+        return [e["entry"] for e in answer["entries"]]
+
+    found = call_json(live, "find", "--client", "default", "--request-id", "hist-2")
+    assert [(e["round_id"], e["table_seq"]) for e in proven(found)] == [("H2", 2)]
+    history = call_json(live, "table-history", "--table", "T9")
+    assert [e["round_id"] for e in proven(history)] == ["H1", "H2", "H3"]
+    assert (history["client"], history["table_id"]) == ("default", "T9")
+    assert history["truncated"] is False
+    size = history["tree_size"]
+    page = run("rng-service", "call", "table-history", "--table", "T9", "--limit", "1",
+               "--tree-size", str(size), env={"RNG_TARGET": live.target})  # fmt: skip
+    assert page.code == 0, page.err
+    assert f"note: more entries follow: page on with --from 2 --tree-size {size}" in page.err
+    refused = run("rng-service", "call", "find", "--request-id", "hist-2",
+                  env={"RNG_TARGET": live.target})  # fmt: skip
+    assert refused.code == 1
+    assert "INVALID_ARGUMENT" in refused.err
+    assert "request_id: needs client too" in refused.err
+
+
 # --- finding 3: nothing drawn for what can be checked first; nothing lost after the draw ---
 
 
