@@ -481,8 +481,12 @@ def _dispute_text(report: DisputeReport, proven_by: str, chain_text: str) -> str
                 f"  the round was VOIDED at log index {void.index}: "
                 f"{dict(void.params).get('reason')!s} (nothing is drawn in it after that)"
             )
-        if not finding.voids:
-            lines.append("  voids: none (the round was not voided)")
+    if not any(finding.voids for finding in report.rounds):
+        lines.append(
+            "voids: none (the round was not voided)"
+            if len(report.rounds) == 1
+            else "voids: none (none of these rounds was voided)"
+        )
     if report.others:
         lines.append(f"other entries of the table between them ({len(report.others)}):")
         lines.extend(_entry_line(entry) for entry in report.others)
