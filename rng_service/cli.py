@@ -134,9 +134,9 @@ def _cmd_check_store(args: argparse.Namespace) -> int:
     newest = report.newest
     print(
         f"OK: {where} holds {report.tree_size} entries of {config.log.origin}: every index "
-        f"present, every leaf hash and {report.nodes} Merkle nodes match the entries' bytes, "
-        f"{report.checkpoints} stored checkpoints verified with the configured keys and "
-        f"consistent with the entries ({report.seconds:.1f} s)"
+        f"present, every leaf hash, lookup column and {report.nodes} Merkle nodes match the "
+        f"entries' bytes, {report.checkpoints} stored checkpoints verified with the configured "
+        f"keys and consistent with the entries ({report.seconds:.1f} s)"
     )
     if newest is None:
         print(
@@ -367,7 +367,8 @@ def build_parser() -> argparse.ArgumentParser:
         "check-store",
         "check the whole log store (read only; may run while the service serves it)",
         description="The full check of the log store that the service runs incrementally at "
-        "start-up: every index present, every entry's leaf hash, every Merkle node, every "
+        "start-up: every index present, every entry's leaf hash and lookup columns (table, "
+        "round, session, ... against its signed bytes), every Merkle node, every "
         "stored checkpoint's signature (active, co-signing and retired keys) and root. Reads "
         "only. Exit status 0: passed; 1: the store is not the log that was signed (the "
         "message names the first bad index or checkpoint); 2: configuration or store "
