@@ -196,6 +196,16 @@ def test_the_try_it_section_as_written(dev_run: DevRun) -> None:
     assert verified.startswith(f"OK: {size} entries of rng-service.local-dev")
     assert "and with 1 kept checkpoint(s)" in verified
     assert "NOT CHECKED" not in verified
+    disputed = output("rng-audit dispute")
+    assert disputed.startswith(
+        "OK: these are all the outcomes of round 'R1' of table 'T1' (client 'default'): 1 entry"
+    )
+    assert "the start of the table's chain (seq 1 is its first entry) and the next round ('R4'" in (
+        disputed
+    )
+    assert output("rng-audit table-history").startswith(
+        "OK: the history of table 'T1' (client 'default') is complete from seq 1 to seq 2"
+    )
     store = dev_run.cwd / "var" / "outcome-log.sqlite3"
     assert output("check-store").startswith(f"OK: {store} holds")
 
