@@ -280,6 +280,9 @@ CALLS: dict[str, Call] = {
     ),
     "GetEntries": _log("GetEntries", lambda: log_pb2.GetEntriesRequest(start=0, end=1)),
     "FindEntries": _log("FindEntries", lambda: log_pb2.FindEntriesRequest(table_id="T1")),
+    "GetTableHistory": _log(
+        "GetTableHistory", lambda: log_pb2.GetTableHistoryRequest(table_id="T1")
+    ),
     "StreamRawOutput": _raw,
 }
 
