@@ -15,7 +15,13 @@ to the frontier (amortised O(1) nodes per leaf); start-up reads the O(log n) fro
 Appends are two-phase because the storage transaction may fail: :meth:`MerkleTree.prepare`
 computes the new nodes and root without changing anything, and :meth:`MerkleTree.commit` adopts
 them after the storage commit succeeded. When several writers (service replicas) share the
-store, :meth:`MerkleTree.advance` adopts the larger tree another writer committed.
+store, :meth:`MerkleTree.advance` adopts the larger tree another writer committed, after
+checking that the store's tree begins with this one: it reads this tree's own frontier nodes
+back from the store (not the cache) in the same request as the new ones, so a store that
+was replaced by one with other entries (a failover to a standby that lacked some, which other
+writers then appended to) is refused with :class:`StoreDiverged` instead of being mixed with
+cached nodes into a forked tree. :meth:`MerkleTree.verify_stored` makes the same check at the
+current size (after a reconnection).
 
 Node lookups go through an in-process cache: all nodes at levels >= ``cache_min_level`` (a
 2**-level fraction of the tree) plus an LRU of recent lower nodes, so that receipts for the
@@ -43,9 +49,11 @@ __all__ = [
     "NodeSource",
     "PendingAppend",
     "StalePendingAppend",
+    "StoreDiverged",
 ]
 
 Coord = tuple[int, int]
+_Frontier = tuple[int, Sequence[tuple[int, int, bytes]]]  # a tree size and its frontier
 NodeGetter = Callable[[Iterable[Coord]], dict[Coord, bytes]]
 """Returns the stored hashes of the requested ``(level, index)`` nodes (missing ones omitted)."""
 
@@ -60,6 +68,11 @@ class NodeSource(Protocol):
 
 class StalePendingAppend(FailedPrecondition):
     """A prepared append no longer continues the tree (another append was committed first)."""
+
+
+class StoreDiverged(IntegrityError):
+    """The store no longer holds the tree this process has seen (fewer entries, or other
+    ones): appending to it, or signing a checkpoint of it, would fork the log."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,8 +274,11 @@ class MerkleTree:
         with self._lock:
             if size <= self._size:
                 return False
+            own_size, own = self._size, self._frontier
         coords = _decompose(0, size)
-        hashes = self._hashes(coords)
+        # This tree's frontier is read back from the store in the same request: the new size
+        # must extend this tree, not another one (StoreDiverged otherwise).
+        hashes = self._hashes(coords, extends=(own_size, own))
         frontier = tuple((level, index, hashes[(level, index)]) for level, index in coords)
         root = _fold([h for _, _, h in frontier])
         with self._lock:
@@ -272,6 +288,34 @@ class MerkleTree:
             self._frontier = frontier
             self._root = root
         return True
+
+    def verify_stored(self) -> None:
+        """Checks that the store still holds this tree: reads its O(log n) frontier nodes from
+        the store, not the cache; raises :class:`StoreDiverged` if they differ or are missing
+        (then the store's first ``size`` entries are not the ones this tree was built from)."""
+        with self._lock:
+            size, own = self._size, self._frontier
+        coords = [(level, index) for level, index, _ in own]
+        try:
+            got = self._get_nodes(coords)
+        except IntegrityError as e:
+            raise StoreDiverged(str(e)) from e
+        self._check_frontier(size, own, got)
+
+    @staticmethod
+    def _check_frontier(
+        size: int, own: Sequence[tuple[int, int, bytes]], stored: dict[Coord, bytes]
+    ) -> None:
+        for level, index, value in own:
+            found = stored.get((level, index))
+            if found != value:
+                what = "lacks" if found is None else "holds another"
+                raise StoreDiverged(
+                    f"the log store {what} Merkle node (level {level}, index {index}) of the "
+                    f"tree of {size} entries this service has seen: its entries are not the ones "
+                    "acknowledged (a failover to a server that lacked some?); refusing to sign "
+                    "a fork"
+                )
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -350,7 +394,13 @@ class MerkleTree:
             while len(self._recent) > self._recent_capacity:
                 self._recent.popitem(last=False)
 
-    def _hashes(self, coords: Sequence[Coord]) -> dict[Coord, bytes]:
+    def _hashes(
+        self, coords: Sequence[Coord], *, extends: _Frontier | None = None
+    ) -> dict[Coord, bytes]:
+        """The hashes of ``coords``, from the cache where it has them. With ``extends`` (a
+        tree size and its frontier), the store must hold that frontier: its nodes are read
+        in the same request whatever the cache holds, and checked (:class:`StoreDiverged`)
+        before anything read is cached."""
         found: dict[Coord, bytes] = {}
         missing: list[Coord] = []
         with self._lock:
@@ -367,19 +417,28 @@ class MerkleTree:
                     missing.append(c)
                 else:
                     found[c] = value
-        if missing:
-            fetched = self._fetch(missing)
-            with self._lock:
-                for c, value in fetched.items():
-                    self._remember(c, value)
-            found.update(fetched)
+        own = [] if extends is None else [(level, index) for level, index, _ in extends[1]]
+        if not missing and not own:
+            return found
+        fetched = self._get_nodes(list(dict.fromkeys([*missing, *own])))
+        if extends is not None:
+            self._check_frontier(extends[0], extends[1], fetched)
+        needed = self._checked(missing, fetched)
+        with self._lock:
+            for c, value in needed.items():
+                self._remember(c, value)
+        found.update(needed)
         return found
 
     def _fetch(self, coords: Sequence[Coord]) -> dict[Coord, bytes]:
         wanted = list(dict.fromkeys(coords))
         if not wanted:
             return {}
-        got = self._get_nodes(wanted)
+        return self._checked(wanted, self._get_nodes(wanted))
+
+    @staticmethod
+    def _checked(wanted: Sequence[Coord], got: dict[Coord, bytes]) -> dict[Coord, bytes]:
+        """``got``'s hashes of ``wanted``; IntegrityError if one is missing or malformed."""
         absent = [c for c in wanted if c not in got]
         if absent:
             raise IntegrityError(

@@ -15,7 +15,7 @@ import pytest
 
 from rng_service.errors import IntegrityError, InvalidArgument, OutOfRange, StorageUnavailable
 from rng_service.log import merkle
-from rng_service.log.tree import MerkleTree, StalePendingAppend
+from rng_service.log.tree import MerkleTree, StalePendingAppend, StoreDiverged
 from rng_service.storage.base import EntryRecord, NodeRecord
 from rng_service.storage.memory import MemoryStorage
 
@@ -344,7 +344,9 @@ def test_advance_ignores_a_stale_size_and_reads_only_the_frontier() -> None:
     assert behind.size == 40
     store.calls = store.coords_read = 0
     assert behind.advance(100) is True
-    assert store.coords_read <= bin(100).count("1")
+    # One request: the new frontier, and this tree's own frontier read back to check it.
+    assert store.calls == 1
+    assert store.coords_read <= bin(100).count("1") + bin(40).count("1")
     assert behind.root() == tree.root()
     with pytest.raises(InvalidArgument):
         behind.advance(-1)
@@ -366,3 +368,46 @@ def test_advance_to_a_size_whose_nodes_are_missing_is_an_integrity_error() -> No
     with pytest.raises(IntegrityError, match="lacks"):
         tree.advance(12)
     assert tree.size == 10
+
+
+def _other_history(n: int, keep: int, seed: int) -> CountingNodes:
+    """The nodes of a log whose first ``keep`` leaves are LEAVES' and the rest other ones (a
+    standby that lacked the entries after ``keep``, to which other writers appended)."""
+    other = _leaf_hashes(n, seed)
+    store = CountingNodes()
+    tree = MerkleTree(size=0, get_nodes=store)
+    for leaf in [*LEAVES[:keep], *other[keep:n]]:
+        pending = tree.prepare([leaf])
+        store.store(pending.nodes)
+        tree.commit(pending)
+    return store
+
+
+def test_advance_refuses_a_store_that_does_not_begin_with_this_tree() -> None:
+    """A tree of 40 whose store now holds 100 entries of which only the first 37 are its own
+    (an async standby promoted without entries 37-39, then appended to by other writers):
+    advancing would mix cached nodes with the other history; it is refused and changes
+    nothing. The same store truncated to exactly the tree's entries is accepted."""
+    tree, _, _ = _grow(40, 21)
+    root = tree.root()
+    tree.inclusion_proof(3)  # caches low nodes too
+    tree._get_nodes = _other_history(100, 37, 22)
+    with pytest.raises(StoreDiverged, match="refusing to sign a fork"):
+        tree.advance(100)
+    assert (tree.size, tree.root()) == (40, root)
+    tree._get_nodes = _other_history(100, 40, 23)
+    assert tree.advance(100) is True
+    assert tree.root() == merkle.root_from_leaf_hashes([*LEAVES[:40], *_leaf_hashes(100, 23)[40:]])
+
+
+def test_verify_stored_reads_the_frontier_from_the_store_not_the_cache() -> None:
+    tree, store, _ = _grow(40, 24)
+    store.calls = 0
+    tree.verify_stored()
+    assert store.calls == 1  # even though the frontier is cached
+    tree._get_nodes = _other_history(40, 39, 25)  # the same size, the last entry another
+    with pytest.raises(StoreDiverged, match="holds another Merkle node"):
+        tree.verify_stored()
+    tree._get_nodes = _other_history(38, 38, 25)  # shorter: nodes of the frontier missing
+    with pytest.raises(StoreDiverged, match="lacks Merkle node"):
+        tree.verify_stored()
