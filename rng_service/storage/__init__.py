@@ -8,6 +8,7 @@ witness cosignature lines, and imports nothing from ``rng_service.log``.
 from rng_service.storage.base import (
     AppendBatch,
     CheckpointRecord,
+    CommitUnknown,
     CosignatureRecord,
     DuplicateRequest,
     EntryRecord,
@@ -15,12 +16,15 @@ from rng_service.storage.base import (
     NodeRecord,
     SchemaVersionMismatch,
     SequenceConflict,
+    ServerEpochs,
     StorageUnavailable,
+    StoreConnectionLost,
 )
 
 __all__ = [
     "AppendBatch",
     "CheckpointRecord",
+    "CommitUnknown",
     "CosignatureRecord",
     "DuplicateRequest",
     "EntryRecord",
@@ -28,5 +32,7 @@ __all__ = [
     "NodeRecord",
     "SchemaVersionMismatch",
     "SequenceConflict",
+    "ServerEpochs",
     "StorageUnavailable",
+    "StoreConnectionLost",
 ]

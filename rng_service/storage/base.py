@@ -24,6 +24,17 @@ Conventions shared by all drivers:
   ``(client_id, request_id)`` already stored, or repeated in the batch, raises
   :class:`DuplicateRequest`; a node coordinate already stored raises :class:`SequenceConflict`;
   an I/O or commit failure raises :class:`~rng_service.errors.StorageUnavailable`.
+- A driver that talks to its store over a connection (PostgreSQL) says when it lost it:
+  :class:`StoreConnectionLost` (the store could not be reached, or the connection broke;
+  nothing of the failed call was stored), and :class:`CommitUnknown` when it broke while a
+  COMMIT was on its way (the write may or may not be stored: only reading the store again
+  tells). Both are :class:`~rng_service.errors.StorageUnavailable`, so a caller that does not
+  care which sees no difference; the sequencer uses them to resolve a commit after a failover
+  (``rng_service.log.appender``). SQLite and the in-memory store raise neither.
+- Such a driver may also reconnect by itself, and a call may then succeed on another server
+  than the one before (a promoted standby, or the same server after a restart): it says so
+  through :class:`ServerEpochs` (``server_epoch`` changes), so that the sequencer checks that
+  the store still holds the tree it has seen before it appends to it.
 - ``entries(start, end)`` is half-open and returns the stored part of ``[start, end)``.
 - Time filters are half-open: ``since_ns <= timestamp_ns < until_ns``; size filters inclusive.
 - Results are ordered by entry index, and checkpoints by (size, timestamp, insertion).
@@ -61,6 +72,7 @@ __all__ = [
     "RESERVED_META_KEYS",
     "AppendBatch",
     "CheckpointRecord",
+    "CommitUnknown",
     "CosignatureRecord",
     "DuplicateRequest",
     "EntryRecord",
@@ -69,8 +81,10 @@ __all__ = [
     "NodeRecord",
     "SchemaVersionMismatch",
     "SequenceConflict",
+    "ServerEpochs",
     "SlotRecord",
     "StorageUnavailable",
+    "StoreConnectionLost",
     "TableHead",
     "check_append_batch",
     "check_entry_range",
@@ -200,6 +214,30 @@ class DuplicateRequest(AlreadyExists):
 
 class SchemaVersionMismatch(FailedPrecondition):
     """The database was written with another schema version; it is not opened."""
+
+
+class StoreConnectionLost(StorageUnavailable):
+    """The store could not be reached, or the connection to it broke before a COMMIT was
+    sent: nothing of the failed call was stored. Until the store is reached again nothing is
+    known of its state (it may be another server: a promoted standby)."""
+
+
+class CommitUnknown(StoreConnectionLost):
+    """The connection broke while a write's COMMIT was on its way: the write may or may not
+    be stored. Only reading the store again (once it can be reached) tells which."""
+
+
+@runtime_checkable
+class ServerEpochs(Protocol):
+    """A store reached over connections that the driver replaces by itself (PostgreSQL)."""
+
+    @property
+    def server_epoch(self) -> int:
+        """Changes whenever a new connection reaches another server, or another start of the
+        same one, than the connection made before it: what the store holds may have changed
+        without any call failing (a standby promoted while the caller was idle). A store
+        whose server never changes under it (SQLite, memory) does not have this."""
+        ...
 
 
 @runtime_checkable

@@ -18,14 +18,24 @@ conformance suite runs against memory, SQLite and PostgreSQL):
   ``entries_request`` -> :class:`DuplicateRequest`, ``nodes_pkey`` or ``entries_pkey`` ->
   :class:`SequenceConflict`. Any other database or connection failure rolls the transaction back
   and raises :class:`~rng_service.errors.StorageUnavailable`.
-- Connections are kept in a small pool, one per concurrent caller (readers never share a
-  connection with the writer; each read is one autocommit statement and sees only committed
-  transactions). A connection that breaks is dropped together with the idle ones (after a server
-  restart they are all dead), and the next call connects again: the store recovers by itself
-  when the server is back. A reused connection found broken before anything could have been
-  committed (reads, or a write before its ``COMMIT``) is retried once on a new connection, so a
-  server restart while the service is idle costs no failed call. A connection lost during
-  ``COMMIT`` is never retried: the message says the outcome is unknown.
+- Connections come from a ``psycopg_pool.ConnectionPool`` (one connection per concurrent
+  caller: readers never share one with the writer; each read is one autocommit statement and
+  sees only committed transactions). The pool opens them in the background, and again after
+  they break, each time through the whole connection string: with several hosts and
+  ``target_session_attrs=read-write``, libpq finds whichever server accepts writes now (a
+  promoted standby after a failover). A call waits at most ``connect_timeout_seconds`` for a
+  connection, then fails with :class:`~rng_service.storage.base.StoreConnectionLost` naming
+  the last connection error. A connection that breaks makes the pool drop every other one
+  (``drain``: after a server restart or a failover they are all dead), and the call is retried
+  once on a new connection if nothing could have been committed yet (reads, or a write before
+  its ``COMMIT``), so a restart while the service is idle costs no failed call; otherwise it
+  fails with ``StoreConnectionLost``. A connection lost during ``COMMIT`` is never retried: it
+  raises :class:`~rng_service.storage.base.CommitUnknown` (the write may or may not be
+  stored), which the sequencer resolves by reading the store back. Each new connection notes
+  the server it reached (host, port, the postmaster's start time): ``server_epoch``
+  (:class:`~rng_service.storage.base.ServerEpochs`) changes when that is another server or
+  another start of it, so that the sequencer checks its tree against the store even when a
+  retried call hid the reconnection.
 - A write is pipelined (psycopg pipeline mode): BEGIN goes with the head lock, and the inserts
   go with COMMIT, so an append costs about two round trips whatever the batch size.
 - Writes wait at most ``lock_timeout_ms`` for a lock held by another session, then fail with
@@ -51,17 +61,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import psycopg
 import psycopg.conninfo
 import psycopg.errors
 from psycopg import sql
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from rng_service.errors import InvalidArgument, StorageUnavailable
 from rng_service.storage.base import (
     AppendBatch,
     CheckpointRecord,
+    CommitUnknown,
     CosignatureRecord,
     DuplicateRequest,
     EntryRecord,
@@ -70,6 +82,7 @@ from rng_service.storage.base import (
     SchemaVersionMismatch,
     SequenceConflict,
     SlotRecord,
+    StoreConnectionLost,
     TableHead,
     check_append_batch,
     check_entry_range,
@@ -231,7 +244,10 @@ _INSERT_COSIGNATURE = (
     "received_ns = excluded.received_ns WHERE excluded.cosigned_at > cosignatures.cosigned_at"
 )
 _MAX_INT64 = 2**63 - 1
-_MAX_IDLE_CONNECTIONS = 16  # connections kept open for reuse; more are opened on demand
+_POOL_MIN = 2  # connections kept open: the log writer's and one for reads
+_POOL_MAX = 16  # at most this many at once; a caller beyond waits for one
+_POOL_NAME = "rng-log"
+_WAIT_WHILE_DOWN = 1.0  # seconds a call waits for a connection while the server is unreachable
 _LOCATION_KEYS = ("host", "hostaddr", "port", "dbname", "user")
 
 
@@ -243,6 +259,28 @@ def describe_conninfo(conninfo: str) -> str:
         return "(unparsable connection string)"
     shown = [f"{k}={params[k]}" for k in _LOCATION_KEYS if params.get(k) not in (None, "")]
     return " ".join(shown) if shown else "(libpq defaults)"
+
+
+_REPORT = "rng_report_attempt"  # the key of _LogConnection's report in the pool's kwargs
+
+
+class _LogConnection(psycopg.Connection[tuple[Any, ...]]):
+    """psycopg's connection, reporting each connection attempt to its store (the pool connects
+    in its worker threads, so a caller waiting for a connection would otherwise only see a
+    timeout, not why the server could not be reached)."""
+
+    @classmethod
+    def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+        report: Callable[[psycopg.Error | None], None] | None = kwargs.pop(_REPORT, None)
+        try:
+            conn = super().connect(conninfo, **kwargs)
+        except psycopg.Error as e:
+            if report is not None:
+                report(e)
+            raise
+        if report is not None:
+            report(None)
+        return conn
 
 
 class PostgresStorage:
@@ -285,47 +323,92 @@ class PostgresStorage:
         self._connect_timeout = int(connect_timeout_seconds)
         self._lock_timeout_ms = int(lock_timeout_ms)
         self._where = describe_conninfo(conninfo)
-        self._lock = threading.Lock()
-        self._idle: list[psycopg.Connection[tuple[Any, ...]]] = []
-        self._closed = False
+        self._connect_error = ""  # why the last connection attempt failed ("" if it did not)
+        self._server_lock = threading.Lock()
+        self._server: tuple[str, int, str] | None = None  # host, port, start of the last server
+        self._server_epoch = 0
         self.migrated_from: int | None = None
         """The schema version this open migrated the database from, if it did."""
+        # The first connection is made here, not by the pool, so that a start-up that cannot
+        # reach the server says why (the pool connects in its worker threads).
         conn = self._connect()
         try:
             self._init_schema(conn, migrate=migrate)
-        except BaseException:
+        finally:
             conn.close()
-            raise
-        self._release(conn)
+        self._pool: ConnectionPool[_LogConnection] = ConnectionPool(
+            conninfo,
+            connection_class=_LogConnection,
+            kwargs=self._connect_kwargs(),
+            min_size=_POOL_MIN,
+            max_size=_POOL_MAX,
+            configure=self._configure,
+            name=_POOL_NAME,
+            timeout=float(self._connect_timeout),
+            # The pool retries a connection it cannot make with a growing delay (1, 2, 4 s
+            # ...) until reconnect_timeout, and a caller only starts a new attempt when none is
+            # under way. Kept short (below _WAIT_WHILE_DOWN), callers drive the reconnection:
+            # the first call after the server is back (or a standby is promoted) connects,
+            # instead of waiting out a backoff of many seconds.
+            reconnect_timeout=_WAIT_WHILE_DOWN / 2,
+            open=True,
+        )
 
     def __repr__(self) -> str:
         return f"PostgresStorage({self._where})"
 
     # -- connections -----------------------------------------------------------------------
 
-    def _connect(self) -> psycopg.Connection[tuple[Any, ...]]:
+    def _connect_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "autocommit": True,
             "connect_timeout": self._connect_timeout,
             "fallback_application_name": "rng-service",
+            _REPORT: self._connection_attempt,
         }
         if self._password is not None:
             kwargs["password"] = self._password
+        return kwargs
+
+    def _connection_attempt(self, error: psycopg.Error | None) -> None:
+        self._connect_error = "" if error is None else _one_line(error)
+
+    def _configure(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+        """Every session's settings, whatever the server's defaults or the connection string's
+        options say: they must not weaken durability or change how appends are serialised.
+        Also notes which server (and which start of it) the connection reached."""
+        conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+        row = conn.execute(
+            "SELECT set_config('synchronous_commit', 'on', false), "
+            "set_config('lock_timeout', %s, false), pg_postmaster_start_time()::text",
+            (f"{self._lock_timeout_ms}ms",),
+        ).fetchone()
+        started = "" if row is None else str(row[2])
+        server = (conn.info.host, conn.info.port, started)
+        with self._server_lock:
+            if self._server is not None and server != self._server:
+                self._server_epoch += 1
+            self._server = server
+
+    @property
+    def server_epoch(self) -> int:
+        """:class:`~rng_service.storage.base.ServerEpochs`: it changes when a new connection
+        reaches another server (host and port: with several hosts in the connection string,
+        libpq picks whichever accepts writes now) or another start of it (the postmaster's
+        start time) than the connection made before it."""
+        with self._server_lock:
+            return self._server_epoch
+
+    def _connect(self) -> _LogConnection:
+        """One connection outside the pool (start-up), with the error libpq gave."""
         try:
-            conn = psycopg.connect(self._conninfo, **kwargs)
+            conn = _LogConnection.connect(self._conninfo, **self._connect_kwargs())
         except psycopg.Error as e:
             raise StorageUnavailable(
                 f"cannot connect to the PostgreSQL log ({self._where}): {_one_line(e)}"
             ) from e
         try:
-            # Explicit, so that neither the server's defaults nor the connection string's
-            # options can weaken durability or change how appends are serialised.
-            conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
-            conn.execute(
-                "SELECT set_config('synchronous_commit', 'on', false), "
-                "set_config('lock_timeout', %s, false)",
-                (f"{self._lock_timeout_ms}ms",),
-            )
+            self._configure(conn)
         except psycopg.Error as e:
             conn.close()
             raise StorageUnavailable(
@@ -333,35 +416,29 @@ class PostgresStorage:
             ) from e
         return conn
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StorageUnavailable(f"PostgreSQL log ({self._where}) is closed")
-
-    def _acquire(self) -> tuple[psycopg.Connection[tuple[Any, ...]], bool]:
-        """A connection for this caller alone, and whether it was reused from the pool."""
-        with self._lock:
-            self._check_open()
-            if self._idle:
-                return self._idle.pop(), True
-        return self._connect(), False
-
-    def _release(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
-        usable = (
-            not conn.closed
-            and not conn.broken
-            and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        )
-        with self._lock:
-            if usable and not self._closed and len(self._idle) < _MAX_IDLE_CONNECTIONS:
-                self._idle.append(conn)
-                return
-        conn.close()
-
-    def _drop_idle(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+    def _getconn(self, *, after_loss: bool = False) -> _LogConnection:
+        """A connection for this caller alone, from the pool. It waits ``connect_timeout``
+        for one, or only ``_WAIT_WHILE_DOWN`` while the last connection attempt failed or
+        right after a connection broke (``after_loss``): calls fail fast while the server is
+        down, and the pool keeps reconnecting meanwhile."""
+        wait = float(self._connect_timeout)
+        if self._connect_error or after_loss:
+            wait = min(wait, _WAIT_WHILE_DOWN)
+        try:
+            return self._pool.getconn(wait)
+        except PoolClosed:
+            raise StorageUnavailable(f"PostgreSQL log ({self._where}) is closed") from None
+        except PoolTimeout:
+            error = self._connect_error
+            if not error:  # connecting works: every connection is busy
+                raise StorageUnavailable(
+                    f"PostgreSQL log ({self._where}): all {_POOL_MAX} connections stayed busy "
+                    f"for {wait:g} s"
+                ) from None
+            raise StoreConnectionLost(
+                f"PostgreSQL log ({self._where}): no connection within {wait:g} s (last "
+                f"connection error: {error})"
+            ) from None
 
     def _run(
         self,
@@ -373,11 +450,13 @@ class PostgresStorage:
     ) -> T:
         """Runs ``work`` on a pooled connection: a write in one transaction, a read as is.
 
-        Translates database errors to the storage errors (see the module docstring) and retries
-        once on a new connection when a reused one turns out to be dead before any commit.
+        Translates database errors to the storage errors (see the module docstring). A
+        connection found broken drains the pool (the others are most likely dead too: a server
+        restart or a failover), and the call is retried once on a new connection unless a
+        COMMIT may have been sent.
         """
         for attempt in (1, 2):
-            conn, reused = self._acquire()
+            conn = self._getconn(after_loss=attempt == 2)
             committing = False
             try:
                 if write:
@@ -390,26 +469,31 @@ class PostgresStorage:
                     result = work(conn)
             except psycopg.Error as e:
                 lost = conn.closed or conn.broken
-                self._release(conn)
+                self._pool.putconn(conn)
                 if lost:
-                    self._drop_idle()
-                    if reused and not committing and attempt == 1:
+                    self._pool.drain()
+                    if not committing and attempt == 1:
                         continue
                 if isinstance(e, psycopg.IntegrityError) and on_integrity_error is not None:
                     raise on_integrity_error(e) from e
                 if committing and lost:
-                    raise StorageUnavailable(
+                    raise CommitUnknown(
                         f"PostgreSQL log ({self._where}): connection lost during the commit of "
                         f"{what}; it may or may not be stored: {_one_line(e)}"
+                    ) from e
+                if lost:
+                    raise StoreConnectionLost(
+                        f"PostgreSQL log ({self._where}): {what} failed, the connection was "
+                        f"lost (nothing was stored): {_one_line(e)}"
                     ) from e
                 outcome = " and was rolled back" if write else ""
                 raise StorageUnavailable(
                     f"PostgreSQL log ({self._where}): {what} failed{outcome}: {_one_line(e)}"
                 ) from e
             except BaseException:
-                self._release(conn)
+                self._pool.putconn(conn)
                 raise
-            self._release(conn)
+            self._pool.putconn(conn)
             return result
         raise AssertionError("unreachable: the second attempt returns or raises")
 
@@ -843,13 +927,7 @@ class PostgresStorage:
         return first_per_witness(cosignature_from_row(r) for r in rows)
 
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+        self._pool.close()
 
 
 def _where(conditions: list[sql.SQL]) -> sql.Composable:

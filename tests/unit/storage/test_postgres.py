@@ -40,7 +40,7 @@ from rng_service.storage import (
     SequenceConflict,
     postgres,
 )
-from rng_service.storage.base import SlotRecord, TableHead, entry_to_row
+from rng_service.storage.base import SlotRecord, StoreConnectionLost, TableHead, entry_to_row
 from rng_service.storage.postgres import SCHEMA_VERSION, Migration, PostgresStorage
 from tests import postgres_cluster
 from tests.postgres_cluster import PASSWORD, PASSWORD_ROLE, Cluster
@@ -110,8 +110,7 @@ def test_missing_postgresql_names_the_package(
 def test_session_is_durable_and_read_committed(dsn: str) -> None:
     store = PostgresStorage(dsn, lock_timeout_ms=1234)
     try:
-        conn, _ = store._acquire()
-        try:
+        with store._pool.connection() as conn:
             show = {
                 name: conn.execute(f"SHOW {name}").fetchone()
                 for name in ("synchronous_commit", "lock_timeout", "fsync")
@@ -123,8 +122,6 @@ def test_session_is_durable_and_read_committed(dsn: str) -> None:
             }
             assert conn.isolation_level == psycopg.IsolationLevel.READ_COMMITTED
             assert conn.autocommit  # reads are single statements; writes open a transaction
-        finally:
-            store._release(conn)
     finally:
         store.close()
 
@@ -459,20 +456,30 @@ def test_server_stop_fails_calls_then_recovers_without_loss(pg_cluster: Cluster,
         store.append(first, leaf_nodes(first), cp)
         store.set_meta("origin", b"o")
 
-        # A restart while the store is idle: its pooled connections are dead, yet no call fails.
+        # A restart while the store is idle: its pooled connections are dead, yet no call fails;
+        # the server epoch says that the store's server started again (the sequencer checks
+        # its tree then), and only then.
+        epoch = store.server_epoch
+        assert store.entries(0, 3) == first
+        assert store.server_epoch == epoch
         pg_cluster.stop("fast")
         pg_cluster.start()
         assert store.tree_size() == 3
+        assert store.server_epoch == epoch + 1
 
         second = [make_entry(i) for i in range(3, 5)]
         pg_cluster.stop("fast")
         try:
-            with pytest.raises(StorageUnavailable, match=r"rolled back|cannot connect"):
+            # The pool's connections broke, and no new one can be made: the store says it
+            # lost the server (nothing was stored), naming libpq's reason, and fails fast.
+            with pytest.raises(StoreConnectionLost, match=r"connection was lost|no connection"):
                 store.append(second, leaf_nodes(second))
-            with pytest.raises(StorageUnavailable, match="cannot connect"):
+            started = time.monotonic()
+            with pytest.raises(StoreConnectionLost, match=r"no connection within .*No such file"):
                 store.append(second, leaf_nodes(second))
-            with pytest.raises(StorageUnavailable, match="cannot connect"):
+            with pytest.raises(StoreConnectionLost, match="no connection within"):
                 store.entries(0, 3)
+            assert time.monotonic() - started < 3  # not the 5 s connect timeout each
         finally:
             pg_cluster.start()
         store.append(second, leaf_nodes(second))
