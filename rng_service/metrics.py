@@ -39,6 +39,10 @@ _LATENCY_BUCKETS = (
     5.0,
 )
 _GROUP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+_RECOVERY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+#: How an ambiguous commit was resolved (rng_service.log.appender.RESOLUTIONS; the metrics
+#: module imports nothing of the log layer).
+RESOLUTIONS = ("stored", "not_stored", "unresolved")
 
 
 #: The game (regulation chapter family) each outcome kind serves, for the ``game`` label.
@@ -143,6 +147,30 @@ class Metrics:
             "Checkpoints stored as published checkpoints.",
             registry=registry,
         )
+        self.store_failovers = Counter(
+            "rng_log_store_failovers",
+            "Times the log writer lost its store (a connection lost: a server restart, a "
+            "failover to a promoted standby; or a store found diverged) and took groups again "
+            "without a restart, after checking the store and resolving any commit in flight.",
+            registry=registry,
+        )
+        self.store_recovery = Histogram(
+            "rng_log_store_recovery_seconds",
+            "Time from the loss of the log store to the log writer taking groups again.",
+            buckets=_RECOVERY_BUCKETS,
+            registry=registry,
+        )
+        self.ambiguous_commits = Counter(
+            "rng_log_ambiguous_commits",
+            "Group commits whose COMMIT was in flight when the store was lost, by how they were "
+            "resolved from the store reached next: stored (their callers got their outcomes), "
+            "not_stored (UNAVAILABLE, nothing logged), unresolved (the service stopped or the "
+            "store diverged first).",
+            ["resolution"],
+            registry=registry,
+        )
+        for resolution in RESOLUTIONS:
+            self.ambiguous_commits.labels(resolution=resolution)
         self.witness_up = Gauge(
             "rng_witness_up",
             "1 while the witness cosigns the log's checkpoints, 0 after a round in which it "
@@ -259,6 +287,16 @@ class Metrics:
     # IntegrityObserver (rng_service.service.log_servicer)
     def integrity_error(self, method: str, check: str) -> None:
         self.integrity_errors.labels(method=method, check=check).inc()
+
+    def store_lost(self, *, reason: str) -> None:
+        pass  # rng_log_store_up (StoreCollector) shows it
+
+    def ambiguous_commit(self, *, resolution: str, entries: int) -> None:
+        self.ambiguous_commits.labels(resolution=resolution).inc()
+
+    def store_recovered(self, *, seconds: float) -> None:
+        self.store_failovers.inc()
+        self.store_recovery.observe(seconds)
 
     # DenialObserver (rng_service.service.auth)
     def denied(self, *, method: str, reason: str, role: str, client: str) -> None:

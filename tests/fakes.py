@@ -1,14 +1,23 @@
 """Fakes shared by the tests: deterministic entropy (healthy, blocking or faulty), a storage
-that can be made to fail."""
+that can be made to fail, and a store behind a connection that can be lost (a failover)."""
 
 from __future__ import annotations
 
 import hashlib
 import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from rng_service.errors import StorageUnavailable
-from rng_service.storage.base import AppendBatch, CheckpointRecord, EntryRecord, NodeRecord
+from rng_service.log.tree import MerkleTree
+from rng_service.storage.base import (
+    AppendBatch,
+    CheckpointRecord,
+    CommitUnknown,
+    EntryRecord,
+    NodeRecord,
+    StoreConnectionLost,
+)
 from rng_service.storage.memory import MemoryStorage
 
 
@@ -122,3 +131,74 @@ class FlakyStorage(MemoryStorage):
         if self.failing:
             raise StorageUnavailable("injected: storage cannot commit")
         super().set_meta(key, value)
+
+
+class ConnectedStore:
+    """A store reached over a connection that can be lost, as the PostgreSQL driver reports
+    it: every call goes to ``server`` (a MemoryStorage: the primary, or after :meth:`fail_over`
+    another one) unless the connection is ``down``, when it raises StoreConnectionLost.
+    :meth:`lose_next_commit` makes the next ``sequence`` build its batch, store it on the
+    server or not (a COMMIT that did or did not reach the standby before the primary died),
+    then raise CommitUnknown and go down. Several ConnectedStores over one server are replicas
+    sharing one database. ``server_epoch`` (``ServerEpochs``) changes with each fail-over, as
+    the PostgreSQL driver's does when its new connections reach another server."""
+
+    def __init__(self, server: MemoryStorage) -> None:
+        self.server = server
+        self.server_epoch = 0
+        self.down = False
+        self.calls_while_down = 0
+        self._lose: bool | None = None  # the next commit is lost: stored (True) or not (False)
+        self._lock = threading.Lock()
+
+    def lose_next_commit(self, *, stored: bool) -> None:
+        self._lose = stored
+
+    def fail_over(self, server: MemoryStorage) -> None:
+        """The connection reaches ``server`` from now on (when it is up); no call fails if it
+        is not down (a driver that reconnected by itself, retrying the call)."""
+        self.server = server
+        self.server_epoch += 1
+
+    def _check(self) -> None:
+        if self.down:
+            with self._lock:
+                self.calls_while_down += 1
+            raise StoreConnectionLost("injected: the connection to the store is lost")
+
+    def sequence(self, build: Callable[[int], AppendBatch | None]) -> None:
+        self._check()
+        stored, self._lose = self._lose, None
+        if stored is None:
+            self.server.sequence(build)
+            return
+        if stored:
+            self.server.sequence(build)
+        else:
+            build(self.server.tree_size())
+        self.down = True
+        raise CommitUnknown("injected: connection lost during COMMIT; it may or may not be stored")
+
+    def close(self) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.server, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._check()
+            return getattr(self.server, name)(*args, **kwargs)
+
+        return call if callable(method) else method
+
+
+def copy_of_prefix(store: MemoryStorage, size: int) -> MemoryStorage:
+    """A new store holding the first ``size`` entries of ``store``, their Merkle nodes and the
+    checkpoints up to that size (what a standby that lagged at ``size`` would hold)."""
+    entries = store.entries(0, size)
+    copy = MemoryStorage()
+    pending = MerkleTree(size=0, get_nodes=copy.nodes).prepare([e.leaf_hash for e in entries])
+    copy.append(entries, pending.nodes)
+    for checkpoint in store.checkpoints(max_size=size):
+        copy.add_checkpoint(checkpoint)
+    return copy

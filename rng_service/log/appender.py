@@ -26,6 +26,19 @@ waiting, and for the whole group, in one pass:
 
 Steps 1 to 4 run under the store's writers' lock (``LogStorage.sequence``), so the round rules
 and the chains hold between service replicas sharing one store, not only within this process.
+
+When the store's connection is lost (``StoreConnectionLost``: a server restart, a failover to
+a promoted standby), or the store turns out not to hold the tree this process has seen
+(``StoreDiverged``), the writer stops taking groups and recovers without a restart
+(:meth:`Appender._recover`): requests waiting and arriving get UNAVAILABLE at once (nothing
+drawn), and it polls the store until it can read it again, checks that the store still
+begins with the tree it has seen (never shorter, the same nodes: a standby that lacked
+acknowledged entries is refused loudly, it would fork the log), adopts what other writers
+appended, and resolves a group whose COMMIT was in flight (``CommitUnknown``) by reading its
+request ids back: if its entries are there, their callers get their outcomes and receipts (the
+checkpoint signed again gives the very note: Ed25519 is deterministic); if not, UNAVAILABLE
+with nothing logged, and a retry draws once. The observer hears of the loss, of each
+ambiguous commit's resolution, and of the recovery (health and metrics).
 Signing and committing on this thread rather than on the event loop keeps the loop free and lets
 groups form while a commit is in flight (see docs/performance.md).
 """
@@ -62,11 +75,22 @@ from rng_service.log.entry import GeneratorRef, JsonValue, LogEntry, format_time
 from rng_service.log.merkle import leaf_hash
 from rng_service.log.note import Checkpoint, NoteSigner, parse_note, sign_note
 from rng_service.log.receipt import Receipt
-from rng_service.log.tree import MerkleTree, PendingAppend
+from rng_service.log.tree import MerkleTree, PendingAppend, StoreDiverged
 from rng_service.sampling import RandomSource
-from rng_service.storage.base import AppendBatch, CheckpointRecord, EntryRecord, LogStorage
+from rng_service.storage.base import (
+    AppendBatch,
+    CheckpointRecord,
+    CommitUnknown,
+    EntryRecord,
+    LogStorage,
+    ServerEpochs,
+    StoreConnectionLost,
+)
 
 __all__ = [
+    "DIVERGED_RETRY_SECONDS",
+    "RECONNECT_MAX_DELAY_SECONDS",
+    "RESOLUTIONS",
     "AppendObserver",
     "AppendResult",
     "Appender",
@@ -102,6 +126,29 @@ class AppendObserver(Protocol):
     ) -> None: ...
 
     def append_failed(self) -> None: ...
+
+    def store_lost(self, *, reason: str) -> None:
+        """The writer lost its store (or found it diverged) and stopped taking groups."""
+        ...
+
+    def ambiguous_commit(self, *, resolution: str, entries: int) -> None:
+        """A group whose COMMIT was in flight when the store was lost was resolved:
+        ``stored``, ``not_stored``, or ``unresolved`` (the service stopped, or the store
+        diverged, first)."""
+        ...
+
+    def store_recovered(self, *, seconds: float) -> None:
+        """The writer takes groups again, ``seconds`` after the loss."""
+        ...
+
+
+#: Resolutions of an ambiguous commit (the ``resolution`` label of its metric).
+RESOLUTIONS = ("stored", "not_stored", "unresolved")
+#: Seconds between checks of a store found diverged (an operator must act; it is polled so
+#: that the writer resumes by itself once the right store is back).
+DIVERGED_RETRY_SECONDS = 5.0
+#: The longest wait between two attempts to reach a lost store.
+RECONNECT_MAX_DELAY_SECONDS = 1.0
 
 
 DrawFn = Callable[[RandomSource], Mapping[str, JsonValue]]
@@ -261,6 +308,14 @@ class Appender:
         self._note_cache: tuple[int, str] | None = None
         self._sign_lock = threading.Lock()
         self._stopping = False  # the writer has taken the stop marker off the queue
+        # Non-empty while the writer recovers from a lost or diverged store: why. Submissions
+        # are refused meanwhile (read without a lock: a str reference is replaced atomically).
+        self._down_reason = ""
+        self._wake = threading.Event()  # set by stop(): ends a recovery's waits
+        # A store that reconnects by itself (PostgreSQL) says when its server changed; the
+        # tree is checked against the store before the next group then (``_check_server``).
+        self._epochs = storage if isinstance(storage, ServerEpochs) else None
+        self._epoch = 0 if self._epochs is None else self._epochs.server_epoch
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -269,6 +324,7 @@ class Appender:
             raise RuntimeError("appender already started")
         self._check_extends_published()
         self._stopped = False
+        self._wake.clear()
         self._thread = threading.Thread(target=self._run, name="log-writer", daemon=True)
         self._thread.start()
 
@@ -277,6 +333,7 @@ class Appender:
         if self._thread is None:
             return
         self._stopped = True
+        self._wake.set()
         self._queue.put(_STOP)
         self._thread.join()
         self._thread = None
@@ -289,6 +346,12 @@ class Appender:
     @property
     def tree_size(self) -> int:
         return self._tree.size
+
+    @property
+    def recovering(self) -> str:
+        """Why the writer takes no groups now (recovering from a lost or diverged store), or
+        "" while it takes them."""
+        return self._down_reason
 
     def sync(self) -> int:
         """Catches the tree up with the store, which other service replicas may share (their
@@ -319,6 +382,9 @@ class Appender:
     def _enqueue(self, pending: _Pending) -> None:
         if self._stopped:
             raise ShuttingDown("the log writer has stopped")
+        down = self._down_reason
+        if down:
+            raise _refused(down)
         with self._put_lock:  # the bound is exact with submitters on several threads too
             if self._queue.qsize() >= self._max_queue:
                 raise Overloaded("too many requests waiting for the log; retry later")
@@ -360,12 +426,12 @@ class Appender:
             # checkpoint, covers it unless entries were lost.
             size = self.sync()
         if published.size > size:
-            raise IntegrityError(
+            raise StoreDiverged(
                 f"published checkpoint of size {published.size} is beyond the stored tree of "
                 f"size {size}: entries were lost; refusing to sign a fork"
             )
         if self._tree.root(published.size) != published.root_hash:
-            raise IntegrityError(
+            raise StoreDiverged(
                 f"the stored tree at size {published.size} does not match the published "
                 f"checkpoint's root: the store was altered; refusing to sign a fork"
             )
@@ -455,35 +521,53 @@ class Appender:
 
         try:
             self._storage.sequence(build)
+        except (StoreConnectionLost, StoreDiverged) as e:
+            if self._observer is not None:
+                self._observer.append_failed()
+            self._recover(group, plans[-1] if plans else None, e, started)
+            return
         except RngServiceError as e:
             if self._observer is not None:
                 self._observer.append_failed()
             err = e if isinstance(e, Unavailable) else StorageUnavailable(str(e))
             _log.error("group commit of %d requests failed: %s", len(group), e)
-            plan = plans[-1] if plans else None
-            if plan is not None:
-                # Conflicts, failed draws and replays of stored entries stand on their own.
-                for p, error in plan.failed:
-                    p.set_exception(error)
-                self._resolve_replays(plan.replays)
-            for p in group:
-                if not p.done:
-                    p.set_exception(err)
+            self._fail_group(group, plans[-1] if plans else None, err)
             return
-        plan = plans[-1]
-        for p, error in [*plan.failed, *plan.deferred]:
-            p.set_exception(error)
+        self._finish(plans[-1], started)
+
+    def _fail_group(self, group: Sequence[_Pending], plan: _Plan | None, err: Exception) -> None:
+        """A group that was not stored: conflicts, failed draws and replays of stored entries
+        stand on their own; every other request fails with ``err``."""
+        if plan is not None:
+            for p, error in plan.failed:
+                p.set_exception(error)
+            self._resolve_replays(plan.replays)
+        for p in group:
+            if not p.done:
+                p.set_exception(err)
+
+    def _finish(self, plan: _Plan, started: float) -> None:
+        """Settles a group whose batch is stored: its receipts, then the observer. What may
+        fail (a node the proofs need read from the store) runs before anything is settled, so
+        that a recovery may call this again."""
         published = False
         if plan.pending is not None:
             size = plan.pending.size
             self._tree.commit(plan.pending)
             checkpoint = plan.batch.checkpoint if plan.batch is not None else None
+            note_text = (
+                checkpoint.note.decode("utf-8")
+                if checkpoint is not None
+                else self.checkpoint_note(size)
+            )
+            proofs = self._tree.inclusion_proofs([rec.index for rec in plan.records], size)
             if checkpoint is not None:
                 self._last_publish = self._clock.monotonic()
-                self._note_cache = (size, checkpoint.note.decode("utf-8"))
+                self._note_cache = (size, note_text)
                 published = True
-            note_text = self.checkpoint_note(size)
-            proofs = self._tree.inclusion_proofs([rec.index for rec in plan.records], size)
+        for p, error in [*plan.failed, *plan.deferred]:
+            p.set_exception(error)
+        if plan.pending is not None:
             results: list[AppendResult] = []
             for (p, entry), rec, proof in zip(plan.new, plan.records, proofs, strict=True):
                 receipt = Receipt(
@@ -519,15 +603,247 @@ class Appender:
                 published=published,
             )
 
+    # --- recovery from a lost or diverged store --------------------------------------------
+
+    def _recover(
+        self,
+        group: Sequence[_Pending],
+        plan: _Plan | None,
+        error: StoreConnectionLost | StoreDiverged,
+        started: float,
+    ) -> None:
+        """Runs on the writer thread from the loss of the store until it takes groups again.
+
+        A group whose COMMIT was in flight (``CommitUnknown`` after its batch was built) is
+        held until the store can be read, then resolved (:meth:`_resolve`); any other group
+        failed before anything could be stored and fails now. Meanwhile every request waiting
+        or arriving gets UNAVAILABLE (nothing drawn); the store is polled (at once, then with
+        a growing delay up to ``RECONNECT_MAX_DELAY_SECONDS``) and checked (:meth:`_verify`).
+        A diverged store is refused, said loudly, and checked again every
+        ``DIVERGED_RETRY_SECONDS``. ``stop()`` ends the wait: a group still held then gets
+        UNAVAILABLE (its outcome unknown; a retry with the same request id returns it if it
+        was stored).
+        """
+        lost_at = time.monotonic()
+        held = (
+            plan
+            if isinstance(error, CommitUnknown) and plan is not None and plan.batch is not None
+            else None
+        )
+        if held is None:
+            self._fail_group(group, plan, StorageUnavailable(f"{error}; nothing was logged"))
+            _wake_waiters(group)
+        self._enter_down(error, held)
+        delay = 0.0
+        diverged_logged: tuple[str, float] = ("", 0.0)
+        while True:
+            if delay and not self._stopped:
+                self._wake.wait(delay)
+            self._fail_queued()
+            if self._stopped:
+                break
+            try:
+                self._verify()
+                if held is not None:
+                    self._resolve(group, held, started)
+                    held = None
+                break
+            except IntegrityError as e:  # diverged: refuse loudly, look again later
+                if held is not None:
+                    self._unresolved(group, held, e)
+                    _wake_waiters(group)
+                    held = None
+                reason = f"the log store diverged: {e}"
+                if reason != diverged_logged[0] or time.monotonic() - diverged_logged[1] > 60:
+                    _log.critical(
+                        {
+                            "event": "store_diverged",
+                            "reason": str(e),
+                            "message": "refusing to append or sign checkpoints: the store "
+                            "does not hold the log this service acknowledged (docs/"
+                            "operations.md, 'Failover'); an operator must act",
+                        }
+                    )
+                    diverged_logged = (reason, time.monotonic())
+                self._set_down(reason)
+                delay = DIVERGED_RETRY_SECONDS
+            except RngServiceError as e:  # still unreachable (or busy): try again soon
+                _log.debug("store still unavailable: %s", e)
+                delay = min(max(2 * delay, 0.05), RECONNECT_MAX_DELAY_SECONDS)
+        if held is not None:  # stopped before the store could be read
+            self._unresolved(group, held, StorageUnavailable("the service is stopping"))
+        self._down_reason = ""
+        seconds = time.monotonic() - lost_at
+        if self._stopped:
+            return
+        if self._observer is not None:
+            self._observer.store_recovered(seconds=seconds)
+        _log.warning(
+            {
+                "event": "store_recovered",
+                "seconds": round(seconds, 3),
+                "tree_size": self._tree.size,
+                "message": "the log writer takes groups again (the store was checked)",
+            }
+        )
+
+    def _enter_down(self, error: Exception, held: _Plan | None) -> None:
+        if isinstance(error, StoreDiverged):
+            reason = f"the log store diverged: {error}"
+        else:
+            reason = f"the log store connection was lost ({error}); reconnecting"
+        self._set_down(reason)
+        _log.error(
+            {
+                "event": "store_lost",
+                "reason": str(error),
+                "ambiguous_entries": 0 if held is None else len(held.new),
+                "message": "the log writer stopped taking groups: it reconnects, checks the "
+                "store and resolves a commit that was in flight; outcome calls get "
+                "UNAVAILABLE meanwhile",
+            }
+        )
+        self._fail_queued()
+
+    def _set_down(self, reason: str) -> None:
+        changed = reason != self._down_reason
+        self._down_reason = reason
+        if changed and self._observer is not None:
+            self._observer.store_lost(reason=reason)
+
+    def _fail_queued(self) -> None:
+        """Fails every request waiting in the queue (nothing drawn): the writer takes no groups
+        while it recovers. A stop marker found on the way is kept as a stop."""
+        refused = _refused(self._down_reason or "the log store is unavailable")
+        waiting: list[_Pending] = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is _STOP:
+                self._stopping = True
+                self._stopped = True
+                continue
+            p: _Pending = item  # type: ignore[assignment]
+            p.set_exception(refused)
+            waiting.append(p)
+        _wake_waiters(waiting)
+
+    def _check_server(self) -> None:
+        """Checks the tree against the store if the store's connections reached another
+        server (or a restarted one) since the last check: a call that the driver retried on a
+        new connection (a standby promoted while this writer was idle) fails nothing, so
+        without this check a writer would append to a store it never looked at.
+        :class:`StoreDiverged` if the store does not hold this tree."""
+        if self._epochs is None:
+            return
+        epoch = self._epochs.server_epoch
+        if epoch != self._epoch:
+            self._tree.verify_stored()
+            self._epoch = epoch
+
+    def _verify(self) -> None:
+        """Reads the store and checks it still begins with the tree this process has seen
+        (:class:`StoreDiverged` if it is shorter, holds other nodes, or lacks a published
+        checkpoint's tree); then adopts what other writers appended."""
+        epoch = 0 if self._epochs is None else self._epochs.server_epoch
+        size = self._storage.tree_size()
+        seen = self._tree.size
+        if size < seen:
+            raise StoreDiverged(
+                f"the log store holds {size} entries but this service has seen {seen} (entries "
+                f"{size} to {seen - 1} acknowledged or read, now missing: a failover to a server "
+                "that did not have them?); refusing to sign a fork"
+            )
+        self._tree.verify_stored()
+        self._tree.advance(size)
+        self._check_extends_published()
+        self._epoch = epoch
+
+    def _resolve(self, group: Sequence[_Pending], plan: _Plan, started: float) -> None:
+        """Settles a group whose COMMIT's outcome was unknown, from what the store holds now:
+        its entries (found by their request ids, the very bytes this process built) are all
+        there or none are (one transaction)."""
+        records = plan.records
+        logged = self._storage.group_state(
+            [(r.client_id, r.request_id) for r in records], (), ()
+        ).logged
+        ours = [r for r in records if _same(logged.get((r.client_id, r.request_id)), r)]
+        if ours and len(ours) != len(records):
+            raise StoreDiverged(
+                f"{len(ours)} of the {len(records)} entries of one commit are stored: a "
+                "transaction was split; the store is not the log this service wrote"
+            )
+        if ours:
+            _log.warning(
+                {
+                    "event": "ambiguous_commit_resolved",
+                    "resolution": "stored",
+                    "entries": len(records),
+                    "indices": [records[0].index, records[-1].index],
+                }
+            )
+            self._finish(plan, started)
+            self._count_ambiguous("stored", len(records))
+            return
+        # Not stored. A request id logged meanwhile by another writer (a retry that reached
+        # another replica) is answered with that entry.
+        replays: list[tuple[_Pending, EntryRecord]] = []
+        for p, _ in plan.new:
+            found = logged.get((p.request.client_id, p.request.request_id))
+            if found is None:
+                continue
+            if found.request_digest == p.request.digest:
+                replays.append((p, found))
+            else:
+                p.set_exception(_conflict(p.request))
+        self._resolve_replays(replays)
+        _log.warning(
+            {
+                "event": "ambiguous_commit_resolved",
+                "resolution": "not_stored",
+                "entries": len(records),
+                "logged_elsewhere": len(replays),
+            }
+        )
+        self._fail_group(
+            group,
+            plan,
+            StorageUnavailable(
+                "the log store was lost during the commit of this outcome, and the store "
+                "reached since does not hold it: nothing was logged; retry with the same "
+                "request id (it is drawn once)"
+            ),
+        )
+        self._count_ambiguous("not_stored", len(records))
+
+    def _unresolved(self, group: Sequence[_Pending], plan: _Plan, why: Exception) -> None:
+        self._fail_group(
+            group,
+            plan,
+            StorageUnavailable(
+                f"the log store was lost during the commit of this outcome and it could not be "
+                f"read back ({why}): it may or may not be logged; retry with the same request "
+                "id (a logged outcome is returned, never drawn again)"
+            ),
+        )
+        self._count_ambiguous("unresolved", len(plan.records))
+
+    def _count_ambiguous(self, resolution: str, entries: int) -> None:
+        if self._observer is not None:
+            self._observer.ambiguous_commit(resolution=resolution, entries=entries)
+
     def _plan(self, group: Sequence[_Pending], size: int) -> _Plan:
         """Decides the group against the log as stored at ``size`` entries, drawing the new
         outcomes: nothing is resolved here, because the transaction may still fail."""
         tree_size = self._tree.size
         if size < tree_size:
-            raise IntegrityError(
+            raise StoreDiverged(
                 f"the log store holds {size} entries but this service has seen {tree_size}: "
                 "stored entries were lost; refusing to append"
             )
+        self._check_server()
         # Another writer (a replica sharing the store, or a commit whose outcome was unknown)
         # may have appended since this one last did: continue its tree.
         self._tree.advance(size)
@@ -742,6 +1058,17 @@ def _settle(pendings: Sequence[_Pending]) -> None:
             waiter.set_exception(error)
         else:
             waiter.set_result(p.result)  # type: ignore[arg-type]  # settled before the wake-up
+
+
+def _refused(reason: str) -> StorageUnavailable:
+    return StorageUnavailable(
+        f"{reason}; nothing was drawn or logged: retry with the same request id"
+    )
+
+
+def _same(found: EntryRecord | None, ours: EntryRecord) -> bool:
+    """Whether the store holds exactly the entry this process built (same index and bytes)."""
+    return found is not None and found.index == ours.index and found.data == ours.data
 
 
 def _conflict(req: DrawRequest) -> AlreadyExists:

@@ -7,6 +7,11 @@ besides the generator (nothing is returned before it is durable in the store).
   the appender reports to (and forwards every report to the next observer, the metrics).
   ``FAILURE_THRESHOLD`` (3) group commits failing in a row mark the store **down**; any commit
   that succeeds marks it **up**;
+* the sequencer's recovery from a lost store (``store_lost``, ``store_recovered``: a
+  connection lost, a failover): the store is **down** from the loss until the first commit
+  or probe that succeeds after the writer recovered (it checked the store and resolved any
+  commit in flight), whatever the failure count; no probe runs while it recovers, and one is
+  due at once when it has;
 * a probe: one small durable write through the store's ordinary write path
   (``set_meta(PROBE_META_KEY, <time>)``: a transaction that needs the store reachable, writable
   and with space for a row), run by the health monitor in a worker thread. It runs every
@@ -93,6 +98,7 @@ class StoreHealth:
         self._probe_timeout = probe_timeout_seconds
         self._lock = threading.Lock()
         self._down_reason = ""
+        self._recovering = ""  # why the log writer is recovering from a lost store, if it is
         self._consecutive = 0
         self._last_ok = clock.monotonic()  # the store was opened and read at start-up
         self._last_probe = clock.monotonic()
@@ -130,13 +136,33 @@ class StoreHealth:
         if self._forward is not None:
             self._forward.append_failed()
 
+    def store_lost(self, *, reason: str) -> None:
+        with self._lock:
+            self._recovering = reason
+        if self._forward is not None:
+            self._forward.store_lost(reason=reason)
+
+    def ambiguous_commit(self, *, resolution: str, entries: int) -> None:
+        if self._forward is not None:
+            self._forward.ambiguous_commit(resolution=resolution, entries=entries)
+
+    def store_recovered(self, *, seconds: float) -> None:
+        with self._lock:
+            self._recovering = ""
+            self._down_reason = (
+                "the log writer recovered from a lost store; no commit or probe has succeeded since"
+            )
+            self._last_probe = float("-inf")  # a probe is due at once
+        if self._forward is not None:
+            self._forward.store_recovered(seconds=seconds)
+
     # -- the probe (started by the health monitor) -----------------------------------------
 
     def probe_due(self) -> bool:
         """True when a probe should start now (none is running)."""
         with self._lock:
-            if self._probe_started is not None:
-                return False
+            if self._probe_started is not None or self._recovering:
+                return False  # the log writer polls the store itself while it recovers
             now = self._clock.monotonic()
             if now - self._last_probe < self._interval:
                 return False
@@ -167,7 +193,7 @@ class StoreHealth:
 
     def status(self) -> StoreStatus:
         with self._lock:
-            reason = self._down_reason
+            reason = self._recovering or self._down_reason
             started = self._probe_started
             if started is not None and self._clock.monotonic() - started > self._probe_timeout:
                 reason = f"store probe has not answered for over {self._probe_timeout:g} s"

@@ -1,4 +1,5 @@
-"""StoreHealth: N failed commits in a row, the probe's schedule, its timeout, forwarding."""
+"""StoreHealth: N failed commits in a row, the probe's schedule, its timeout, forwarding, and
+the log writer's recovery from a lost store (down from the loss to the first commit after)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,15 @@ class Recorder:
 
     def append_failed(self) -> None:
         self.calls.append("failed")
+
+    def store_lost(self, *, reason: str) -> None:
+        self.calls.append(f"lost {reason}")
+
+    def ambiguous_commit(self, *, resolution: str, entries: int) -> None:
+        self.calls.append(f"ambiguous {resolution} {entries}")
+
+    def store_recovered(self, *, seconds: float) -> None:
+        self.calls.append(f"recovered {seconds}")
 
 
 class Probed(MemoryStorage):
@@ -115,3 +125,37 @@ def test_a_probe_that_hangs_marks_it_down() -> None:
         storage.gate.set()
         prober.join(10)
     assert health.status().state == "up"  # it answered in the end
+
+
+def test_down_from_a_lost_store_until_the_first_commit_after_the_recovery() -> None:
+    clock = FakeClock()
+    forward = Recorder()
+    storage = Probed()
+    health = StoreHealth(storage, clock=clock, forward=forward)
+    health.store_lost(reason="connection lost during COMMIT")
+    status = health.status()
+    assert (status.state, status.reason) == ("down", "connection lost during COMMIT")
+    assert status.consecutive_failures == 0  # at once, not after N failed commits
+    clock.advance(PROBE_INTERVAL_SECONDS * 3)
+    assert not health.probe_due()  # the writer polls the store itself meanwhile
+    assert health.probe()  # a probe that ran anyway (the monitor's) does not end it,
+    commit(health)  # nor does the commit of the group the recovery resolved as stored
+    assert health.status().reason == "connection lost during COMMIT"
+    health.ambiguous_commit(resolution="stored", entries=4)
+    health.store_recovered(seconds=1.5)
+    status = health.status()
+    assert status.state == "down"  # recovered: down until a commit or probe succeeds
+    assert "no commit or probe has succeeded since" in status.reason
+    assert health.probe_due()  # at once, so that an idle instance is SERVING again soon
+    assert health.probe()
+    assert health.status().state == "up"
+    health.store_lost(reason="again")
+    health.store_recovered(seconds=0.1)
+    commit(health)  # or the first commit
+    assert health.status().state == "up"
+    assert forward.calls[:4] == [
+        "lost connection lost during COMMIT",
+        "committed 1",
+        "ambiguous stored 4",
+        "recovered 1.5",
+    ]

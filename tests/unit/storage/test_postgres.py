@@ -556,8 +556,13 @@ def test_appender_reports_unavailable_while_the_server_is_down(
         try:
             with pytest.raises(StorageUnavailable):
                 appender.submit(_request("during-outage")).result(timeout=30)
+            # The writer lost the store: it polls it, and refuses requests at once meanwhile.
+            assert "connection was lost" in appender.recovering
+            with pytest.raises(StorageUnavailable, match="nothing was drawn or logged"):
+                appender.submit(_request("refused"))
         finally:
             pg_cluster.start()
+        _wait_for(lambda: not appender.recovering, "the writer to reconnect", timeout=30)
         after = appender.submit(_request("after")).result(timeout=30)
         assert after.receipt.index == 3  # the failed request took no index
         for result in [*before, after]:
