@@ -379,7 +379,8 @@ class StoreCollector(Collector):
         up = GaugeMetricFamily(
             "rng_log_store_up",
             "1 while the log store can commit, 0 after 3 group commits failed in a row or a "
-            "failed store probe, until a commit or a probe succeeds.",
+            "failed store probe, until a commit or a probe succeeds, and from the loss of the "
+            "store's connection until the first commit or probe after the writer recovered.",
         )
         up.add_metric([], 1.0 if s.state == "up" else 0.0)
         yield up

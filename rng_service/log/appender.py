@@ -742,24 +742,39 @@ class Appender:
         if epoch != self._epoch:
             self._tree.verify_stored()
             self._epoch = epoch
+            _log.warning(
+                {
+                    "event": "store_server_changed",
+                    "tree_size": self._tree.size,
+                    "message": "the log store's connections reached another server, or the "
+                    "same one started again (a failover, a restart); it holds the tree this "
+                    "service has seen",
+                }
+            )
 
     def _verify(self) -> None:
         """Reads the store and checks it still begins with the tree this process has seen
         (:class:`StoreDiverged` if it is shorter, holds other nodes, or lacks a published
-        checkpoint's tree); then adopts what other writers appended."""
-        epoch = 0 if self._epochs is None else self._epochs.server_epoch
-        size = self._storage.tree_size()
-        seen = self._tree.size
-        if size < seen:
-            raise StoreDiverged(
-                f"the log store holds {size} entries but this service has seen {seen} (entries "
-                f"{size} to {seen - 1} acknowledged or read, now missing: a failover to a server "
-                "that did not have them?); refusing to sign a fork"
-            )
-        self._tree.verify_stored()
-        self._tree.advance(size)
-        self._check_extends_published()
-        self._epoch = epoch
+        checkpoint's tree); then adopts what other writers appended. Checked again if the
+        store's connections reached another server meanwhile (the first reads after a loss
+        make the new connections), up to three times; a later change is checked before the
+        next group (``_check_server``)."""
+        for _ in range(3):
+            epoch = 0 if self._epochs is None else self._epochs.server_epoch
+            size = self._storage.tree_size()
+            seen = self._tree.size
+            if size < seen:
+                raise StoreDiverged(
+                    f"the log store holds {size} entries but this service has seen {seen} "
+                    f"(entries {size} to {seen - 1} acknowledged or read, now missing: a failover "
+                    "to a server that did not have them?); refusing to sign a fork"
+                )
+            self._tree.verify_stored()
+            self._tree.advance(size)
+            self._check_extends_published()
+            self._epoch = epoch
+            if self._epochs is None or self._epochs.server_epoch == epoch:
+                return
 
     def _resolve(self, group: Sequence[_Pending], plan: _Plan, started: float) -> None:
         """Settles a group whose COMMIT's outcome was unknown, from what the store holds now:

@@ -195,7 +195,9 @@ STATUS_CAUSES: tuple[StatusCause, ...] = (
     StatusCause(_C.UNAVAILABLE, "generator", _F,
         "the generator latched its error state: fail closed (RngGeneratorDown)"),
     StatusCause(_C.UNAVAILABLE, "storage", _F,
-        "the log store cannot commit or read (RngLogStorageUnavailable)"),
+        "the log store cannot commit or read, or the log writer is recovering from a lost "
+        "store connection (a failover; RngLogStorageUnavailable, RngLogStoreDown); callers "
+        "retry with the same request id (a logged outcome is returned, never drawn again)"),
     StatusCause(_C.UNAVAILABLE, "shutting_down", _F,
         "the service is stopping (restart, upgrade); callers retry with the same request id"),
     StatusCause(_C.DATA_LOSS, "integrity", _F,
