@@ -27,6 +27,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -151,6 +152,7 @@ class Cluster:
         )
         (self.datadir / "pg_hba.conf").write_text(
             "local all all trust\n"
+            "local replication all trust\n"  # a standby's base backup and WAL stream
             f"host all {PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\n"
             "host all all 127.0.0.1/32 trust\n"
         )
@@ -185,6 +187,50 @@ class Cluster:
                 f"pg_ctl start failed ({result.returncode}):\n{result.stdout}\n{result.stderr}\n"
                 f"{self.log_tail()}"
             )
+
+    def init_standby_of(self, primary: Cluster, *, name: str) -> None:
+        """Makes this (not yet initialised, or fenced and wiped) cluster a streaming-replication
+        standby of ``primary``, as docs/operations.md ("A streaming-replication standby") sets
+        one up: ``pg_basebackup -X stream -C -S <name> -R`` (a replication slot, standby.signal
+        and primary_conninfo), and ``application_name=<name>`` in primary_conninfo, the name
+        ``synchronous_standby_names`` waits for. Over the primary's unix socket. Start it with
+        :meth:`start`, then make it synchronous with ``primary.make_synchronous(name)``."""
+        if self.running:
+            raise RuntimeError("stop the cluster before making it a standby")
+        shutil.rmtree(self.datadir, ignore_errors=True)
+        self._run(
+            "pg_basebackup", "-h", str(primary.base), "-p", str(primary.port), "-U", "postgres",
+            "-D", str(self.datadir), "-X", "stream", "-C", "-S", name, "-R", "--no-sync",
+            "--checkpoint=fast",
+        )  # fmt: skip
+        self._write_port()  # after the primary's settings, which the base backup copied
+        with open(self.datadir / "postgresql.auto.conf", "a") as conf:
+            conf.write(
+                f"primary_conninfo = 'host={primary.base} port={primary.port} user=postgres "
+                f"application_name={name}'\n"
+            )
+
+    def make_synchronous(self, standby: str, *, timeout: float = 60.0) -> None:
+        """On a primary: ``synchronous_standby_names = 'FIRST 1 (<standby>)'`` once that
+        standby streams, then waits until ``pg_stat_replication`` says it is ``sync``."""
+        deadline = time.monotonic() + timeout
+        with self.admin() as conn:
+            conn.execute(f"ALTER SYSTEM SET synchronous_standby_names = 'FIRST 1 ({standby})'")
+            conn.execute("SELECT pg_reload_conf()")
+            while True:
+                row = conn.execute(
+                    "SELECT state, sync_state FROM pg_stat_replication WHERE application_name = %s",
+                    (standby,),
+                ).fetchone()
+                if row == ("streaming", "sync"):
+                    return
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"standby {standby} is not sync: {row}\n{self.log_tail()}")
+                time.sleep(0.05)
+
+    def promote(self) -> None:
+        """Promotes a standby to a primary (``pg_ctl promote``, waiting until it takes writes)."""
+        self._run("pg_ctl", "-D", str(self.datadir), "-w", "-t", "60", "promote")
 
     def stop(self, mode: str = "fast") -> None:
         self._run("pg_ctl", "-D", str(self.datadir), "-m", mode, "-w", "-t", "60", "stop")
