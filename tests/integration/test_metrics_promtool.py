@@ -77,7 +77,7 @@ def test_promtool_accepts_the_services_metrics(tmp_path: Path, promtool: str) ->
 
 def test_promtool_checks_the_alerting_rules(promtool: str) -> None:
     output = run_promtool(promtool, "check", "rules", "alerts.yml", cwd=PROMETHEUS_DIR)
-    assert "SUCCESS: 14 rules found" in output
+    assert "SUCCESS: 15 rules found" in output
 
 
 def test_promtool_runs_the_alert_unit_tests(promtool: str) -> None:
