@@ -59,6 +59,7 @@ tlog-checkpoint) are opaque here; ``rng_service.log`` interprets them.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Self, TypeVar
@@ -248,6 +249,7 @@ _POOL_MIN = 2  # connections kept open: the log writer's and one for reads
 _POOL_MAX = 16  # at most this many at once; a caller beyond waits for one
 _POOL_NAME = "rng-log"
 _WAIT_WHILE_DOWN = 1.0  # seconds a call waits for a connection while the server is unreachable
+_WAIT_SLICE = 0.25  # a caller waiting for a connection asks the pool again this often
 _LOCATION_KEYS = ("host", "hostaddr", "port", "dbname", "user")
 
 
@@ -417,28 +419,36 @@ class PostgresStorage:
         return conn
 
     def _getconn(self, *, after_loss: bool = False) -> _LogConnection:
-        """A connection for this caller alone, from the pool. It waits ``connect_timeout``
-        for one, or only ``_WAIT_WHILE_DOWN`` while the last connection attempt failed or
-        right after a connection broke (``after_loss``): calls fail fast while the server is
-        down, and the pool keeps reconnecting meanwhile."""
-        wait = float(self._connect_timeout)
-        if self._connect_error or after_loss:
-            wait = min(wait, _WAIT_WHILE_DOWN)
-        try:
-            return self._pool.getconn(wait)
-        except PoolClosed:
-            raise StorageUnavailable(f"PostgreSQL log ({self._where}) is closed") from None
-        except PoolTimeout:
+        """A connection for this caller alone, from the pool. It waits at most
+        ``connect_timeout`` for one, and at most ``_WAIT_WHILE_DOWN`` once a connection
+        attempt has failed (the server is down: the last attempt failed, or one fails while
+        the caller waits) or right after a connection broke (``after_loss``). It asks in
+        slices of ``_WAIT_SLICE``: each one lets the pool start a new connection attempt, so
+        that a server back (or a standby promoted) is found within a slice."""
+        started = time.monotonic()
+        while True:
+            down = bool(self._connect_error) or after_loss
+            wait = min(float(self._connect_timeout), _WAIT_WHILE_DOWN if down else float("inf"))
+            remaining = started + wait - time.monotonic()
+            try:
+                if remaining <= 0:
+                    raise PoolTimeout()
+                return self._pool.getconn(min(remaining, _WAIT_SLICE))
+            except PoolClosed:
+                raise StorageUnavailable(f"PostgreSQL log ({self._where}) is closed") from None
+            except PoolTimeout:
+                if time.monotonic() < started + wait:
+                    continue
             error = self._connect_error
             if not error:  # connecting works: every connection is busy
                 raise StorageUnavailable(
                     f"PostgreSQL log ({self._where}): all {_POOL_MAX} connections stayed busy "
                     f"for {wait:g} s"
-                ) from None
+                )
             raise StoreConnectionLost(
                 f"PostgreSQL log ({self._where}): no connection within {wait:g} s (last "
                 f"connection error: {error})"
-            ) from None
+            )
 
     def _run(
         self,

@@ -442,6 +442,7 @@ def test_alerts_cover_the_operations_issue(alert_rules: list[dict[str, Any]]) ->
         "RngLogStorageUnavailable",
         "RngLogStoreDown",
         "RngLogIntegrityError",
+        "RngLogStoreFailover",
         "RngCheckpointStale",
         "RngRpcErrorRate",
         "RngRpcRefusals",

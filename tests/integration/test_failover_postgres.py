@@ -363,11 +363,14 @@ def _run(tmp_path: Path, clusters: tuple[Cluster, Cluster], failovers: int, *, s
         recovered = [_events(r, "store_recovered") for r in replicas]
         resolved = [_events(r, "ambiguous_commit_resolved") for r in replicas]
         for w, r in enumerate(replicas):
-            # A replica whose writer lost the store said NOT_SERVING until it recovered.
-            if lost[w]:
+            # A replica whose writer lost the store for a second or more said NOT_SERVING
+            # (health is re-evaluated every 0.5 s: a shorter loss, the store reached again at
+            # the first poll after a promotion, may fall between two evaluations).
+            if any(e["seconds"] >= 1.0 for e in recovered[w]):
                 assert int(health_pb2.HealthCheckResponse.NOT_SERVING) in health.statuses(
                     w, done[0].lost_at
                 ), f"{r.name} lost its store but never said NOT_SERVING"
+            assert len(recovered[w]) <= lost[w]
             assert metrics[w]["rng_log_store_failovers_total"] == len(recovered[w]), metrics[w]
             for resolution in ("stored", "not_stored", "unresolved"):
                 count = sum(1 for e in resolved[w] if e["resolution"] == resolution)
