@@ -55,6 +55,10 @@ def configure(level: int = logging.INFO) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    # psycopg_pool warns at every failed connection attempt (several a second while the
+    # PostgreSQL log is down); the log writer's store_lost event and the store's errors name
+    # the last attempt's error instead (rng_service.storage.postgres).
+    logging.getLogger("psycopg.pool").setLevel(max(level, logging.ERROR))
     _handler = handler
 
 

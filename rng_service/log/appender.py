@@ -148,7 +148,7 @@ RESOLUTIONS = ("stored", "not_stored", "unresolved")
 #: that the writer resumes by itself once the right store is back).
 DIVERGED_RETRY_SECONDS = 5.0
 #: The longest wait between two attempts to reach a lost store.
-RECONNECT_MAX_DELAY_SECONDS = 1.0
+RECONNECT_MAX_DELAY_SECONDS = 0.25
 
 
 DrawFn = Callable[[RandomSource], Mapping[str, JsonValue]]

@@ -371,6 +371,8 @@ def _run(tmp_path: Path, clusters: tuple[Cluster, Cluster], failovers: int, *, s
                     w, done[0].lost_at
                 ), f"{r.name} lost its store but never said NOT_SERVING"
             assert len(recovered[w]) <= lost[w]
+            # One store_lost line per loss, not one per connection attempt of the pool.
+            assert '"logger": "psycopg.pool"' not in r.err.read_text(errors="replace")
             assert metrics[w]["rng_log_store_failovers_total"] == len(recovered[w]), metrics[w]
             for resolution in ("stored", "not_stored", "unresolved"):
                 count = sum(1 for e in resolved[w] if e["resolution"] == resolution)
@@ -439,6 +441,7 @@ def _run(tmp_path: Path, clusters: tuple[Cluster, Cluster], failovers: int, *, s
     # no retry finds its request already logged.
     replayed = sum(1 for response in retried.values() if response.receipt.replayed)
     assert replayed == 0, f"{replayed} requests answered UNAVAILABLE were logged"
+    writers = [f"{e['seconds']:.2f}" for events in recovered for e in events]
     recoveries = ", ".join(
         f"{f.first_ack:.2f} s (per replica {', '.join(f'{s:.2f}' for s in f.per_replica)}; "
         f"{f.first_ack - (f.promoted_at - f.lost_at):.2f} s after the promotion)"
@@ -451,7 +454,9 @@ def _run(tmp_path: Path, clusters: tuple[Cluster, Cluster], failovers: int, *, s
         f"stored; {len(load.acks)} acknowledged, {len(load.misses)} UNAVAILABLE retried "
         f"({replayed} replayed a logged outcome, {len(retried) - replayed} drew); log size "
         f"{size}; {len(set(published))} stored checkpoints and "
-        f"{len(set(receipts_before))} receipt checkpoints from before a loss checked"
+        f"{len(set(receipts_before))} receipt checkpoints from before a loss checked; the "
+        f"writers' own recoveries (loss -> taking groups): "
+        f"{', '.join(writers)} s"
     )
 
 
