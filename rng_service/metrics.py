@@ -156,7 +156,7 @@ class Metrics:
         )
         self.store_recovery = Histogram(
             "rng_log_store_recovery_seconds",
-            "Time from the loss of the log store to the log writer taking groups again.",
+            "Time from the log writer noticing the loss of its store to taking groups again.",
             buckets=_RECOVERY_BUCKETS,
             registry=registry,
         )

@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -54,9 +52,9 @@ from rng_service.log.note import Checkpoint, NoteVerifier, open_note
 from tests.integration.test_replicas_postgres import (
     KINDS,
     ORIGIN,
-    REPO,
     Replica,
     Req,
+    _audit,
     _check_final_checkpoint,
     _check_receipts,
     _env,
@@ -389,12 +387,7 @@ def _run(tmp_path: Path, clusters: tuple[Cluster, Cluster], failovers: int, *, s
         assert sum(len(r) for r in recovered) >= failovers, recovered
 
         export = tmp_path / "log.export"
-        exported = subprocess.run(
-            [sys.executable, "-m", "rng_service.audit_cli", "export",
-             "--target", f"127.0.0.1:{replicas[0].port}", "--out", str(export)],
-            cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
-        assert exported.returncode == 0, exported.stdout + exported.stderr
+        _audit("export", "--target", f"127.0.0.1:{replicas[0].port}", "--out", str(export))
         _stop(replicas)
 
     # The log on the (last) new primary.
@@ -422,12 +415,7 @@ def _run(tmp_path: Path, clusters: tuple[Cluster, Cluster], failovers: int, *, s
         path = tmp_path / f"published-{n}.note"
         path.write_bytes(note)
         kept.append(str(path))
-    verified = subprocess.run(
-        [sys.executable, "-m", "rng_service.audit_cli", "verify", str(export),
-         "--key", key.verifier_key, "--checkpoint", *kept],
-        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert verified.returncode == 0, verified.stdout + verified.stderr
+    verified = _audit("verify", str(export), "--key", key.verifier_key, "--checkpoint", *kept)
     assert verified.stdout.startswith(f"OK: {size} entries of {ORIGIN}"), verified.stdout
 
     ambiguous = {
@@ -455,7 +443,7 @@ def _run(tmp_path: Path, clusters: tuple[Cluster, Cluster], failovers: int, *, s
         f"({replayed} replayed a logged outcome, {len(retried) - replayed} drew); log size "
         f"{size}; {len(set(published))} stored checkpoints and "
         f"{len(set(receipts_before))} receipt checkpoints from before a loss checked; the "
-        f"writers' own recoveries (loss -> taking groups): "
+        f"writers' own recoveries (noticing the loss -> taking groups): "
         f"{', '.join(writers)} s"
     )
 

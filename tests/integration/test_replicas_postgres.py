@@ -154,6 +154,16 @@ def _stop(replicas: Sequence[Replica]) -> None:
         assert '"event": "stopped"' in r.err.read_text(errors="replace"), r.log()
 
 
+def _audit(*args: str) -> subprocess.CompletedProcess[str]:
+    """``rng-audit ARGS`` (export through a replica, verify an export), which must succeed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "rng_service.audit_cli", *args],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
 # -- requests ----------------------------------------------------------------------------------
 
 
@@ -387,22 +397,13 @@ def test_three_replicas_share_one_log(tmp_path: Path, dsn: str) -> None:
 
                 # The export through one replica covers what the others appended.
                 export = tmp_path / "log.export"
-                exported = subprocess.run(
-                    [sys.executable, "-m", "rng_service.audit_cli", "export",
-                     "--target", f"127.0.0.1:{late[0].port}", "--out", str(export)],
-                    cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
-                )  # fmt: skip
-                assert exported.returncode == 0, exported.stdout + exported.stderr
+                exported = _audit("export", "--target", f"127.0.0.1:{late[0].port}",
+                                  "--out", str(export))  # fmt: skip
                 _stop(replicas)
         finally:
             joined.set()
 
-    verified = subprocess.run(
-        [sys.executable, "-m", "rng_service.audit_cli", "verify", str(export),
-         "--key", key.verifier_key],
-        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert verified.returncode == 0, verified.stdout + verified.stderr
+    verified = _audit("verify", str(export), "--key", key.verifier_key)
 
     stored = _read_log(dsn)
     size = len(stored.entries)
