@@ -249,8 +249,12 @@ def test_a_standby_lacking_acknowledged_entries_is_refused_until_the_log_is_back
         conn.down = False
         with pytest.raises(StorageUnavailable, match="may or may not be logged"):
             lost.result(timeout=30)
-        assert "refusing to sign a fork" in a.recovering
-        assert "holds 3 entries but this service has seen 6" in health.status().reason
+        # the caller's answer may come a moment before the writer states why (a loaded CI)
+        wait_until(lambda: "refusing to sign a fork" in a.recovering, "the refusal")
+        wait_until(
+            lambda: "holds 3 entries but this service has seen 6" in health.status().reason,
+            "health to name the diverged store",
+        )
         with pytest.raises(StorageUnavailable, match="diverged"):
             a.submit(request("refused"))
         assert events.of("ambiguous") == [("unresolved", 1)]
