@@ -20,6 +20,12 @@ Kinds (``--kind``):
   that many outcomes; measured answers are not parsed (the client shares the machine's CPUs).
 - ``stream``: server-streaming calls to the streaming echo, each asking for ``--items``
   messages of ``--payload`` bytes; every message received is one item.
+
+``--lone-after-burst R`` (unary kinds): instead of the steady load, R rounds of a burst of
+``--concurrency`` calls at once, then, as soon as the burst's last answer arrives, ONE call
+alone, timed (the service's log writer waits for company after a group that had some; this is
+the call that pays it); then a pause of 20 ms so that the next burst starts from idle. The
+latencies reported are those of the lone calls. Bounded by R (at most 1,000) and ``--seconds``.
 """
 
 from __future__ import annotations
@@ -122,8 +128,31 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
             calls_by_target[target] += 1
             latencies.append(time.perf_counter() - t0)
 
+    async def lone_after_burst() -> None:
+        nonlocal next_i, errors, items
+        for _ in range(args.lone_after_burst):
+            if time.perf_counter() >= deadline or next_i + args.concurrency + 1 > len(bodies):
+                break
+            burst = bodies[next_i : next_i + args.concurrency]
+            next_i += args.concurrency
+            await asyncio.gather(*(once(b, j % len(channels)) for j, b in enumerate(burst)))
+            body = bodies[next_i]
+            next_i += 1
+            t0 = time.perf_counter()
+            try:
+                items += await once(body, 0)
+            except aio.AioRpcError:
+                errors += 1
+                continue
+            calls_by_target[0] += 1
+            latencies.append(time.perf_counter() - t0)
+            await asyncio.sleep(0.02)
+
     start = time.perf_counter()
-    await asyncio.gather(*(worker(w % len(channels)) for w in range(args.concurrency)))
+    if args.lone_after_burst:
+        await lone_after_burst()
+    else:
+        await asyncio.gather(*(worker(w % len(channels)) for w in range(args.concurrency)))
     elapsed = time.perf_counter() - start
     for channel in channels:
         await channel.close(None)
@@ -159,7 +188,15 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--max-calls", type=int, default=200_000)
+    parser.add_argument(
+        "--lone-after-burst", type=int, default=0, metavar="R",
+        help="R rounds of a burst of --concurrency calls, then one lone call (timed)",
+    )  # fmt: skip
     args = parser.parse_args()
+    if not 0 <= args.lone_after_burst <= 1000:
+        parser.error("--lone-after-burst must be 0-1,000")
+    if args.lone_after_burst and args.kind == "stream":
+        parser.error("--lone-after-burst is for unary kinds")
     if not 1 <= args.items <= 100_000:
         parser.error("--items must be 1-100,000")
     try:
