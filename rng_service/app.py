@@ -47,7 +47,7 @@ from rng_service.log.storecheck import (
 )
 from rng_service.log.tree import MerkleTree
 from rng_service.log.witnessing import HttpWitnessTransport, WitnessEndpoint, Witnessing
-from rng_service.metrics import GeneratorCollector, Metrics, StoreCollector
+from rng_service.metrics import GeneratorCollector, MergedCollector, Metrics, StoreCollector
 from rng_service.ownership import InstanceLock, LockHeld
 from rng_service.security.policy import ClientPolicy, RateLimit, Role
 from rng_service.security.tls_files import TlsFileError, load_server_tls
@@ -61,6 +61,7 @@ from rng_service.service.servicers import OutcomeServicer
 from rng_service.storage.base import LogStorage
 from rng_service.storage.sqlite import SqliteStorage
 from rng_service.verify_page import VerifyPageServer, default_page_directory, load_page
+from rng_service.writer_process import WriterProcess
 
 __all__ = [
     "Service",
@@ -289,8 +290,13 @@ class Service:
         entropy: EntropySource | None = None,
         storage: LogStorage | None = None,
         registry: CollectorRegistry | None = None,
+        front_ends: int = 1,
     ) -> None:
         self.config = config
+        #: gRPC front-end processes (``serve --front-ends``); above 1, this process is the log
+        #: writer and serves no gRPC itself (``rng_service.writer_process``).
+        self.front_ends = front_ends
+        self._writer: WriterProcess | None = None
         self.clock = clock or SystemClock()
         self._entropy = entropy
         self._storage = storage
@@ -591,6 +597,11 @@ class Service:
     async def start(self) -> Endpoints:
         cfg = self.config
         check_transport(cfg)  # before anything binds: plaintext only on loopback
+        if self.front_ends > 1 and cfg.certification.raw_stream_enabled:
+            raise StartupError(
+                "certification.raw_stream_enabled: the raw output stream is served with one "
+                "front end only (--front-ends 1): only the log writer process holds a generator"
+            )
         credentials = self._server_credentials()
         authorizer = self._build_authorizer()
         signer = self._load_signer()
@@ -682,6 +693,8 @@ class Service:
             for i, v in enumerate([signer.verifier(), *(c.verifier() for c in cosigners), *retired])
         ]
         self.metrics.expect_integrity_errors(LogServicer.CHECKED_METHODS, CHECKS)
+        if self.front_ends > 1:
+            return await self._start_writer(profiles, keys, tree.size, signer, generator)
         self._server = build_server(
             outcome=OutcomeServicer(
                 appender=self.appender,
@@ -832,6 +845,8 @@ class Service:
             grace = self.config.server.shutdown_grace_seconds
         if self._health_monitor is not None:
             await self._health_monitor.stop()
+        if self._writer is not None:
+            await self._writer.stop(grace)  # the front ends drain; then the writer stops below
         if self._server is not None:
             await self._drain_calls(grace)
             await self._server.stop(min(grace, 1.0))  # our calls are done: nothing to wait for
@@ -851,6 +866,67 @@ class Service:
             {"event": "stopped", "log_size": self.appender.tree_size if self.appender else None}
         )
 
+    async def _start_writer(
+        self,
+        profiles: ProfileRegistry,
+        keys: Sequence[PublicKeyInfo],
+        size: int,
+        signer: Ed25519NoteSigner,
+        generator: ProductionGenerator,
+    ) -> Endpoints:
+        """``serve --front-ends N``: this process stays the log writer (store, generator, keys)
+        and starts the N gRPC front ends (``rng_service.writer_process``)."""
+        cfg = self.config
+        assert self.appender is not None
+        assert self.store_health is not None
+        store_health = self.store_health
+        self._writer = WriterProcess(
+            appender=self.appender,
+            status=lambda: (generator.status(), store_health.status()),
+            config=cfg,
+            profiles=profiles,
+            keys=tuple(keys),
+            count=self.front_ends,
+            inherit=self._owner.descriptors(),
+        )
+        try:
+            port = await self._writer.start()
+        except RngServiceError as e:
+            raise StartupError(f"server.port: the front ends did not start: {e}") from e
+        if self.witnessing is not None:
+            self.witnessing.start()
+        metrics_port: int | None = None
+        if cfg.metrics.enabled:
+            served = CollectorRegistry(auto_describe=True)
+            served.register(MergedCollector(self.registry, self._writer.metric_families))
+            try:
+                self._metrics_server, _ = start_http_server(
+                    cfg.metrics.port, addr=cfg.metrics.host, registry=served
+                )
+            except OSError as e:
+                raise StartupError(
+                    f"metrics.port: cannot listen on {cfg.metrics.host}:{cfg.metrics.port}: {e}"
+                ) from e
+            metrics_port = self._metrics_server.server_port
+        verify_page_port = self._start_verify_page()  # static files: the writer serves them
+        self.endpoints = Endpoints(
+            grpc_port=port, metrics_port=metrics_port, verify_page_port=verify_page_port
+        )
+        _log.info(
+            {
+                "event": "started",
+                "grpc": f"{cfg.server.host}:{port}",
+                "metrics": metrics_port,
+                "verify_page": verify_page_port,
+                "front_ends": self._writer.pids(),
+                "log": {"origin": cfg.log.origin, "size": size},
+                "key": {"name": signer.name, "key_id": f"{signer.key_id:08x}",
+                        "verifier_key": signer.verifier_key()},
+                "generator": {"instance": generator.instance_id},
+            }
+        )  # fmt: skip
+        return self.endpoints
+
     async def _drain_calls(self, grace: float) -> None:
         """The drain window (``rng_service.service.drain``), logged with what it took."""
         in_progress = self._drain.in_progress
@@ -866,8 +942,10 @@ class Service:
         )
 
 
-async def _serve(config: Config, on_ready: Callable[[int], None] | None = None) -> int:
-    service = Service(config)
+async def _serve(
+    config: Config, on_ready: Callable[[int], None] | None = None, front_ends: int = 1
+) -> int:
+    service = Service(config, front_ends=front_ends)
     try:
         endpoints = await service.start()
     except StartupError as e:
@@ -918,14 +996,16 @@ async def _stop_after_failed_start(service: Service) -> None:
         _log.warning({"event": "stop_after_failed_start_failed"}, exc_info=True)
 
 
-def run(config: Config, on_ready: Callable[[int], None] | None = None) -> int:
+def run(config: Config, on_ready: Callable[[int], None] | None = None, front_ends: int = 1) -> int:
     """Runs the service until SIGTERM or SIGINT; returns the process exit status.
-    ``on_ready(grpc_port)`` is called once it serves, after the readiness line."""
+    ``on_ready(grpc_port)`` is called once it serves, after the readiness line.
+    ``front_ends`` above 1: this process is the log writer and starts that many gRPC
+    front-end processes on the port (``rng_service.writer_process``)."""
     # The log writer thread hands every group back to the event loop right after its fsync;
     # with the default 5 ms switch interval it could wait that long for the GIL each time.
     sys.setswitchinterval(0.0005)
     with contextlib.suppress(ImportError):
         import uvloop
 
-        return uvloop.run(_serve(config, on_ready))
-    return asyncio.run(_serve(config, on_ready))
+        return uvloop.run(_serve(config, on_ready, front_ends))
+    return asyncio.run(_serve(config, on_ready, front_ends))

@@ -75,18 +75,28 @@ def _serving_config(path: Path | None) -> Config | None:
         return None
 
 
-def _run(config: Config, on_ready: Callable[[int], None] | None = None) -> int:
+def _run(config: Config, on_ready: Callable[[int], None] | None = None, front_ends: int = 1) -> int:
     from rng_service import jsonlog
 
     jsonlog.route_process_output()  # gRPC core's own log lines become JSON events too
     from rng_service.app import run
 
-    return run(config, on_ready)
+    return run(config, on_ready, front_ends)
+
+
+def _front_ends(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 64:
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed: an integer from 1 to 64")
+    return n
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     config = _serving_config(args.config)
-    return 2 if config is None else _run(config)
+    return 2 if config is None else _run(config, front_ends=args.front_ends)
 
 
 def _cmd_dev_run(args: argparse.Namespace) -> int:
@@ -356,6 +366,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _command(sub, "serve", "run the service")
     p.add_argument("--config", type=Path, metavar="FILE", help=config_help)
+    p.add_argument(
+        "--front-ends", type=_front_ends, default=1, metavar="N",
+        help="gRPC front-end processes on the port (1-64; default 1: one process serves "
+        "and writes the log; above 1 this process is the log writer and starts N front ends)",
+    )  # fmt: skip
     p.set_defaults(fn=_cmd_serve)
 
     p = _command(sub, "dev-run", "run with a development key, creating it if missing")

@@ -21,7 +21,14 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-__all__ = ["GAMES", "GeneratorCollector", "Metrics", "StoreCollector", "game_of"]
+__all__ = [
+    "GAMES",
+    "GeneratorCollector",
+    "MergedCollector",
+    "Metrics",
+    "StoreCollector",
+    "game_of",
+]
 
 _LATENCY_BUCKETS = (
     0.0005,
@@ -393,3 +400,48 @@ class StoreCollector(Collector):
         probes.add_metric(["ok"], float(s.probes - s.probe_failures))
         probes.add_metric(["failed"], float(s.probe_failures))
         yield probes
+
+
+class MergedCollector(Collector):
+    """The writer process's metrics with its front ends' (``serve --front-ends N``), summed.
+
+    What prometheus-client's multiprocess mode does, without its files and its limits
+    (custom collectors, gauges): ``own`` is the writer's registry (generator, store, log
+    writer, its process); ``front_ends()`` gives each front end's latest metric families (it
+    pushes them every second over the writer's channel: RPC counts and latencies, decode
+    errors, the drain). Samples with the same name and labels are added (counters, histogram
+    buckets, sums and counts; the front ends' gauges are in-progress counts, which add up);
+    a ``_created`` sample keeps the earliest time. The front ends' process metrics are left
+    out (the writer's own process is reported)."""
+
+    def __init__(self, own: CollectorRegistry, front_ends: Callable[[], list[list[Any]]]) -> None:
+        self._own = own
+        self._front_ends = front_ends
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.metrics_core import Metric
+
+        families: dict[str, Any] = {}
+        merged: dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], Any]] = {}
+        sources: list[tuple[bool, list[Any]]] = [(True, list(self._own.collect()))]
+        sources += [(False, fams) for fams in self._front_ends()]
+        for own, fams in sources:
+            for fam in fams:
+                if not own and fam.name.startswith(("process_", "python_")):
+                    continue
+                if fam.name not in families:
+                    families[fam.name] = Metric(fam.name, fam.documentation, fam.type, fam.unit)
+                    merged[fam.name] = {}
+                samples = merged[fam.name]
+                for s in fam.samples:
+                    key = (s.name, tuple(sorted(s.labels.items())))
+                    prev = samples.get(key)
+                    if prev is None:
+                        samples[key] = s
+                    elif s.name.endswith("_created"):
+                        samples[key] = prev._replace(value=min(prev.value, s.value))
+                    else:
+                        samples[key] = prev._replace(value=prev.value + s.value)
+        for name, fam in families.items():
+            fam.samples = list(merged[name].values())
+            yield fam

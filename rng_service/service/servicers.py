@@ -98,13 +98,19 @@ _Draw = DrawFn
 
 
 def _recorder(draw: Callable[[RandomSource, Any], Any], params: Any) -> _Draw:
-    """The appender's draw: the pure outcome function on ``params``, as its log record."""
+    """The appender's draw: the pure outcome function on ``params``, as its log record.
 
-    def run(src: RandomSource) -> Mapping[str, JsonValue]:
-        record: Mapping[str, JsonValue] = draw(src, params).to_record()
-        return record
+    A ``functools.partial`` of module-level functions and validated parameters, never a
+    closure: with ``serve --front-ends N`` the request crosses to the log writer process
+    pickled (``rng_service.ipc``), which refers to functions by name."""
+    return functools.partial(_record_of, draw, params)
 
-    return run
+
+def _record_of(
+    draw: Callable[[RandomSource, Any], Any], params: Any, src: RandomSource
+) -> Mapping[str, JsonValue]:
+    record: Mapping[str, JsonValue] = draw(src, params).to_record()
+    return record
 
 
 def _no_draw(src: RandomSource) -> Mapping[str, JsonValue]:
@@ -158,11 +164,28 @@ class _BatchKind:
     to_proto: Callable[[Mapping[str, Any]], Message]
 
     def request(self, count: int, **extra: JsonValue) -> tuple[dict[str, JsonValue], Any]:
-        return {**self.params, "count": count, **extra}, functools.partial(_run_batch, self, count)
+        # The draw crosses to a writer process pickled: the partial, not this object.
+        return {**self.params, "count": count, **extra}, functools.partial(
+            _run_batch, self.draw, count
+        )
 
 
-def _run_batch(batch: _BatchKind, count: int, src: RandomSource) -> dict[str, JsonValue]:
-    return batch.draw(src, count)
+def _run_batch(
+    draw: Callable[[RandomSource, int], dict[str, JsonValue]], count: int, src: RandomSource
+) -> dict[str, JsonValue]:
+    return draw(src, count)
+
+
+def _spin_batch(wheel: Any, src: RandomSource, n: int) -> dict[str, JsonValue]:
+    return draw_spin_batch(src, wheel, n)
+
+
+def _dice_batch(dp: dice.DiceParams, src: RandomSource, n: int) -> dict[str, JsonValue]:
+    return draw_dice_batch(src, dp, n)
+
+
+def _uniform_batch(up: Any, src: RandomSource, n: int) -> dict[str, JsonValue]:
+    return draw_uniform_batch(src, up, n)
 
 
 def _batch_from_proto(
@@ -181,7 +204,7 @@ def _batch_from_proto(
         return _BatchKind(
             kind="roulette_spin_batch",
             params={"wheel": wheel.value},
-            draw=lambda src, n: draw_spin_batch(src, wheel, n),
+            draw=functools.partial(_spin_batch, wheel),
             field="roulette",
             to_proto=lambda o: outcomes_pb2.RouletteBatchResult(
                 numbers=o["numbers"], wheel_positions=wheel_positions(wheel, o["numbers"])
@@ -193,7 +216,7 @@ def _batch_from_proto(
         return _BatchKind(
             kind="dice_roll_batch",
             params={"dice": dp.count, "sides": dp.sides},
-            draw=lambda src, n: draw_dice_batch(src, dp, n),
+            draw=functools.partial(_dice_batch, dp),
             field="dice",
             to_proto=lambda o: outcomes_pb2.DiceBatchResult(dice=dp.count, faces=o["faces"]),
         )
@@ -203,7 +226,7 @@ def _batch_from_proto(
         return _BatchKind(
             kind="uniform_int_batch",
             params={"low": up.low, "high": up.high},
-            draw=lambda src, n: draw_uniform_batch(src, up, n),
+            draw=functools.partial(_uniform_batch, up),
             field="uniform",
             to_proto=lambda o: outcomes_pb2.UniformBatchResult(values=o["values"]),
         )
