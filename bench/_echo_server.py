@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import struct
+import sys
 from collections.abc import AsyncIterator
 
 import grpc
@@ -57,7 +58,9 @@ async def main() -> None:
         },
     )
     server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port("127.0.0.1:0")
+    # ``python -m bench._echo_server [PORT]``: a second echo process shares a port
+    # (SO_REUSEPORT, as the service's front ends do).
+    port = server.add_insecure_port(f"127.0.0.1:{int(sys.argv[1]) if len(sys.argv) > 1 else 0}")
     await server.start()
     print(f"PORT {port}", flush=True)
     stop = asyncio.Event()
