@@ -37,7 +37,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
+import io
 import logging
+import operator
 import pickle
 import socket
 import struct
@@ -49,6 +52,8 @@ from typing import Any, Protocol
 from rng_service import errors as _errors
 from rng_service.errors import RngServiceError, Unavailable
 from rng_service.log.appender import AppendResult, DrawRequest
+from rng_service.log.entry import GeneratorRef, LogEntry
+from rng_service.log.receipt import Receipt
 from rng_service.storage.base import CheckpointRecord
 
 __all__ = [
@@ -98,6 +103,29 @@ def _decode_error(encoded: tuple[str, tuple[Any, ...], dict[str, Any]]) -> RngSe
     return error
 
 
+def _rebuild(cls: type, values: tuple[Any, ...]) -> Any:
+    """Unpickles a slotted frozen dataclass from its field values (see ``_DISPATCH``)."""
+    obj: Any = object.__new__(cls)
+    for name, value in zip(_FIELDS[cls], values, strict=True):
+        object.__setattr__(obj, name, value)
+    return obj
+
+
+def _reducer(cls: type) -> Callable[[Any], tuple[Any, ...]]:
+    get = operator.attrgetter(*_FIELDS[cls])
+    return lambda obj: (_rebuild, (cls, get(obj)))
+
+
+#: The slotted frozen dataclasses that cross the channel, pickled as their field values: the
+#: dataclasses' own ``__getstate__``/``__setstate__`` call ``dataclasses.fields`` for every
+#: object (a few microseconds each, several objects a request, on both sides).
+_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in dataclasses.fields(cls))
+    for cls in (DrawRequest, AppendResult, LogEntry, GeneratorRef, Receipt, CheckpointRecord)
+}
+_DISPATCH = {cls: _reducer(cls) for cls in _FIELDS}
+
+
 class _Framed(asyncio.Protocol):
     """Length-prefixed pickled frames, each a list of messages; sends coalesced per loop turn."""
 
@@ -124,8 +152,15 @@ class _Framed(asyncio.Protocol):
         out, self._outbox = self._outbox, []
         if self.transport is None or not out:
             return
-        data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
-        self.transport.write(_LEN.pack(len(data)) + data)
+        buf = io.BytesIO()
+        buf.write(b"\0\0\0\0")
+        pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+        pickler.dispatch_table = _DISPATCH
+        pickler.dump(out)
+        data = buf.getbuffer()
+        _LEN.pack_into(data, 0, len(data) - 4)
+        self.transport.write(data)
+        del data
 
     def data_received(self, data: bytes) -> None:
         buf = self._buf
