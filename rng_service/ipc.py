@@ -126,6 +126,17 @@ _FIELDS: dict[type, tuple[str, ...]] = {
 _DISPATCH = {cls: _reducer(cls) for cls in _FIELDS}
 
 
+def _frame(messages: list[tuple[Any, ...]]) -> memoryview:
+    buf = io.BytesIO()
+    buf.write(b"\0\0\0\0")
+    pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _DISPATCH
+    pickler.dump(messages)
+    data = buf.getbuffer()
+    _LEN.pack_into(data, 0, len(data) - 4)
+    return data
+
+
 class _Framed(asyncio.Protocol):
     """Length-prefixed pickled frames, each a list of messages; sends coalesced per loop turn."""
 
@@ -152,15 +163,25 @@ class _Framed(asyncio.Protocol):
         out, self._outbox = self._outbox, []
         if self.transport is None or not out:
             return
-        buf = io.BytesIO()
-        buf.write(b"\0\0\0\0")
-        pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
-        pickler.dispatch_table = _DISPATCH
-        pickler.dump(out)
-        data = buf.getbuffer()
-        _LEN.pack_into(data, 0, len(data) - 4)
+        try:
+            data = _frame(out)
+        except Exception:  # one message does not pickle: send the others, fail that one
+            sendable = []
+            for message in out:
+                try:
+                    _frame([message])
+                except Exception as e:
+                    _log.error({"event": "ipc_unsendable", "error": f"{type(e).__name__}: {e}"})
+                    self.unsendable(message)
+                else:
+                    sendable.append(message)
+            if not sendable:
+                return
+            data = _frame(sendable)
         self.transport.write(data)
-        del data
+
+    def unsendable(self, message: tuple[Any, ...]) -> None:
+        """``message`` could not be pickled (a programming error, logged): fail it."""
 
     def data_received(self, data: bytes) -> None:
         buf = self._buf
@@ -247,6 +268,11 @@ class WriterEndpoint(_Framed):
             else:
                 self.send((rid, False, _encode_error(Unavailable(f"unknown operation {op!r}"))))
 
+    def unsendable(self, message: tuple[Any, ...]) -> None:
+        rid = message[0]
+        if rid != _STATUS_ID:
+            self.send((rid, False, _encode_error(Unavailable("the answer could not be sent"))))
+
     def _answerer(self, rid: int) -> Callable[[asyncio.Future[Any]], None]:
         def answer(fut: asyncio.Future[Any]) -> None:
             if fut.cancelled():
@@ -331,6 +357,11 @@ class WriterClient(_Framed):
         for fut in waiting.values():
             if not fut.done():
                 fut.set_exception(Unavailable("the log writer process is gone; retry"))
+
+    def unsendable(self, message: tuple[Any, ...]) -> None:
+        fut = self._waiting.pop(message[0], None)
+        if fut is not None and not fut.done():
+            fut.set_exception(Unavailable("the request could not be handed to the log writer"))
 
     def _call(self, op: int, arg: object) -> asyncio.Future[Any]:
         fut: asyncio.Future[Any] = self._loop.create_future()
