@@ -29,6 +29,7 @@ from bench.bench_service import (
     SPIN,
     _start,
     _stop,
+    start_service,
     tree_cpu_seconds,
 )
 
@@ -89,23 +90,7 @@ def run(*, short: bool) -> list[Row]:
     spins: dict[int, dict[str, float]] = {}
     for n in (1, 2):
         with tempfile.TemporaryDirectory(prefix="rng-bench-") as tmp:
-            key = Path(tmp) / "key.pem"
-            subprocess.run(
-                [PY, "-m", "rng_service.cli", "keygen", "--out", str(key), "--name", "bench"],
-                cwd=ROOT, check=True, capture_output=True,
-            )  # fmt: skip
-            senv = {
-                **env,
-                "RNG_SERVICE__SERVER__PORT": "0",
-                "RNG_SERVICE__METRICS__ENABLED": "false",
-                "RNG_SERVICE__STORAGE__PATH": str(Path(tmp) / "log.sqlite3"),
-                "RNG_SERVICE__LOG__KEY_FILE": str(key),
-                "RNG_SERVICE__LOG__KEY_NAME": "bench",
-            }
-            service, sport = _start(
-                [PY, "-m", "rng_service.cli", "serve", "--front-ends", str(n)], senv,
-                '{"event": "listening"',
-            )  # fmt: skip
+            service, sport = start_service(Path(tmp), env, "--front-ends", str(n))
             try:
                 spins[n] = _measure([service.pid], sport, SPIN, seconds, f"s{n}",
                                     writer=service.pid if n > 1 else None)  # fmt: skip

@@ -144,6 +144,25 @@ def _peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def start_service(tmp: Path, env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], int]:
+    """``rng-service serve ARGS`` on its defaults, with a fresh key and SQLite log in ``tmp``
+    (plaintext development mode on a free loopback port, no metrics endpoint)."""
+    key = tmp / "key.pem"
+    subprocess.run(
+        [PY, "-m", "rng_service.cli", "keygen", "--out", str(key), "--name", "bench"],
+        cwd=ROOT, check=True, capture_output=True,
+    )  # fmt: skip
+    senv = {
+        **env,
+        "RNG_SERVICE__SERVER__PORT": "0",
+        "RNG_SERVICE__METRICS__ENABLED": "false",
+        "RNG_SERVICE__STORAGE__PATH": str(tmp / "log.sqlite3"),
+        "RNG_SERVICE__LOG__KEY_FILE": str(key),
+        "RNG_SERVICE__LOG__KEY_NAME": "bench",
+    }
+    return _start([PY, "-m", "rng_service.cli", "serve", *args], senv, '{"event": "listening"')
+
+
 #: Rounds of a burst of 32 then one lone call (the low-load row).
 LONE_ROUNDS = 60
 SPIN = "/rng.v1.OutcomeService/SpinRoulette"
@@ -174,22 +193,7 @@ def run(*, short: bool) -> list[Row]:
     finally:
         _stop(echo)
     with tempfile.TemporaryDirectory(prefix="rng-bench-") as tmp:
-        key = Path(tmp) / "key.pem"
-        subprocess.run(
-            [PY, "-m", "rng_service.cli", "keygen", "--out", str(key), "--name", "bench"],
-            cwd=ROOT, check=True, capture_output=True,
-        )  # fmt: skip
-        senv = {
-            **env,
-            "RNG_SERVICE__SERVER__PORT": "0",
-            "RNG_SERVICE__METRICS__ENABLED": "false",
-            "RNG_SERVICE__STORAGE__PATH": str(Path(tmp) / "log.sqlite3"),
-            "RNG_SERVICE__LOG__KEY_FILE": str(key),
-            "RNG_SERVICE__LOG__KEY_NAME": "bench",
-        }
-        service, port = _start(
-            [PY, "-m", "rng_service.cli", "serve"], senv, '{"event": "listening"'
-        )
+        service, port = start_service(Path(tmp), env)
         try:
             spin_set = _unary_set(service.pid, port, SPIN, seconds, "s")
             rss = _peak_rss_mib(service.pid)
