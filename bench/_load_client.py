@@ -79,7 +79,14 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
     bodies = _bodies(args, args.max_calls, f"{args.tag}-{os.getpid()}")
     channels = [
         aio.insecure_channel(
-            target, options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)]
+            target,
+            options=[
+                ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+                # Its own connection per channel: gRPC core otherwise shares one subchannel
+                # (one TCP connection) between channels to the same target, and SO_REUSEPORT
+                # spreads connections, not calls, over a server's processes.
+                ("grpc.use_local_subchannel_pool", 1),
+            ],
         )
         for target in args.target
     ]
