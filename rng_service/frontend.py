@@ -130,7 +130,8 @@ async def _serve(sock: socket.socket, boot: Bootstrap) -> int:
                     "error": "profiles.directory: the profiles changed since the log writer "
                     "started; restart the service to serve the new ones"})  # fmt: skip
         return 2
-    storage = open_storage(cfg.storage, read_only=cfg.storage.driver == "sqlite")
+    # Read-only: SQLite opens the WAL database for reading; PostgreSQL never migrates here.
+    storage = open_storage(cfg.storage, read_only=True)
     tree = MerkleTree.load(storage)
 
     def sync() -> int:

@@ -103,16 +103,18 @@ def _env(tmp_path: Path, dsn: str, **extra: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _replicas(tmp_path: Path, env: dict[str, str], names: Sequence[str]) -> Iterator[list[Replica]]:
-    """``rng-service serve`` processes, started together; killed on the way out if a test did
-    not stop them itself (``_stop``)."""
+def _replicas(
+    tmp_path: Path, env: dict[str, str], names: Sequence[str], args: Sequence[str] = ()
+) -> Iterator[list[Replica]]:
+    """``rng-service serve ARGS`` processes, started together; killed on the way out if a test
+    did not stop them itself (``_stop``)."""
     replicas: list[Replica] = []
     try:
         for name in names:
             out, err = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
             with open(out, "wb") as o, open(err, "wb") as e:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "rng_service.cli", "serve"],
+                    [sys.executable, "-m", "rng_service.cli", "serve", *args],
                     env=env, cwd=REPO, stdout=o, stderr=e, stdin=subprocess.DEVNULL,
                 )  # fmt: skip
             replicas.append(Replica(name, proc, out, err))
@@ -449,8 +451,11 @@ class Failed:
     seconds: float
 
 
+@pytest.mark.parametrize(
+    "args", [(), ("--front-ends", "2")], ids=["one-process", "writer-and-2-front-ends"]
+)
 def test_postgres_restart_under_load_recovers_without_loss(
-    tmp_path: Path, pg_cluster: Cluster, dsn: str
+    tmp_path: Path, pg_cluster: Cluster, dsn: str, args: tuple[str, ...]
 ) -> None:
     key = _make_key(tmp_path)
     verifier = NoteVerifier.from_verifier_key(key.verifier_key)
@@ -460,7 +465,7 @@ def test_postgres_restart_under_load_recovers_without_loss(
     lock = threading.Lock()
     stopping = threading.Event()
 
-    with _replicas(tmp_path, _env(tmp_path, dsn), ["replica0", "replica1"]) as replicas:
+    with _replicas(tmp_path, _env(tmp_path, dsn), ["replica0", "replica1"], args) as replicas:
         hard_stop = time.monotonic() + 45
 
         def client(n: int) -> None:
