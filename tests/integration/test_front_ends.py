@@ -24,8 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from rng_service.log.keys import generate_key_pair
+from rng_service.log.entry import LogEntry
+from rng_service.log.keys import generate_key_pair, load_verifier
+from rng_service.log.note import Checkpoint, open_note
 from rng_service.service.client import ClientError, RngClient
+from rng_service.service.log_servicer import LogClient
 from rng_service.storage.sqlite import SqliteStorage
 from tests.integration.test_one_owner import free_port
 from tests.integration.test_store_integrity import (
@@ -212,6 +215,17 @@ def test_two_front_ends_serve_one_log_and_stop_gracefully(tmp_path: Path, key: P
         with RngClient(served.target) as client, pytest.raises(ClientError) as info:
             client.spin(wheel="double_zero", table_id="T1", round_id="r0", request_id="other")
         assert info.value.code == "FAILED_PRECONDITION"
+        # Log reads through a front end: its own view of the store, the note signed by the
+        # writer (the only key holder), for the whole log.
+        verifier = load_verifier(key.with_name(key.name + ".pub"), name=ORIGIN)
+        with LogClient(served.target) as log:
+            note = log.latest_checkpoint().encode()
+            stored = log.entries(0, 12)
+        checkpoint = Checkpoint.parse(open_note(note, [verifier]).text)
+        assert (checkpoint.origin, checkpoint.size) == (ORIGIN, 12)
+        assert [e for _, _, e in stored] == sorted(
+            (r.receipt.entry for r in results), key=lambda b: LogEntry.decode(b).index
+        )
         # A stranger's instance on the same port is refused by the owner's lock.
         other = tmp_path / "other"
         other.mkdir()
@@ -302,3 +316,16 @@ def test_the_raw_stream_needs_one_front_end(tmp_path: Path, key: Path) -> None:
     failed = [json.loads(x) for x in done.stderr.splitlines() if '"startup_failed"' in x]
     assert failed
     assert failed[0]["error"].startswith("certification.raw_stream_enabled:")
+
+
+@pytest.mark.parametrize("value", ["0", "65", "two"])
+def test_a_bad_front_end_count_is_refused_naming_the_allowed_values(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rng_service.cli import main as cli_main
+
+    with pytest.raises(SystemExit) as info:
+        cli_main(["serve", "--front-ends", value])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument --front-ends: {value!r}: allowed: an integer from 1 to 64" in err

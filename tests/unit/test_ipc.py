@@ -23,6 +23,7 @@ from rng_service.ipc import WriterClient, _decode_error, _encode_error, serve_fr
 from rng_service.log.appender import Appender, AppendResult, DrawRequest
 from rng_service.log.entry import LogEntry
 from rng_service.log.tree import MerkleTree
+from rng_service.metrics import MergedCollector
 from rng_service.service.profiles import ProfileRegistry
 from rng_service.service.servicers import OutcomeServicer
 from rng_service.storage.memory import MemoryStorage
@@ -154,3 +155,31 @@ def test_a_writer_that_goes_away_fails_what_waits_and_is_not_healthy() -> None:
 
 def _no_draw(src: Any) -> dict[str, Any]:
     return {}
+
+
+def test_the_writer_serves_its_metrics_and_the_front_ends_summed() -> None:
+    from prometheus_client import CollectorRegistry, Counter, generate_latest
+
+    def registry_with(n: float) -> CollectorRegistry:
+        r = CollectorRegistry()
+        Counter("calls", "calls", ["method"], registry=r).labels("Spin").inc(n)
+        return r
+
+    writer = registry_with(1)
+    front = [list(registry_with(2).collect()), list(registry_with(3).collect())]
+    front[1].append(_process_family())
+    served = CollectorRegistry()
+    served.register(MergedCollector(writer, lambda: front))
+    text = generate_latest(served).decode()
+    assert 'calls_total{method="Spin"} 6.0' in text
+    created = [x for x in text.splitlines() if x.startswith("calls_created")]
+    assert len(created) == 1  # the earliest, not a sum of times
+    assert float(created[0].split()[-1]) < 2e9
+    assert "process_cpu_seconds_total" not in text  # the writer's own process metrics only
+
+
+def _process_family() -> Any:
+    from prometheus_client.core import CounterMetricFamily
+
+    family = CounterMetricFamily("process_cpu_seconds", "front end's own", value=99.0)
+    return family
