@@ -34,6 +34,7 @@ from tests.integration.test_one_owner import free_port
 from tests.integration.test_store_integrity import (
     ORIGIN,
     REPO,
+    Served,
     _env,
     serve_refused,
     write_config,
@@ -44,44 +45,28 @@ MAX_CALLS_PER_THREAD = 3000
 LOAD_SECONDS = 20.0
 
 
-class FrontEnds:
+class FrontEnds(Served):
     """``rng-service serve --front-ends N --config FILE`` in a subprocess."""
 
     def __init__(self, config: Path, n: int = 2) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rng_service.cli", "serve", "--front-ends", str(n),
-             "--config", str(config)],
-            cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.startswith('{"event": "listening"'):
-            self.stop()
-            raise AssertionError(f"the service did not start: {line}{self.stderr}")
-        listening = json.loads(line)
-        self.port = int(listening["grpc_port"])
-        self.metrics_port = listening["metrics_port"]
-        self.target = f"127.0.0.1:{self.port}"
-        self.stderr = ""
+        self.front_ends: list[int] = []
+        super().__init__(config, ("--front-ends", str(n)))
+        self.metrics_port = self.listening["metrics_port"]
         self.front_ends = children(self.proc.pid)
         assert len(self.front_ends) == n, self.front_ends
 
-    def stop(self, timeout: float = 60) -> int:
+    def stop(self) -> int:  # type: ignore[override]
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout)
+                self.proc.wait(60)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
         for pid in self.front_ends:  # a front end left behind would hold stderr open
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
-        if self.proc.stderr is not None:
-            self.stderr = self.proc.stderr.read()
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        super().stop()  # reads the log
         return self.proc.returncode
 
     def events(self) -> list[dict[str, object]]:

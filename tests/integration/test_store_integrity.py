@@ -78,11 +78,11 @@ def write_config(
 
 
 class Served:
-    """``rng-service serve --config FILE`` in a subprocess, up until :meth:`stop`."""
+    """``rng-service serve --config FILE [ARGS]`` in a subprocess, up until :meth:`stop`."""
 
-    def __init__(self, config: Path) -> None:
+    def __init__(self, config: Path, args: tuple[str, ...] = ()) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rng_service.cli", "serve", "--config", str(config)],
+            [sys.executable, "-m", "rng_service.cli", "serve", "--config", str(config), *args],
             cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert self.proc.stdout is not None
@@ -90,7 +90,8 @@ class Served:
         if not line.startswith('{"event": "listening"'):
             self.stop()
             raise AssertionError(f"the service did not start: {line}{self.stderr}")
-        self.port = int(json.loads(line)["grpc_port"])
+        self.listening = json.loads(line)
+        self.port = int(self.listening["grpc_port"])
         self.target = f"127.0.0.1:{self.port}"
         self.stderr = ""
 
