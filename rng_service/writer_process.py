@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 import subprocess
@@ -98,6 +99,7 @@ class WriterProcess:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "rng_service.frontend", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(), *self._inherit),
+                env=self._front_end_env(),
                 stderr=_stderr(),
             )
         finally:
@@ -106,6 +108,16 @@ class WriterProcess:
         await asyncio.to_thread(write_bootstrap, ours, boot)
         endpoint = await serve_front_end(ours, self._appender, self._status)
         return _FrontEnd(index, proc, endpoint)
+
+    def _front_end_env(self) -> dict[str, str]:
+        """The environment without the signing keys' passphrases: a front end never needs
+        them (it holds no key), so it is not handed them."""
+        env = dict(os.environ)
+        for name in (self._config.log.key_passphrase_env,
+                     self._config.log.cosign_key_passphrase_env):  # fmt: skip
+            if name:
+                env.pop(name, None)
+        return env
 
     async def _ready(self, fe: _FrontEnd) -> int:
         exited = asyncio.ensure_future(asyncio.to_thread(fe.proc.wait))

@@ -314,3 +314,25 @@ def test_a_bad_front_end_count_is_refused_naming_the_allowed_values(
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert f"argument --front-ends: {value!r}: allowed: an integer from 1 to 64" in err
+
+
+def test_front_ends_are_not_handed_the_keys_passphrase(tmp_path: Path) -> None:
+    key = tmp_path / "locked.pem"
+    generate_key_pair(key, name=ORIGIN, passphrase=b"correct horse")
+    config = write_config(tmp_path, key, extra='key_passphrase_env = "RNG_TEST_KEY_PASS"')
+    os.environ["RNG_TEST_KEY_PASS"] = "correct horse"
+    try:
+        served = FrontEnds(config, 2)
+    finally:
+        del os.environ["RNG_TEST_KEY_PASS"]
+    try:
+        writer_env = Path(f"/proc/{served.proc.pid}/environ").read_bytes().split(b"\0")
+        assert b"RNG_TEST_KEY_PASS=correct horse" in writer_env
+        for pid in served.front_ends:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            assert b"RNG_TEST_KEY_PASS" not in environ
+            assert b"correct horse" not in environ
+        with RngClient(served.target) as client:
+            client.spin(wheel="double_zero", table_id="T1", round_id="r", request_id="q")
+    finally:
+        assert served.stop() == 0, served.stderr
