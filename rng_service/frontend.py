@@ -159,6 +159,8 @@ async def _serve(sock: socket.socket, boot: Bootstrap) -> int:
             rpc_observer=metrics,
             authorizer=authorizer,
             sync=sync,
+            integrity_observer=metrics,
+            client_id=cfg.server.default_client_id,
         ),
         lab=LabServicer(
             appender=client,  # type: ignore[arg-type]
