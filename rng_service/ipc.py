@@ -221,6 +221,10 @@ class WriterEndpoint(_Framed):
         self._status_task: asyncio.Task[None] | None = None
         #: The front end's gRPC port, once it listens (its first message).
         self.ready: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        # A front end that goes away before it listened while nobody waits (a restart racing a
+        # stop): its exception is read here, never "Future exception was never retrieved" from
+        # the garbage collector at some later moment.
+        self.ready.add_done_callback(lambda f: None if f.cancelled() else f.exception())
         #: The front end's latest metric families (``prometheus_client`` ``Metric`` s).
         self.metric_families: list[Any] = []
 
