@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, NoReturn
 
+from rng_service import canonical
 from rng_service.audit.export import READ_FORMATS, ExportFormatError, ExportReader
 from rng_service.audit.witnesses import WitnessReport, check_witnesses
 from rng_service.errors import IntegrityError, InvalidArgument
@@ -192,48 +192,6 @@ def open_head(
     return VerifiedHead(source=source, checkpoint=checkpoint, key_names=opened.key_names)
 
 
-class _NotCanonical(ValueError):
-    pass
-
-
-def _reject_float(text: str) -> NoReturn:
-    raise _NotCanonical(f"number {text} is not an integer")
-
-
-def _reject_constant(text: str) -> NoReturn:
-    raise _NotCanonical(f"{text} is not JSON")
-
-
-def _safe_int(text: str) -> int:
-    value = int(text)
-    if not -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
-        raise _NotCanonical(f"integer {text} is outside +-(2^53-1)")
-    return value
-
-
-def _ascii_keys(obj: dict[str, Any]) -> dict[str, Any]:
-    for key in obj:
-        if not key.isascii():
-            raise _NotCanonical(f"object key {key!r} is not ASCII")
-    return obj
-
-
-_MAX_SAFE_INT = 2**53 - 1
-# The C scanner calls parse_float and parse_constant only for floats and NaN/Infinity, so they
-# cost nothing on a valid entry; object keys are checked (slower) only when the bytes are not
-# all ASCII.
-_DECODER = json.JSONDecoder(
-    parse_float=_reject_float, parse_int=_safe_int, parse_constant=_reject_constant
-)
-_NON_ASCII_DECODER = json.JSONDecoder(
-    parse_float=_reject_float,
-    parse_int=_safe_int,
-    parse_constant=_reject_constant,
-    object_hook=_ascii_keys,
-)
-_ENCODER = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-)
 _ENTRY_FIELDS_V1: dict[str, type] = {
     "v": int, "index": int, "time": str, "kind": str, "params": dict, "outcome": dict,
     "client": str, "table_id": str, "round_id": str, "session_id": str, "request_id": str,
@@ -285,11 +243,8 @@ def canonical_entry_version(data: bytes) -> int:
 def _canonical_record(data: bytes) -> dict[str, Any]:
     """:func:`canonical_entry_index`'s check; returns the decoded entry."""
     try:
-        text = data.decode("utf-8")
-        record = (_DECODER if data.isascii() else _NON_ASCII_DECODER).decode(text)
-    except UnicodeDecodeError as e:
-        raise EntryFormatError(f"entry is not UTF-8 JSON: {e}") from e
-    except ValueError as e:
+        record = canonical.parse(data, ascii_keys=True)
+    except canonical.CanonicalJsonError as e:
         raise EntryFormatError(f"entry is not restricted canonical JSON: {e}") from e
     if type(record) is not dict:
         raise EntryFormatError("entry is not a JSON object")
@@ -319,9 +274,9 @@ def _canonical_record(data: bytes) -> dict[str, Any]:
             f"entry time {record['time']!r} is not RFC 3339 with 6 digits"
         ) from e
     try:
-        encoded = _ENCODER.encode(record).encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise EntryFormatError(f"string is not valid Unicode: {e}") from e
+        encoded = canonical.reencode(record, ascii_keys=True)
+    except canonical.CanonicalJsonError as e:
+        raise EntryFormatError(str(e)) from e
     if encoded != data:
         raise EntryFormatError("entry bytes are not in canonical form")
     return record
@@ -378,7 +333,7 @@ _T_KEYS: dict[str, bytes] = {}
 def _t_key(key: str) -> bytes:
     literal = _T_KEYS.get(key)
     if literal is None:
-        literal = re.escape(_ENCODER.encode(key).encode("ascii")) + b":"
+        literal = re.escape(canonical.string(key).encode("ascii")) + b":"
         if len(_T_KEYS) < 10_000:
             _T_KEYS[key] = literal
     return literal

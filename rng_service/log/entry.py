@@ -5,6 +5,8 @@ types JCS represents exactly in every language: objects with ASCII keys, arrays,
 booleans, null and integers of magnitude below 2^53. No floats ever appear. Under that
 restriction JCS is: object members sorted by key, no insignificant white space, strings with
 only the mandatory escapes (RFC 8785 section 3.2.2.2), integers in shortest decimal form. The
+JSON itself is :mod:`rng_service.canonical`'s (one encoder and decoder for everything signed);
+this module assembles an entry's members in their sorted order from its primitives. The
 leaf hash of an entry is SHA-256(0x00 || entry bytes) (RFC 6962 section 2.1, see
 ``rng_service.log.merkle``). The fields are listed in docs/log-format.md.
 
@@ -13,18 +15,21 @@ Format 2 (written from this release on) adds three fields inside the signed byte
 and ``table_prev`` (the log index of the same client and table's previous format-2 entry, null
 for the first). Format 1 entries (logs written before) keep decoding with their own field set.
 
-This module owns the encoding and strict decoding; it draws nothing and stores nothing.
+This module owns the entry's fields, their encoding and strict decoding; it draws nothing and
+stores nothing.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rng_service import canonical
+from rng_service.canonical import MAX_SAFE_INTEGER as _MAX_SAFE_INT
+from rng_service.canonical import JsonValue
 from rng_service.errors import IntegrityError
 
 __all__ = [
@@ -43,83 +48,24 @@ FORMAT_VERSION = 2
 """The format of the entries this build writes."""
 KNOWN_VERSIONS = (1, 2)
 """The formats :meth:`LogEntry.decode` reads."""
-_MAX_SAFE_INT = 2**53 - 1
-
-JsonValue = Any  # str | int | bool | None | list[JsonValue] | dict[str, JsonValue]
 
 
 class EntryFormatError(IntegrityError):
     """Bytes that are not a valid canonical entry of a known format version."""
 
 
+_STR = canonical.string
+_text = canonical.checked_text
+
+
 def _check(value: JsonValue, path: str) -> None:
-    """Rejects what canonical JSON cannot carry exactly (the encoder catches bad Unicode).
-
-    Iterative, since it runs on every entry on the log's write path; a child's path text is
-    only built when the child is a container or fails.
-    """
-    stack: list[tuple[Any, str, object]] = [(value, path, None)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        item, parent, key = pop()
-        kind = type(item)
-        if kind is str or kind is bool or item is None:
-            continue
-        where = (
-            parent if key is None else f"{parent}[{key}]" if type(key) is int else f"{parent}.{key}"
-        )
-        if kind is int:
-            if not -_MAX_SAFE_INT <= item <= _MAX_SAFE_INT:
-                raise ValueError(f"{where}: integer {item} outside +-(2^53-1)")
-        elif kind is dict:
-            for k, sub in item.items():
-                if type(k) is not str or not k.isascii():
-                    raise ValueError(f"{where}: object key {k!r} is not an ASCII string")
-                if type(sub) is not str:
-                    push((sub, where, k))
-        elif kind is list or kind is tuple:
-            for i, sub in enumerate(item):
-                if type(sub) is not str:
-                    push((sub, where, i))
-        elif isinstance(item, Mapping):
-            push((dict(item), where, None))
-        else:
-            raise ValueError(f"{where}: {kind.__name__} is not allowed in a canonical entry")
-
-
-_ENCODER = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-)
-
-#: ``_ENCODER``'s own C encoder, made once instead of on every ``encode`` call: the same
-#: function with the same settings, so the same text. Without circular-reference markers,
-#: which nothing reaches: ``_check`` walks every value before it is encoded.
-_MAKE_C_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
-_C_ENCODE: Any = (
-    _MAKE_C_ENCODER(
-        None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", True, False, False
-    )
-    if _MAKE_C_ENCODER is not None
-    else None
-)
-#: A JSON string with only the mandatory escapes, as ``_ENCODER`` writes strings.
-_STR = json.encoder.encode_basestring
-
-
-def _text(value: JsonValue) -> str:
-    """``_ENCODER.encode(value)`` of a value ``_check`` accepted."""
-    if _C_ENCODE is not None and type(value) is dict:
-        return "".join(_C_ENCODE(value, 0))
-    return _ENCODER.encode(value)
+    """Rejects what an entry's canonical JSON cannot carry (the encoder catches bad Unicode)."""
+    canonical.check(value, path, ascii_keys=True)
 
 
 def canonical_json(value: JsonValue) -> bytes:
-    """RFC 8785 canonical JSON of ``value`` (restricted types; see the module docstring)."""
-    _check(value, "$")
-    try:
-        return _text(value).encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise ValueError(f"string is not valid Unicode: {e}") from e
+    """RFC 8785 canonical JSON of ``value``, object keys ASCII (:mod:`rng_service.canonical`)."""
+    return canonical.dumps(value, ascii_keys=True)
 
 
 def _safe_int(value: object) -> bool:
@@ -365,9 +311,9 @@ class LogEntry:
     def decode(cls, data: bytes) -> LogEntry:
         """Strictly decodes canonical entry bytes; anything else raises EntryFormatError."""
         try:
-            record = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise EntryFormatError(f"entry is not UTF-8 JSON: {e}") from e
+            record = canonical.parse(data, ascii_keys=True)
+        except canonical.CanonicalJsonError as e:
+            raise EntryFormatError(f"entry is not restricted canonical JSON: {e}") from e
         if not isinstance(record, dict):
             raise EntryFormatError("entry is not a JSON object")
         version = record.get("v")
@@ -384,7 +330,7 @@ class LogEntry:
                 f"format {version} entry fields wrong: missing {missing}, unexpected {extra}"
             )
         try:
-            if canonical_json(record) != data:
+            if canonical.reencode(record, ascii_keys=True) != data:
                 raise EntryFormatError("entry bytes are not in canonical form")
             gen = record["generator"]
             index = _typed(record, "index", int)

@@ -8,11 +8,13 @@ the ranges of 617b.7(g)(9); validation of every value against the regulation's a
 the canonical form and SHA-256 identity of a profile; loading the profiles shipped as package
 data under ``rng_service/profiles/``.
 
-Canonical form: the parsed TOML document as RFC 8785 (JCS) canonical JSON, UTF-8. Profiles may
-hold only strings, booleans, integers of magnitude below 2**53, arrays and tables (no floats,
-no dates), so JCS reduces to: object members sorted by the UTF-16 code units of their names,
-no insignificant white space, integers in shortest decimal form, strings with only ``"``,
-``\\`` and control characters escaped (``\\b \\f \\n \\r \\t``, else ``\\u00xx``). The profile's
+Canonical form: the parsed TOML document as RFC 8785 (JCS) canonical JSON, UTF-8
+(:mod:`rng_service.canonical`, the encoder of log entries too). Profiles may hold only strings,
+booleans, integers of magnitude below 2**53, arrays and tables (no floats, no dates, no null),
+so JCS reduces to: object members sorted by the UTF-16 code units of their names (names may
+be non-ASCII), no insignificant white space, integers in shortest decimal form, strings with
+only ``"``, ``\\`` and control characters escaped (``\\b \\f \\n \\r \\t``, else
+``\\u00xx``). The profile's
 identity is ``(name, version, sha256)`` with sha256 the lower-case hex SHA-256 of those bytes;
 comments and formatting of the TOML file therefore do not change it.
 
@@ -23,7 +25,6 @@ a profile file or package resource when asked to.
 from __future__ import annotations
 
 import hashlib
-import json
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from rng_service import canonical
 from rng_service.errors import InvalidArgument
 from rng_service.outcomes._common import JsonValue, allowed_list
 
@@ -111,43 +113,20 @@ BASE_ODDS: Mapping[str, Fraction] = {
     "line": Fraction(4),
 }
 
-_MAX_JSON_INT = 2**53 - 1
+_MAX_JSON_INT = canonical.MAX_SAFE_INTEGER
 _MAX_WEIGHT = 2**32
 
 
+_DOCUMENT_VALUES = "string, boolean, integer of magnitude below 2**53, array, table"
+
+
 def canonical_json(value: object, *, where: str = "profile") -> bytes:
-    """RFC 8785 canonical JSON of a value made of str, bool, int, list and str-keyed dict."""
-    return _canon(value, where).encode("utf-8")
-
-
-def _canon(value: object, where: str) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        if abs(value) > _MAX_JSON_INT:
-            raise InvalidArgument(
-                where, "integer too large for canonical JSON", allowed="|n| < 2**53"
-            )
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(_canon(v, f"{where}[{i}]") for i, v in enumerate(value)) + "]"
-    if isinstance(value, Mapping):
-        keys = list(value)
-        for k in keys:
-            if not isinstance(k, str):
-                raise InvalidArgument(where, f"non-string key {k!r}")
-        members = [
-            json.dumps(k, ensure_ascii=False) + ":" + _canon(value[k], f"{where}.{k}")
-            for k in sorted(keys, key=lambda s: s.encode("utf-16-be"))
-        ]
-        return "{" + ",".join(members) + "}"
-    raise InvalidArgument(
-        where,
-        f"type {type(value).__name__} is not allowed in a profile",
-        allowed="string, boolean, integer, array, table",
-    )
+    """RFC 8785 canonical JSON (:mod:`rng_service.canonical`) of a value made of str, bool,
+    int, list and str-keyed dict; anything else is :class:`InvalidArgument` naming the key."""
+    try:
+        return canonical.dumps(value, where, allow_null=False)
+    except canonical.CanonicalJsonError as e:
+        raise InvalidArgument(e.path or where, e.reason, allowed=_DOCUMENT_VALUES) from e
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,16 +339,12 @@ def document_identity(
     return ident, example, description
 
 
-def _no_float(text: str) -> object:
-    raise ValueError(f"number {text} is not an integer")
-
-
 def parse_canonical_json(data: bytes, source: str) -> tuple[dict[str, object], bytes]:
     """A document given as its canonical JSON bytes (what ``GetProfile`` returns), parsed; it
     is refused unless encoding it again gives the same bytes, so its SHA-256 is its identity."""
     try:
-        doc = json.loads(data.decode("utf-8"), parse_float=_no_float, parse_constant=_no_float)
-    except (UnicodeDecodeError, ValueError) as e:
+        doc = canonical.parse(data)
+    except canonical.CanonicalJsonError as e:
         raise InvalidArgument(source, f"not a JSON document: {e}", allowed="canonical JSON") from e
     if not isinstance(doc, dict):
         raise InvalidArgument(source, "not a JSON object", allowed="canonical JSON object")

@@ -102,9 +102,11 @@ def test_the_table_states_the_documented_rules() -> None:
         return set(ROW_BY_NAME[row].never_reaches)
 
     assert {"storage-drivers", "sqlite3", "psycopg"} <= reach("service")
-    for row in ("errors", "clock", "drbg", "sampling", "outcomes"):
+    for row in ("errors", "clock", "canonical", "drbg", "sampling", "outcomes"):
         assert {"grpc", "sqlite3", "psycopg", "prometheus_client"} <= reach(row), row
-    assert ROW_BY_NAME["outcomes"].may_import == ("errors", "sampling")
+    assert ROW_BY_NAME["outcomes"].may_import == ("errors", "canonical", "sampling")
+    # The canonical JSON sits below everything that encodes, and imports nothing of ours.
+    assert ROW_BY_NAME["canonical"].may_import == ()
     assert {"log", "log-formats"} <= reach("storage")
     assert {"log", "storage"} <= reach("audit")
     assert {"rng_service.**", "certification.**"} <= reach("reader")
@@ -144,11 +146,19 @@ def _matches(module: str, item: str) -> bool:
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
-        ("| errors, sampling | ", "| errors, sampling, storage-driver | ", "not another row"),
+        (
+            "| errors, canonical, sampling | ",
+            "| errors, sampling, storage-driver | ",
+            "not another row",
+        ),
         ("`rng_service.clock` |", "rng_service.clock |", "is not a `module`"),
         ("| Why |", "|", "header"),
         ("| proto | `rng_service._proto.**` | |", "| proto | | |", "no modules"),
-        ("| errors, sampling | `grpc`", "| errors, sampling | sampling, `grpc`", "both allowed"),
+        (
+            "| errors, canonical, sampling | `grpc`",
+            "| errors, sampling | sampling, `grpc`",
+            "both allowed",
+        ),
     ],
 )
 def test_a_malformed_table_is_refused(old: str, new: str, message: str) -> None:
