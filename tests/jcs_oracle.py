@@ -71,22 +71,28 @@ _NOT_WHITE = ("\x0b", "\xa0", "\u2028", "\x00")
 
 
 class _Speller:
-    def __init__(self, rnd: random.Random, rate: float) -> None:
+    def __init__(self, rnd: random.Random, rate: float, at: frozenset[int] | None = None) -> None:
         self.rnd = rnd
         self.rate = rate
+        self.at = at  # the numbers of the choices to make odd (instead of ``rate``)
+        self.kinds: list[str] = []  # the kind of each choice so far
 
-    def odd(self) -> bool:
+    def odd(self, kind: str) -> bool:
+        n = len(self.kinds)
+        self.kinds.append(kind)
+        if self.at is not None:
+            return n in self.at
         return self.rnd.random() < self.rate
 
-    def ws(self) -> str:
-        if not self.odd():
+    def ws(self, where: str) -> str:
+        if not self.odd("ws " + where):
             return ""
         pool = _WHITE if self.rnd.random() < 0.8 else _NOT_WHITE
         return self.rnd.choice(pool)
 
     def char(self, c: str) -> str:
         code = ord(c)
-        if not self.odd():
+        if not self.odd("char"):
             if c in _SHORT:
                 return _SHORT[c]
             return f"\\u{code:04x}" if code < 0x20 else c
@@ -108,13 +114,13 @@ class _Speller:
 
     def string(self, s: str) -> str:
         out = "".join(self.char(c) for c in s)
-        if self.odd():
+        if self.odd("string-end"):
             out = out + self.rnd.choice(["\\ud800", "\\udfff", "\ud800", "\\", "\\x41", "\\u12"])
         return '"' + out + '"'
 
     def integer(self, n: int) -> str:
         text = str(n)
-        if not self.odd():
+        if not self.odd("int"):
             return text
         sign, digits = ("-", text[1:]) if n < 0 else ("", text)
         return self.rnd.choice(
@@ -127,7 +133,7 @@ class _Speller:
         rnd = self.rnd
         if v is True or v is False or v is None:
             word = {True: "true", False: "false", None: "null"}[v]
-            if self.odd():
+            if self.odd("literal"):
                 return rnd.choice([word.capitalize(), word[:-1], word.upper(), '"' + word + '"'])
             return word
         if isinstance(v, int):
@@ -135,31 +141,53 @@ class _Speller:
         if isinstance(v, str):
             return self.string(v)
         if isinstance(v, list):
-            items = [self.ws() + self.value(x) + self.ws() for x in v]
-            if items and self.odd():
+            items = [
+                self.ws("before an item") + self.value(x) + self.ws("after an item") for x in v
+            ]
+            if items and self.odd("array"):
                 items.append(rnd.choice(items) if rnd.random() < 0.5 else "")  # repeat or ","
-            return "[" + ",".join(items) + (self.ws() if not items else "") + "]"
+            return "[" + ",".join(items) + (self.ws("in []") if not items else "") + "]"
         members = [(k, v[k]) for k in sorted(v, key=lambda s: s.encode("utf-16-be"))]
-        if len(members) > 1 and self.odd():
+        if len(members) > 1 and self.odd("order"):
             i, j = rnd.sample(range(len(members)), 2)
             members[i], members[j] = members[j], members[i]
-        if members and self.odd():
+        if members and self.odd("duplicate"):
             k, old = rnd.choice(members)
             members.insert(rnd.randrange(len(members) + 1), (k, rnd.choice([old, 0, "x", None])))
         parts = [
-            self.ws() + self.string(k) + self.ws() + ":" + self.ws() + self.value(x) + self.ws()
+            self.ws("before a name")
+            + self.string(k)
+            + self.ws("after a name")
+            + ":"
+            + self.ws("before a member's value")
+            + self.value(x)
+            + self.ws("after a member's value")
             for k, x in members
         ]
-        if parts and self.odd():
+        if parts and self.odd("trailing-comma"):
             parts.append("")  # a trailing comma
-        return "{" + ",".join(parts) + (self.ws() if not parts else "") + "}"
+        return "{" + ",".join(parts) + (self.ws("in {}") if not parts else "") + "}"
 
 
-def spell(value: Any, rnd: random.Random, rate: float) -> bytes:
+def spell(value: Any, rnd: random.Random, rate: float = 0.0, *, odd: int = 0) -> bytes:
     """``value`` as JSON with odd spellings (see the module docstring), UTF-8 bytes; lone
-    surrogates written raw become CESU-8 bytes (not UTF-8)."""
-    s = _Speller(rnd, rate)
-    text = s.ws() + s.value(value) + s.ws()
-    if s.odd() and rnd.random() < 0.1:
+    surrogates written raw become CESU-8 bytes (not UTF-8). Each token is odd with probability
+    ``rate``; or, with ``odd`` > 0, exactly that many tokens chosen at random are (one odd
+    token in an otherwise canonical text is what a lenient check lets through)."""
+    at = None
+    if odd:  # a kind of token at random (so that rare kinds are tried too), then one of them
+        count = _Speller(random.Random(0), 0.0)
+        _text(count, value)
+        by_kind: dict[str, list[int]] = {}
+        for n, kind in enumerate(count.kinds):
+            by_kind.setdefault(kind, []).append(n)
+        kinds = sorted(by_kind)
+        at = frozenset(rnd.choice(by_kind[rnd.choice(kinds)]) for _ in range(odd))
+    return _text(_Speller(rnd, rate, at), value).encode("utf-8", errors="surrogatepass")
+
+
+def _text(s: _Speller, value: Any = None) -> str:
+    text = s.ws("before the text") + s.value(value) + s.ws("after the text")
+    if s.odd("bom"):
         text = "\ufeff" + text
-    return text.encode("utf-8", errors="surrogatepass")
+    return text

@@ -90,6 +90,22 @@ def _perturb(value: Any, rnd: random.Random) -> Any:
     return value
 
 
+def _perturb_entry(record: dict[str, Any], rnd: random.Random) -> dict[str, Any]:
+    """:func:`_perturb`, and sometimes a format 2 chain that breaks (or keeps) its rules:
+    table_seq 1 with a table_prev, a later table_seq with null, table_prev at or beyond the
+    index, negative numbers; or an empty slot."""
+    out: dict[str, Any] = _perturb(record, rnd)
+    if "table_seq" in out and rnd.random() < 0.3:
+        index = out["index"]
+        out["table_seq"], out["table_prev"] = rnd.choice(
+            [(1, None), (1, 0), (1, index - 1), (2, None), (2, index - 1), (2, index),
+             (2, index + 1), (2, -1), (0, None), (-1, None), (0, 0), (3, 0)]
+        )  # fmt: skip
+    if "slot" in out and rnd.random() < 0.1:
+        out["slot"] = ""
+    return out
+
+
 def _reference(data: bytes) -> tuple[int, int] | None:
     try:
         return canonical_entry_index(data), canonical_entry_version(data)
@@ -137,9 +153,11 @@ def test_the_shortcut_accepts_exactly_what_the_reference_accepts() -> None:
         checker.COMPILED = 0  # no new templates: the spellings meet the bases' templates
         for data in bases:
             record = json.loads(data)
-            for rate in (0.0, 0.0, 0.005, 0.02, 0.05, 0.15):
-                # Canonical spellings of other values of the shape (rate 0), or odd spellings.
-                spelled = spell(_perturb(record, rnd), rnd, rate)
+            for odd in (0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 3):
+                # Canonical spellings of other values of the shape (odd 0), or with odd tokens
+                # (of the taught entry itself half the time, so that its template is met).
+                value = record if odd and rnd.random() < 0.5 else _perturb_entry(record, rnd)
+                spelled = spell(value, rnd, odd=odd)
                 hits = checker.hits
                 got = _shortcut(checker, spelled)
                 expected = _reference(spelled)
@@ -155,8 +173,8 @@ def test_the_shortcut_accepts_exactly_what_the_reference_accepts() -> None:
     check()
     # Both answers were exercised, and templates proved many of the accepted spellings.
     assert stats["spellings"] > 1500, stats
-    assert 0.15 < stats["accepted"] / stats["spellings"] < 0.85, stats
-    assert stats["changed"] > 300, stats  # accepted, and not one of the taught entries
+    assert 0.05 < stats["accepted"] / stats["spellings"] < 0.9, stats
+    assert stats["changed"] > 250, stats  # accepted, and not one of the taught entries
     # (a flipped boolean or a 16-digit integer makes another shape: the reference decides)
     assert stats["by_template"] > stats["accepted"] / 3, stats
     assert stats["taught"] > 200, stats
