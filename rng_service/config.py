@@ -19,7 +19,7 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "CertificationSettings",
@@ -635,7 +635,7 @@ def _client(index: int, raw: Any) -> ClientSettings:
         "the client certificate's subject CN or a subjectAltName, 1 to 255 printable characters",
         identity,
     )
-    assert isinstance(identity, str)
+    identity = cast(str, identity)  # _require checked it
     where = f"{where} ({identity})"
     role_names = [r.value for r in Role]
     roles = _string_list(

@@ -294,7 +294,8 @@ class ExportReader:
         """Re-reads the entry line ``text`` (the last line read) with a precise error for
         whatever is wrong with it (or the entry, if it is only written unusually)."""
         obj = self._typed("entry", text)
-        assert obj is not None
+        if obj is None:  # not reached: ``text`` is a line, never the end of the file
+            raise ExportFormatError(self._line, "line", "an entry line was expected")
         line = self._line
         index = _int(obj, "index", line)
         try:

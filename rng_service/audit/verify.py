@@ -509,7 +509,8 @@ class EntryChecker:
             if len(self._compiled) >= self.COMPILED:
                 return
             compiled = re.compile(pattern)
-            assert {"index", "date", "v"} <= compiled.groupindex.keys()
+            if not {"index", "date", "v"} <= compiled.groupindex.keys():
+                return  # not an entry's template: the reference check keeps deciding
             fullmatch = self._compiled[pattern] = compiled.fullmatch
         elif fullmatch in self._active:
             self._active.remove(fullmatch)

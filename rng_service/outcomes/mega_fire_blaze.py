@@ -153,8 +153,7 @@ class BonusOutcome:
 def _designations(src: RandomSource, profile: MegaFireBlazeProfile) -> tuple[str, ...]:
     rule = profile.segments
     if rule.mode == "independent":
-        assert rule.weights is not None
-        weights = rule.weights
+        weights = rule.independent_weights()
         return tuple(weights.draw(src) for _ in range(SEGMENTS))
     if rule.mode == "shuffled":
         return tuple(src.shuffle(rule.layout))
@@ -242,9 +241,9 @@ def _total_distribution(profile: MegaFireBlazeProfile, c: int) -> tuple[tuple[in
     j_total = profile.jackpot.total
     rule = profile.segments
     if rule.mode == "independent":
-        assert rule.weights is not None
-        seg_weights = [dict(zip(rule.weights.values, rule.weights.weights, strict=True))] * SEGMENTS
-        d_total = rule.weights.total
+        table = rule.independent_weights()
+        seg_weights = [dict(zip(table.values, table.weights, strict=True))] * SEGMENTS
+        d_total = table.total
     else:
         seg_weights = [{designation: 1} for designation in rule.layout]
         d_total = 1

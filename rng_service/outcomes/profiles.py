@@ -181,6 +181,14 @@ class SegmentRule:
     weights: WeightTable[str] | None = None
     layout: tuple[str, ...] = ()
 
+    def independent_weights(self) -> WeightTable[str]:
+        """The designation weights of mode ``independent`` (which a profile must give)."""
+        if self.weights is None:
+            raise InvalidArgument(
+                "segments.weights", f"mode {self.mode!r} has no designation weights"
+            )
+        return self.weights
+
 
 @dataclass(frozen=True, slots=True)
 class PayoutRule:

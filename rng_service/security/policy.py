@@ -161,6 +161,10 @@ class TokenBucket:
         self._last = clock.monotonic()
         self._lock = threading.Lock()
 
+    @property
+    def limit(self) -> RateLimit:
+        return self._limit
+
     def take(self) -> float:
         """0.0 when a token was taken, else the seconds until the next one."""
         with self._lock:
@@ -267,8 +271,7 @@ class Policy:
         if bucket is not None:
             wait = bucket.take()
             if wait > 0.0:
-                limit = client.rate_limit
-                assert limit is not None
+                limit = bucket.limit
                 return Denied(
                     Overloaded(
                         f"rate limit of client {client.identity!r} exceeded "

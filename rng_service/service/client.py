@@ -182,7 +182,8 @@ def _plain(message: Message) -> dict[str, Any]:
             items = [_plain(v) for v in items]
         elif field.type == FieldDescriptor.TYPE_ENUM:
             enum = field.enum_type
-            assert enum is not None
+            if enum is None:  # not reached: an enum field has its type
+                raise TypeError(f"enum field {field.name} has no enum type")
             prefix = enum.values[0].name.removesuffix("UNSPECIFIED")
             items = [
                 enum.values_by_number[v].name.removeprefix(prefix).lower() if v else ""

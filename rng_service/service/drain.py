@@ -80,7 +80,8 @@ class Drain:
                     self._observer.rpc_finished(method, status, 0.0)
                 await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
             task = asyncio.current_task()
-            assert task is not None
+            if task is None:  # not reached: grpc.aio runs each call in a task
+                raise RuntimeError("a gRPC call outside an asyncio task")
             self._calls.add(task)
             try:
                 return await handler(request, context)

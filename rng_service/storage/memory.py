@@ -121,8 +121,8 @@ class MemoryStorage:
                 self._entries.append(entry)
                 self._by_request[(entry.client_id, entry.request_id)] = entry.index
                 self._by_leaf.setdefault(entry.leaf_hash, entry.index)
-                assert entry.slot is not None  # check_append_batch
-                assert entry.table_seq is not None
+                if entry.slot is None or entry.table_seq is None:  # check_append_batch did
+                    raise SequenceConflict(f"entry {entry.index} has no slot or table_seq")
                 self._by_slot[(entry.client_id, entry.table_id, entry.round_id, entry.slot)] = (
                     entry.index
                 )
