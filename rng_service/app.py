@@ -49,6 +49,7 @@ from rng_service.log.tree import MerkleTree
 from rng_service.log.witnessing import HttpWitnessTransport, WitnessEndpoint, Witnessing
 from rng_service.metrics import GeneratorCollector, MergedCollector, Metrics, StoreCollector
 from rng_service.ownership import InstanceLock, LockHeld
+from rng_service.security.key_files import KeyFilePermissionError, check_key_file
 from rng_service.security.policy import ClientPolicy, RateLimit, Role
 from rng_service.security.tls_files import TlsFileError, load_server_tls
 from rng_service.service.auth import Authorizer
@@ -94,8 +95,30 @@ class Endpoints:
     verify_page_port: int | None = None
 
 
-def _signer_from(path: Path, name: str, passphrase_env: str, *, setting: str) -> Ed25519NoteSigner:
-    """A checkpoint signer from a private key file; errors name ``setting`` (the key file's)."""
+def _check_key_file(path: Path | str, *, setting: str, permissions: str) -> None:
+    """The key file's mode (rng_service.security.key_files): refused (StartupError) when
+    world-writable, or group/world-readable with ``permissions`` "strict"; else a warning."""
+    try:
+        warning = check_key_file(path, setting=setting, strict=permissions == "strict")
+    except KeyFilePermissionError as e:
+        raise StartupError(str(e), setting=e.setting, file=e.path) from None
+    if warning is not None:
+        _log.warning(
+            {
+                "event": "key_file_permissions",
+                "setting": setting,
+                "file": str(path),
+                "message": f"{warning}; server.key_file_permissions = strict refuses it",
+            }
+        )
+
+
+def _signer_from(
+    path: Path, name: str, passphrase_env: str, *, setting: str, permissions: str
+) -> Ed25519NoteSigner:
+    """A checkpoint signer from a private key file; errors name ``setting`` (the key file's).
+    ``permissions``: ``server.key_file_permissions``."""
+    _check_key_file(path, setting=setting, permissions=permissions)
     passphrase: bytes | None = None
     if passphrase_env:
         value = os.environ.get(passphrase_env)
@@ -181,7 +204,9 @@ def open_storage(
         raise StartupError(f"storage.path: cannot open {path}: {e}") from e
 
 
-def _verifier_from(path: Path, name: str, passphrase_env: str, *, setting: str) -> NoteVerifier:
+def _verifier_from(
+    path: Path, name: str, passphrase_env: str, *, setting: str, permissions: str
+) -> NoteVerifier:
     """A signing key's verifier: from its public half ``<path>.pub`` (written by keygen) if
     there is one, so that checking needs no private key, else from the private key."""
     public = path.with_name(path.name + ".pub")
@@ -190,20 +215,24 @@ def _verifier_from(path: Path, name: str, passphrase_env: str, *, setting: str) 
             return load_verifier(public, name=name)
         except RngServiceError as e:
             raise StartupError(f"{setting}: {e}") from e
-    return _signer_from(path, name, passphrase_env, setting=setting).verifier()
+    return _signer_from(
+        path, name, passphrase_env, setting=setting, permissions=permissions
+    ).verifier()
 
 
 def configured_verifiers(config: Config) -> list[NoteVerifier]:
     """Every key whose checkpoints may be in the log: the active, co-signing and retired
     keys of ``[log]``, as verifiers."""
     cfg = config.log
+    permissions = config.server.key_file_permissions
     keys = [_verifier_from(cfg.key_file, cfg.key_name, cfg.key_passphrase_env,
-                           setting="log.key_file")]  # fmt: skip
+                           setting="log.key_file", permissions=permissions)]  # fmt: skip
     if cfg.cosign_key_file:
         keys.append(
             _verifier_from(
                 cfg.key_file.parent / cfg.cosign_key_file, cfg.cosign_key_name,
                 cfg.cosign_key_passphrase_env, setting="log.cosign_key_file",
+                permissions=permissions,
             )
         )  # fmt: skip
     try:
@@ -331,8 +360,9 @@ class Service:
     def _load_signer(self) -> Ed25519NoteSigner:
         cfg = self.config.log
         return _signer_from(
-            cfg.key_file, cfg.key_name, cfg.key_passphrase_env, setting="log.key_file"
-        )
+            cfg.key_file, cfg.key_name, cfg.key_passphrase_env, setting="log.key_file",
+            permissions=self.config.server.key_file_permissions,
+        )  # fmt: skip
 
     def _load_cosigners(self) -> list[Ed25519NoteSigner]:
         """The co-signing key of a key rotation's overlap window, if configured."""
@@ -344,6 +374,7 @@ class Service:
             _signer_from(
                 path, cfg.cosign_key_name, cfg.cosign_key_passphrase_env,
                 setting="log.cosign_key_file",
+                permissions=self.config.server.key_file_permissions,
             )
         ]  # fmt: skip
 
@@ -419,6 +450,11 @@ class Service:
         tls = self.config.tls
         if not tls.enabled:
             return None
+        _check_key_file(
+            tls.key_file,
+            setting="tls.key_file",
+            permissions=self.config.server.key_file_permissions,
+        )
         try:  # checked here: gRPC would only say "Failed to bind to address"
             files = load_server_tls(
                 cert_file=tls.cert_file, key_file=tls.key_file, client_ca_file=tls.client_ca_file

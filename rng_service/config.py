@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from rng_service.security.key_files import KEY_FILE_PERMISSIONS
+
 __all__ = [
     "CertificationSettings",
     "ClientSettings",
@@ -93,10 +95,21 @@ class ServerSettings:
     #: on the same port fail at start naming the owner's pid (docs/operations.md, "One owner
     #: per log"). Instances of one host should share it (for example /run/rng-service).
     lock_dir: Path = Path("var/run")
+    #: What a private key file (``log.key_file``, ``log.cosign_key_file``, ``tls.key_file``)
+    #: readable by its group or by others gets at start-up: ``warn`` (a logged warning; secret
+    #: mounts are often 0440 or 0444) or ``strict`` (refused). A world-writable key file is
+    #: always refused (rng_service.security.key_files).
+    key_file_permissions: str = "warn"
 
     def __post_init__(self) -> None:
         _host("server.host", self.host)
         _port("server.port", self.port)
+        _require(
+            self.key_file_permissions in KEY_FILE_PERMISSIONS,
+            "server.key_file_permissions",
+            " or ".join(KEY_FILE_PERMISSIONS),
+            self.key_file_permissions,
+        )
         _require(
             0 <= self.shutdown_grace_seconds <= 300,
             "server.shutdown_grace_seconds",

@@ -175,12 +175,19 @@ class DevCaFiles:
 
 
 def _write(path: Path, data: bytes, *, private: bool, overwrite: bool) -> None:
+    """Writes ``data`` with mode 0600 (``private``) or 0644. A new file is created with that
+    mode; an existing one (``overwrite``) gets it before a byte is written, so a private key
+    never sits in a file that others may read (os.open's mode applies to new files only)."""
+    mode = 0o600 if private else 0o644
     flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
-    fd = os.open(path, flags, 0o600 if private else 0o644)
+    fd = os.open(path, flags, mode)
+    try:
+        os.fchmod(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
-    if private:
-        os.chmod(path, 0o600)
 
 
 def write_dev_ca(
