@@ -308,6 +308,34 @@ def _schema_version(config: Config) -> int:
     return SQLITE_SCHEMA_VERSION
 
 
+@dataclass(frozen=True)
+class _Keys:
+    """The keys of the log: the active signer, the co-signers of a rotation's overlap window and
+    the retired keys that stay published (their verifiers)."""
+
+    signer: Ed25519NoteSigner
+    cosigners: list[Ed25519NoteSigner]
+    retired: list[NoteVerifier]
+
+    def verifiers(self) -> list[NoteVerifier]:
+        """Every key whose checkpoints may be in the store."""
+        return [s.verifier() for s in (self.signer, *self.cosigners)] + self.retired
+
+    def public_keys(self) -> list[PublicKeyInfo]:
+        """What ``GetPublicKeys`` answers: the active key first, then the co-signers."""
+        return [
+            PublicKeyInfo(
+                key_id=f"{v.key_id:08x}",
+                name=v.name,
+                public_key=v.public_key.public_bytes_raw(),
+                verifier_key=v.verifier_key(),
+                active=i == 0,
+                cosigning=1 <= i <= len(self.cosigners),
+            )
+            for i, v in enumerate(self.verifiers())
+        ]
+
+
 class Service:
     """One running service instance. ``await start()``, then ``await stop()``."""
 
@@ -631,109 +659,172 @@ class Service:
         )
 
     async def start(self) -> Endpoints:
-        cfg = self.config
-        check_transport(cfg)  # before anything binds: plaintext only on loopback
-        if self.front_ends > 1 and cfg.certification.raw_stream_enabled:
+        """Starts the service, in this order: every check that needs no resource (transport,
+        TLS files, keys, profiles) before anything is opened or bound; then the log store's
+        ownership, the store and its own check; the generators; the log writer and the
+        witnesses' check; health; the gRPC server and its port; witnessing rounds; metrics; the
+        verification page. Raises StartupError naming what is at fault."""
+        check_transport(self.config)  # before anything binds: plaintext only on loopback
+        if self.front_ends > 1 and self.config.certification.raw_stream_enabled:
             raise StartupError(
                 "certification.raw_stream_enabled: the raw output stream is served with one "
                 "front end only (--front-ends 1): only the log writer process holds a generator"
             )
         credentials = self._server_credentials()
         authorizer = self._build_authorizer()
-        signer = self._load_signer()
-        cosigners = self._load_cosigners()
-        retired = self._load_retired_keys([signer, *cosigners])
+        keys = self._load_keys()
         profiles = self._load_profiles()
         self._warn_unless_key_named_by_origin()
         self._take_ownership()
+        storage, tree = self._open_checked_store(keys)
+        generator = self._start_generators()
+        self._show_log_state(storage, tree)
+        appender = self._start_appender(storage, tree, generator, keys)
+        await self._check_witnesses_at_start(appender, storage, tree)
+        health = await self._start_health(generator)
+        if self.front_ends > 1:  # this process stays the log writer; N front ends serve gRPC
+            self.metrics.expect_integrity_errors(LogServicer.CHECKED_METHODS, CHECKS)
+            return await self._start_writer(
+                profiles, keys.public_keys(), tree.size, keys.signer, generator
+            )
+        self._server = self._build_grpc_server(
+            appender, storage, tree, keys, profiles, authorizer, health
+        )
+        port = await self._listen(credentials)
+        if self.witnessing is not None:
+            self.witnessing.start()
+        metrics_port = self._start_metrics()
+        verify_page_port = self._start_verify_page()
+        self.endpoints = Endpoints(
+            grpc_port=port, metrics_port=metrics_port, verify_page_port=verify_page_port
+        )
+        self._log_started(port, metrics_port, verify_page_port, tree, keys.signer, generator)
+        return self.endpoints
+
+    def _load_keys(self) -> _Keys:
+        """The signing key, the co-signing key of a rotation (if any) and the retired keys."""
+        signer = self._load_signer()
+        cosigners = self._load_cosigners()
+        return _Keys(signer, cosigners, self._load_retired_keys([signer, *cosigners]))
+
+    def _open_checked_store(self, keys: _Keys) -> tuple[LogStorage, MerkleTree]:
+        """The log store, proven by its own check to be the log that was signed, and its
+        tree."""
         storage = self._open_storage()
         self._storage = storage
-        self._check_store(storage, [s.verifier() for s in (signer, *cosigners)] + retired)
+        self._check_store(storage, keys.verifiers())
         try:
             tree = MerkleTree.load(storage)
         except IntegrityError as e:
             raise StartupError(f"log store: {e}") from e
+        return storage, tree
+
+    def _start_generators(self) -> ProductionGenerator:
+        """The outcome generator and, for labs, the raw-output stream's own; the outcome
+        generator's status becomes metrics."""
         # ProductionGenerator runs the SP 800-90B health tests on whatever source it gets.
         entropy = self._entropy or OsEntropySource()
         self.generator = ProductionGenerator(
             entropy=entropy, clock=self.clock, config=self._generator_config()
         )
-        generator = self.generator
-        if cfg.certification.raw_stream_enabled:
+        if self.config.certification.raw_stream_enabled:
             # A separate instance (own instance id, own DRBG state) of the same kind, on the
             # same entropy source type with the same health tests: raw output for labs never
             # comes from, nor consumes, the generator that serves outcomes.
             self.raw_generator = ProductionGenerator(
                 entropy=entropy, clock=self.clock, config=self._generator_config()
             )
-        self.registry.register(GeneratorCollector(generator.status))
+        self.registry.register(GeneratorCollector(self.generator.status))
+        return self.generator
+
+    def _show_log_state(self, storage: LogStorage, tree: MerkleTree) -> None:
+        """The log's size and checkpoint age in the metrics from the start, not from the first
+        commit."""
         self.metrics.log_size.set(tree.size)
         latest = storage.latest_checkpoint()
-        if latest is not None:  # checkpoint age is right from the start, not from the 1st commit
+        if latest is not None:
             self.metrics.last_checkpoint.set(latest.timestamp_ns / 1e9)
+
+    def _start_appender(
+        self, storage: LogStorage, tree: MerkleTree, generator: ProductionGenerator, keys: _Keys
+    ) -> Appender:
+        """The log writer (sequencer, signer of checkpoints), running."""
+        cfg = self.config.log
         self.appender = Appender(
             storage=storage,
             tree=tree,
             generator=generator,
-            signer=signer,
-            cosigners=cosigners,
-            origin=cfg.log.origin,
+            signer=keys.signer,
+            cosigners=keys.cosigners,
+            origin=cfg.origin,
             clock=self.clock,
-            publish_interval_seconds=cfg.log.publish_interval_seconds,
-            max_group_size=cfg.log.max_group_size,
-            max_queue=cfg.log.max_queue,
-            group_wait_seconds=cfg.log.group_wait_seconds,
+            publish_interval_seconds=cfg.publish_interval_seconds,
+            max_group_size=cfg.max_group_size,
+            max_queue=cfg.max_queue,
+            group_wait_seconds=cfg.group_wait_seconds,
             observer=self._watch_store(storage),
         )
         try:
             self.appender.start()
         except IntegrityError as e:
             raise StartupError(f"log store: {e}") from e
-        if cfg.witnesses:
-            endpoints = self._witness_endpoints()
-            self.metrics.witnesses_configured(
-                [e.name for e in endpoints], cfg.witnessing.min_witnesses
-            )
-            self.witnessing = Witnessing(
-                endpoints=endpoints,
-                storage=storage,
-                tree=tree,
-                checkpoint_note=self.appender.checkpoint_note,
-                publish=self.appender.publish_checkpoint,
-                sync=self.appender.sync,
-                clock=self.clock,
-                interval_seconds=cfg.witnessing.interval_seconds
-                or cfg.log.publish_interval_seconds,
-                min_witnesses=cfg.witnessing.min_witnesses,
-                observer=self.metrics,
-            )
-            try:
-                await asyncio.to_thread(self._check_witnesses, self.witnessing)
-            except StartupError:
-                # Nothing more is signed over a store the witnesses contradict.
-                await asyncio.to_thread(self.appender.stop, publish=False)
-                raise
+        return self.appender
+
+    async def _check_witnesses_at_start(
+        self, appender: Appender, storage: LogStorage, tree: MerkleTree
+    ) -> None:
+        """With ``[[witnesses]]``: the witnessing rounds (started once the server serves), and
+        the witnesses' own check of the store now; if they contradict it, the log writer stops
+        without signing more and the start fails."""
+        cfg = self.config
+        if not cfg.witnesses:
+            return
+        endpoints = self._witness_endpoints()
+        self.metrics.witnesses_configured([e.name for e in endpoints], cfg.witnessing.min_witnesses)
+        self.witnessing = Witnessing(
+            endpoints=endpoints,
+            storage=storage,
+            tree=tree,
+            checkpoint_note=appender.checkpoint_note,
+            publish=appender.publish_checkpoint,
+            sync=appender.sync,
+            clock=self.clock,
+            interval_seconds=cfg.witnessing.interval_seconds or cfg.log.publish_interval_seconds,
+            min_witnesses=cfg.witnessing.min_witnesses,
+            observer=self.metrics,
+        )
+        try:
+            await asyncio.to_thread(self._check_witnesses, self.witnessing)
+        except StartupError:
+            # Nothing more is signed over a store the witnesses contradict.
+            await asyncio.to_thread(appender.stop, publish=False)
+            raise
+
+    async def _start_health(self, generator: ProductionGenerator) -> HealthService:
+        """The gRPC health service, following the generator and the store from now on."""
         health = HealthService()
         self._health_monitor = HealthMonitor(health, generator.status, store=self.store_health)
         await self._health_monitor.update()
         self._health_monitor.start()
-        keys = [
-            PublicKeyInfo(
-                key_id=f"{v.key_id:08x}",
-                name=v.name,
-                public_key=v.public_key.public_bytes_raw(),
-                verifier_key=v.verifier_key(),
-                active=i == 0,
-                cosigning=1 <= i <= len(cosigners),
-            )
-            for i, v in enumerate([signer.verifier(), *(c.verifier() for c in cosigners), *retired])
-        ]
+        return health
+
+    def _build_grpc_server(
+        self,
+        appender: Appender,
+        storage: LogStorage,
+        tree: MerkleTree,
+        keys: _Keys,
+        profiles: ProfileRegistry,
+        authorizer: Authorizer,
+        health: HealthService,
+    ) -> Any:
+        """The gRPC server with its three services, health and the drain window (not bound)."""
+        cfg = self.config
+        public_keys = keys.public_keys()
         self.metrics.expect_integrity_errors(LogServicer.CHECKED_METHODS, CHECKS)
-        if self.front_ends > 1:
-            return await self._start_writer(profiles, keys, tree.size, signer, generator)
-        self._server = build_server(
+        return build_server(
             outcome=OutcomeServicer(
-                appender=self.appender,
+                appender=appender,
                 client_id=cfg.server.default_client_id,
                 profiles=profiles,
                 rpc_observer=self.metrics,
@@ -741,19 +832,19 @@ class Service:
                 round_clients=_round_clients(cfg),
             ),
             log=LogServicer(
-                keys=keys,
+                keys=public_keys,
                 storage=storage,
                 tree=tree,
-                checkpoint_note=self.appender.checkpoint_note,
-                publish=self.appender.publish_checkpoint,
+                checkpoint_note=appender.checkpoint_note,
+                publish=appender.publish_checkpoint,
                 rpc_observer=self.metrics,
                 authorizer=authorizer,
-                sync=self.appender.sync,
+                sync=appender.sync,
                 integrity_observer=self.metrics,
                 client_id=cfg.server.default_client_id,
             ),
             lab=LabServicer(
-                appender=self.appender,
+                appender=appender,
                 client_id=cfg.server.default_client_id,
                 generator=self.raw_generator,
                 max_bytes=cfg.certification.raw_stream_max_bytes,
@@ -765,6 +856,11 @@ class Service:
             decode_observer=self.metrics,
             drain=self._drain,
         )
+
+    async def _listen(self, credentials: grpc.ServerCredentials | None) -> int:
+        """Binds the gRPC port (mTLS, or plaintext on loopback, announced) and starts serving;
+        returns the port."""
+        cfg = self.config
         address = f"{cfg.server.host}:{cfg.server.port}"
         if ":" in cfg.server.host:
             address = f"[{cfg.server.host.strip('[]')}]:{cfg.server.port}"
@@ -791,7 +887,7 @@ class Service:
             )
             bind = functools.partial(self._server.add_secure_port, address, credentials)
         try:
-            port = bind()
+            port: int = bind()
         except RuntimeError:  # grpcio raises where older versions returned 0
             port = 0
         if port == 0:
@@ -800,23 +896,32 @@ class Service:
                 f"process, or not an address of this host"
             )
         await self._server.start()
-        if self.witnessing is not None:
-            self.witnessing.start()
-        metrics_port: int | None = None
-        if cfg.metrics.enabled:
-            try:
-                self._metrics_server, _ = start_http_server(
-                    cfg.metrics.port, addr=cfg.metrics.host, registry=self.registry
-                )
-            except OSError as e:
-                raise StartupError(
-                    f"metrics.port: cannot listen on {cfg.metrics.host}:{cfg.metrics.port}: {e}"
-                ) from e
-            metrics_port = self._metrics_server.server_port
-        verify_page_port = self._start_verify_page()
-        self.endpoints = Endpoints(
-            grpc_port=port, metrics_port=metrics_port, verify_page_port=verify_page_port
-        )
+        return port
+
+    def _start_metrics(self) -> int | None:
+        """The Prometheus endpoint, if enabled; returns its port."""
+        cfg = self.config.metrics
+        if not cfg.enabled:
+            return None
+        try:
+            self._metrics_server, _ = start_http_server(
+                cfg.port, addr=cfg.host, registry=self.registry
+            )
+        except OSError as e:
+            raise StartupError(f"metrics.port: cannot listen on {cfg.host}:{cfg.port}: {e}") from e
+        metrics_port: int = self._metrics_server.server_port
+        return metrics_port
+
+    def _log_started(
+        self,
+        port: int,
+        metrics_port: int | None,
+        verify_page_port: int | None,
+        tree: MerkleTree,
+        signer: Ed25519NoteSigner,
+        generator: ProductionGenerator,
+    ) -> None:
+        cfg = self.config
         _log.info(
             {
                 "event": "started",
@@ -850,7 +955,6 @@ class Service:
                 ),
             }
         )  # fmt: skip
-        return self.endpoints
 
     def _start_verify_page(self) -> int | None:
         """``[verify_page]``: the receipt-verification page, read-only on its own port."""

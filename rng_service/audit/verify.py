@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -531,7 +532,7 @@ class EntryShape(NamedTuple):
 
 
 def _json_bytes(value: str) -> bytes:
-    return _ENCODER.encode(value).encode("utf-8")
+    return canonical.string(value).encode("utf-8")
 
 
 def _chain_name(chain: tuple[bytes, bytes]) -> str:
