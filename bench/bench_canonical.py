@@ -84,3 +84,26 @@ def run(*, short: bool) -> list[Row]:
             "public json.JSONEncoder (the fallback)", best[name, False], "report")
         for name, unit, _ in cases
     ]  # fmt: skip
+
+
+def write_path(what: str, n: int) -> None:
+    """The log writer's canonical encoding alone, for an instruction count (docs/performance.md:
+    ``valgrind --tool=callgrind .venv/bin/python -c "from bench.bench_canonical import
+    write_path; write_path('spin', 20000)"``, minus the same with ``n`` 0): ``spin``: ``n``
+    spin entries encoded and their request digests; ``batch``: ``n`` 1,000-spin entries."""
+    if what == "batch":
+        batch = _entry({"wheel": "double_zero", "values": [_spin(i) for i in range(1000)]}, "b")
+        for _ in range(n):
+            batch.encode()
+        return
+    for i in range(n):
+        _entry(
+            {"wheel": "double_zero", "spins": [_spin(i)], "final": _spin(i)}, "roulette"
+        ).encode()
+        request_digest(
+            kind="roulette_spin",
+            params={"wheel": "double_zero"},
+            table_id=f"T{i % 30}",
+            round_id=f"R{i}",
+            session_id="",
+        )

@@ -29,7 +29,7 @@ MAX = 2**53 - 1
 PATHS = ["c-encoder", "fallback"]
 
 # Reproducible in CI: the same examples on every run, no example database.
-CI = settings(max_examples=300, deadline=None, derandomize=True, database=None)
+CI = settings(max_examples=150, deadline=None, derandomize=True, database=None)
 
 _TEXT = st.text(st.one_of(st.sampled_from(EDGE_CHARS), st.characters(codec="utf-8")), max_size=12)
 _ASCII_TEXT = st.text(st.characters(codec="ascii"), max_size=8)
@@ -41,7 +41,7 @@ def _values(keys: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
     return st.recursive(
         _SCALARS,
         lambda kids: st.one_of(st.lists(kids, max_size=5), st.dictionaries(keys, kids, max_size=6)),
-        max_leaves=40,
+        max_leaves=25,
     )
 
 
