@@ -282,3 +282,24 @@ def test_a_changed_private_api_falls_back_at_import(setup: str) -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, check=True, timeout=60
     )
     assert out.stdout == rfc8785.dumps(ast.literal_eval(_DOC))
+
+
+def test_the_entries_release_1_wrote_are_rfc8785_and_keep_their_bytes() -> None:
+    """The format 1 log of tests/vectors/v1_log (written by release 1): every entry is what
+    rfc8785 writes for it, and this release's decoder and encoder give back the same bytes."""
+    import base64
+
+    from rng_service.log.entry import LogEntry
+
+    lines = (ROOT / "tests" / "vectors" / "v1_log" / "export.jsonl").read_text().splitlines()
+    entries = [
+        base64.b64decode(json.loads(line)["entry"])
+        for line in lines
+        if json.loads(line).get("type") == "entry"
+    ]
+    assert len(entries) == 9
+    for data in entries:
+        assert rfc8785.dumps(json.loads(data)) == data
+        value = canonical.parse(data, ascii_keys=True)
+        assert canonical.reencode(value, ascii_keys=True) == data
+        assert LogEntry.decode(data).encode() == data
