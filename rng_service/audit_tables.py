@@ -380,7 +380,8 @@ def _cmd_table_history(shared: Shared, args: argparse.Namespace) -> int:
             first_seq=first, last_seq=max(seqs, default=0), tree_size=page.tree_size,
             checkpoint=page.checkpoint, items=tuple(_items(page)),
         )  # fmt: skip
-        assert out_file is not None
+        if out_file is None:  # not reached: set with the pages
+            raise RuntimeError("no output file")
         shared.write_atomically(out_file, lambda fh: write_history(fh, saved))
     if not entries:
         raise _no_history(page.client, args.table, first, page.tree_size)
@@ -577,7 +578,8 @@ def _cmd_dispute(shared: Shared, args: argparse.Namespace) -> int:
                 usage, args.client, table, session, entries, rounds, source=f"the log (tree "
                 f"size {size})",
             )  # fmt: skip
-        assert table is not None
+        if table is None:  # not reached: _session_rounds names the table
+            raise RuntimeError("no table")
         found: dict[str, list[LogEntry]] = {}
         for round_id in rounds:
             found[round_id] = proven(
@@ -594,7 +596,8 @@ def _cmd_dispute(shared: Shared, args: argparse.Namespace) -> int:
                 tree_size=size,
             )  # fmt: skip
             span = proven(page, f"the history of table {table!r}")
-    assert head is not None
+    if head is None:  # not reached: a head was verified above
+        raise RuntimeError("no verified checkpoint")
     report = judge_dispute(
         client=args.client, table_id=table, found=found, span=span, sessions=args.session
     )
@@ -686,7 +689,8 @@ def _dispute_against(
              and (table is None or e.table_id == table)],
             rounds, source=f"the export {args.against}",
         )  # fmt: skip
-    assert table is not None
+    if table is None:  # not reached: _session_rounds names the table
+        raise RuntimeError("no table")
     of_table = [e for _, e in of_client if e.table_id == table]
     found: Mapping[str, list[LogEntry]] = {
         r: [e for e in of_table if e.round_id == r] for r in rounds

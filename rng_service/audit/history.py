@@ -193,7 +193,8 @@ def check_history(
                     index=entry.index if prev is None else prev,
                 )
         else:
-            assert previous.table_seq is not None
+            if previous.table_seq is None:  # not reached: checked when it was the entry
+                raise RuntimeError(f"log index {previous.index} has no table_seq")
             expected = previous.table_seq + 1
             after = f"after seq {previous.table_seq} (log index {previous.index})"
             if seq > expected:
@@ -218,7 +219,8 @@ def check_history(
                 )
         previous = entry
     if last_seq is not None and previous is not None and previous.table_seq != last_seq:
-        assert previous.table_seq is not None
+        if previous.table_seq is None:  # not reached: every entry was checked above
+            raise RuntimeError(f"log index {previous.index} has no table_seq")
         if previous.table_seq < last_seq:
             raise ChainBreak(
                 f"the history of {name} ends at seq {previous.table_seq} (log index "

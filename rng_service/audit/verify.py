@@ -556,8 +556,8 @@ class ChainTracker:
     def add(self, position: int, line: int, shape: EntryShape) -> None:
         """The next format-2 entry; raises :class:`VerificationFailure` at a break."""
         chain, seq, prev = shape.chain, shape.seq, shape.prev
-        assert chain is not None
-        assert seq is not None
+        if chain is None or seq is None:  # not reached: the caller passes format 2 shapes
+            raise RuntimeError(f"entry {position} has no table chain")
         head = self._heads.get(chain)
         where = f"entry {position} (line {line})"
         if head is None:

@@ -65,7 +65,8 @@ class LookupIntegrityError(IntegrityError):
     missing one)."""
 
     def __init__(self, message: str, *, check: str, index: int) -> None:
-        assert check in CHECKS, check
+        if check not in CHECKS:
+            raise ValueError(f"unknown check {check!r} (known: {', '.join(CHECKS)})")
         super().__init__(message)
         self.check = check
         self.index = index

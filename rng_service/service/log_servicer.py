@@ -397,7 +397,8 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
     def _checked(self, method: str, read: Callable[[], T]) -> T:
         """``read()`` (a worker thread's reads of stored entries and their checks); a failed
         check is logged and counted before it propagates (DATA_LOSS)."""
-        assert method in self.CHECKED_METHODS, method
+        if method not in self.CHECKED_METHODS:
+            raise ValueError(f"{method} is not one of CHECKED_METHODS")
         try:
             return read()
         except LookupIntegrityError as e:
@@ -521,7 +522,8 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         rows = [(r, check_record(r)) for r in records]
         check_chain(rows, client_id=client, table_id=request.table_id, first_seq=first)
         last = records[-1].table_seq if records else first - 1
-        assert last is not None
+        if last is None:  # not reached: check_chain proved every record has a table_seq
+            raise RuntimeError("a chain record without table_seq")
         if len(records) <= limit and (not request.last_seq or last < request.last_seq):
             self._check_chain_end(client, request.table_id, last, size)
         entries, note = self._proven(records[:limit], size)

@@ -152,7 +152,8 @@ class Witness:
                 422, f"consistency proof does not verify: {decision.reason}",
                 event="inconsistent_checkpoint", level="error", **event,
             )  # fmt: skip
-        assert isinstance(decision, Cosign)
+        if not isinstance(decision, Cosign):  # not reached: the decisions are these three
+            raise TypeError(f"unknown decision {decision!r}")
         timestamp = now_ns // 1_000_000_000
         cosignature = self._signer.cosign(text.encode("utf-8"), timestamp)
         return Answer(
