@@ -101,7 +101,7 @@ def _perturb_entry(record: dict[str, Any], rnd: random.Random) -> dict[str, Any]
             [(1, None), (1, 0), (1, index - 1), (2, None), (2, index - 1), (2, index),
              (2, index + 1), (2, -1), (0, None), (-1, None), (0, 0), (3, 0)]
         )  # fmt: skip
-    if "slot" in out and rnd.random() < 0.1:
+    if "slot" in out and rnd.random() < 0.2:
         out["slot"] = ""
     return out
 
@@ -132,7 +132,7 @@ def test_the_shortcut_accepts_exactly_what_the_reference_accepts() -> None:
     stats = {"spellings": 0, "accepted": 0, "changed": 0, "by_template": 0, "taught": 0}
 
     @settings(
-        max_examples=150,
+        max_examples=200,
         deadline=None,
         derandomize=True,  # the same examples on every run: CI stays reproducible
         database=None,
@@ -177,4 +177,4 @@ def test_the_shortcut_accepts_exactly_what_the_reference_accepts() -> None:
     assert stats["changed"] > 250, stats  # accepted, and not one of the taught entries
     # (a flipped boolean or a 16-digit integer makes another shape: the reference decides)
     assert stats["by_template"] > stats["accepted"] / 3, stats
-    assert stats["taught"] > 200, stats
+    assert stats["taught"] > 150, stats
