@@ -1017,8 +1017,8 @@ class Service:
         """``serve --front-ends N``: this process stays the log writer (store, generator, keys)
         and starts the N gRPC front ends (``rng_service.writer_process``)."""
         cfg = self.config
-        assert self.appender is not None
-        assert self.store_health is not None
+        if self.appender is None or self.store_health is None:
+            raise RuntimeError("_start_writer before the log writer and store health started")
         store_health = self.store_health
         self._writer = WriterProcess(
             appender=self.appender,

@@ -241,9 +241,11 @@ class WriterEndpoint(_Framed):
             self.ready.set_exception(Unavailable("the front end went away before it listened"))
 
     async def _push_status(self) -> None:
-        assert self._status is not None
+        status = self._status
+        if status is None:
+            raise RuntimeError("status pushed by an endpoint without a status source")
         while self.transport is not None:
-            self.send((_STATUS_ID, True, self._status()))
+            self.send((_STATUS_ID, True, status()))
             await asyncio.sleep(STATUS_INTERVAL)
 
     def received(self, messages: list[tuple[Any, ...]]) -> None:
