@@ -46,12 +46,14 @@ from rng_service.service.auth import Authorizer, leave
 from rng_service.service.decoding import decode_request
 
 __all__ = [
+    "CALL_ENDED",
     "STATUS_CAUSES",
     "STATUS_TABLE",
     "CallClass",
     "RpcObserver",
     "StatusCause",
     "classify",
+    "interrupted_by_stop",
     "mark_interrupted",
     "rpc",
     "status_causes_markdown",
@@ -63,7 +65,7 @@ _log = logging.getLogger(__name__)
 #: What a write raises when the call ended under it (the client cancelled or went away while
 #: a stream was being sent): grpc's own handler ignores it for a closed call, so it is passed
 #: on as it is, not turned into INTERNAL and a logged traceback.
-_CALL_ENDED: tuple[type[BaseException], ...] = (cygrpc.ExecuteBatchError,)
+CALL_ENDED: tuple[type[BaseException], ...] = (cygrpc.ExecuteBatchError,)
 
 #: Handler tasks a graceful stop interrupted (``rng_service.service.drain``): counted as
 #: UNAVAILABLE ``shutting_down``, not as a caller that went away.
@@ -73,6 +75,11 @@ _interrupted: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
 def mark_interrupted(task: asyncio.Task[Any]) -> None:
     """Marks a handler task that a graceful stop is about to cancel."""
     _interrupted.add(task)
+
+
+def interrupted_by_stop(task: asyncio.Task[Any] | None) -> bool:
+    """Whether a graceful stop cancelled ``task`` (else gRPC did: the caller went away)."""
+    return task is not None and task in _interrupted
 
 
 STATUS_TABLE: tuple[tuple[type[errors.RngServiceError], grpc.StatusCode], ...] = (
@@ -307,11 +314,11 @@ def rpc(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
             except asyncio.CancelledError:
                 status = (
                     _BY_KEY[(_C.UNAVAILABLE, "shutting_down")]
-                    if asyncio.current_task() in _interrupted
+                    if interrupted_by_stop(asyncio.current_task())
                     else _cancelled(context)
                 )
                 raise
-            except _CALL_ENDED:
+            except CALL_ENDED:
                 status = _BY_KEY[(_C.CANCELLED, "client_cancelled")]
                 raise
             except Exception:

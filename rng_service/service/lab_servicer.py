@@ -26,11 +26,17 @@ parameters the appender's ALREADY_EXISTS applies. So the same bytes are never st
 and a broken stream is resumed with a new request id. Every session is bounded in bytes
 (``num_bytes``) and time (``certification.raw_stream_max_seconds``: a session still running
 then, for example one whose reader stopped reading, ends with DEADLINE_EXCEEDED).
+
+A client that ends the stream early (``rng-certify dieharder --live`` cancels the rest of its
+last session once dieharder has read enough) is a normal end: the handler stops generating and
+logs one INFO event ``raw_output_session_ended_by_client`` (request id, log index, bytes
+written), never an error with a traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
@@ -45,7 +51,7 @@ from rng_service.log.entry import JsonValue
 from rng_service.sampling import RandomSource
 from rng_service.service.auth import Authorizer, caller_id
 from rng_service.service.convert import count_in, receipt_to_proto, request_ids
-from rng_service.service.errors import RpcObserver, rpc
+from rng_service.service.errors import CALL_ENDED, RpcObserver, interrupted_by_stop, rpc
 
 __all__ = [
     "DEFAULT_RAW_CHUNK",
@@ -55,6 +61,8 @@ __all__ = [
     "LabServicer",
     "RawGenerator",
 ]
+
+_log = logging.getLogger(__name__)
 
 #: The log entry kind of one raw-output session.
 RAW_SESSION_KIND = "raw_output_session"
@@ -155,30 +163,42 @@ class LabServicer(lab_pb2_grpc.LabServiceServicer):
                 "(use a new request_id for more)"
             )
         logged = result.entry.outcome["generator"]
-        await self._write(
-            context,
-            lab_pb2.StreamRawOutputResponse(
-                session=lab_pb2.RawOutputSession(
-                    generator_instance=logged["instance"],
-                    generator_epoch=logged["epoch"],
-                    num_bytes=total,
-                    chunk_size=size,
-                    chunks=chunks,
-                ),
-                receipt=receipt_to_proto(result),
-            ),
-            deadline,
-        )
         offset = 0
-        while offset < total:  # bounded: ceil(total / size) iterations
-            n = min(size, total - offset)
-            # In a worker thread: a reseed may wait on the entropy source (up to its deadline),
-            # and the event loop must keep serving health checks and other calls meanwhile.
-            data = await asyncio.to_thread(generator.random_bytes, n)
+        try:
             await self._write(
-                context, lab_pb2.StreamRawOutputResponse(offset=offset, data=data), deadline
+                context,
+                lab_pb2.StreamRawOutputResponse(
+                    session=lab_pb2.RawOutputSession(
+                        generator_instance=logged["instance"],
+                        generator_epoch=logged["epoch"],
+                        num_bytes=total,
+                        chunk_size=size,
+                        chunks=chunks,
+                    ),
+                    receipt=receipt_to_proto(result),
+                ),
+                deadline,
             )
-            offset += n
+            while offset < total:  # bounded: ceil(total / size) iterations
+                n = min(size, total - offset)
+                # In a worker thread: a reseed may wait on the entropy source (up to its
+                # deadline), and the event loop must keep serving health checks and other
+                # calls meanwhile.
+                data = await asyncio.to_thread(generator.random_bytes, n)
+                await self._write(
+                    context, lab_pb2.StreamRawOutputResponse(offset=offset, data=data), deadline
+                )
+                offset += n
+        except CALL_ENDED as e:
+            # grpc refuses to send on a call the client has cancelled or whose connection is
+            # gone (its ExecuteBatchError): no byte can reach the client, the session is over.
+            # Passed on, so the call is counted as the client's cancellation (rpc wrapper).
+            _log_ended_by_client(ids.request_id, result.receipt.index, offset, total, e)
+            raise
+        except asyncio.CancelledError as e:
+            if not interrupted_by_stop(asyncio.current_task()):  # gRPC's: the caller left
+                _log_ended_by_client(ids.request_id, result.receipt.index, offset, total, e)
+            raise
 
     async def _write(
         self,
@@ -196,3 +216,19 @@ class LabServicer(lab_pb2_grpc.LabServiceServicer):
                 f"the raw output session ran longer than certification.raw_stream_max_seconds "
                 f"({self._max_seconds:g} s); use a new request_id for the rest"
             ) from None
+
+
+def _log_ended_by_client(
+    request_id: str, log_index: int, written: int, total: int, error: BaseException
+) -> None:
+    """The one INFO line of a session its client ended early (no traceback: a normal end)."""
+    _log.info(
+        {
+            "event": "raw_output_session_ended_by_client",
+            "request_id": request_id,
+            "log_index": log_index,
+            "bytes_written": written,
+            "num_bytes": total,
+            "grpc_error": type(error).__name__,
+        }
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -218,6 +219,42 @@ def test_a_session_is_bounded_in_time(tmp_path: Path) -> None:
         assert received[0] < 1 << 30
     finally:
         r.stop()
+
+
+def test_a_client_ending_the_stream_early_is_a_normal_end(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What `rng-certify dieharder --live` does with the rest of its last session: one INFO
+    line naming the session, no ERROR and no traceback in the service log."""
+    caplog.set_level(logging.INFO, logger="rng_service")
+    r = start(make_config(tmp_path, **ENABLED))
+    try:
+        with RngClient(f"127.0.0.1:{r.port}") as client:
+            stream = client.raw_stream(200_000_000, request_id="early-1", chunk_size=65_536)
+            for i, _ in enumerate(stream):
+                if i == 3:
+                    break
+            stream.close()  # cancels the call, as live_raw_bytes does when dieharder is done
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not _ended(caplog):
+            time.sleep(0.05)
+    finally:
+        r.stop()
+    ended = _ended(caplog)
+    assert len(ended) == 1, [rec.getMessage() for rec in caplog.records]
+    assert ended[0].levelno == logging.INFO
+    event = ended[0].msg
+    assert isinstance(event, dict)
+    assert event["request_id"] == "early-1"
+    assert event["log_index"] == 0
+    assert 4 * 65_536 <= event["bytes_written"] < 200_000_000
+    assert [rec.getMessage() for rec in caplog.records if rec.levelno >= logging.ERROR] == []
+    assert not any(rec.exc_info for rec in caplog.records)
+
+
+def _ended(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    event = "raw_output_session_ended_by_client"
+    return [rec for rec in caplog.records if event in rec.getMessage()]
 
 
 def test_the_client_iterator(lab: Running) -> None:
