@@ -29,88 +29,61 @@ stderr is a terminal.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import multiprocessing
 import sys
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
-import numpy.typing as npt
 
+from certification.bitfile import (
+    PackedBits,
+    cut_sequences,
+    file_sequences,
+    inspect_bit_file,
+    read_bits,
+)
+from certification.errors import InputError
+from certification.evidence import evidence_record
 from certification.report import render_json, render_summary
 from certification.rtp.command import add_rtp_parser
 from certification.sp800_22 import Bits, TestResult, assess, run_tests
+from certification.sp800_22.assessment import suite_verdict
+from certification.verdict import (
+    EXIT_FAIL,
+    EXIT_INCONCLUSIVE,
+    EXIT_PASS,
+    EXIT_USAGE,
+    Verdict,
+    combine,
+    exit_code,
+)
 
 if TYPE_CHECKING:
     from certification.sources import LiveTls
 
-__all__ = ["InputError", "PackedBits", "main", "read_bits"]
+__all__ = [
+    "EXIT_FAIL",
+    "EXIT_INCONCLUSIVE",
+    "EXIT_PASS",
+    "EXIT_USAGE",
+    "InputError",
+    "PackedBits",
+    "main",
+    "read_bits",
+]
 
 DEFAULT_BITS_PER_SEQUENCE = 1_000_000
-EXIT_PASS = 0
-EXIT_FAIL = 1
-EXIT_USAGE = 2
-
-_WHITESPACE = np.frombuffer(b" \t\n\r\v\f", dtype=np.uint8)
 
 
-class InputError(Exception):
-    """The input file cannot be used: missing, unreadable, malformed or too short."""
-
-
-@dataclass(frozen=True)
-class PackedBits:
-    """The bits of an input file, kept packed (most significant bit first) and unpacked one
-    sequence at a time, so that memory stays near the file's size."""
-
-    packed: npt.NDArray[np.uint8]
-    size: int
-
-    def packed_slice(self, start: int, n: int) -> tuple[bytes, int]:
-        """The bytes covering bits [start, start + n) and the offset of ``start`` in them."""
-        first, offset = divmod(start, 8)
-        last = (start + n + 7) // 8
-        return self.packed[first:last].tobytes(), offset
-
-    def sequence(self, start: int, n: int) -> Bits:
-        """Bits [start, start + n) as a 0/1 array."""
-        return _unpack(*self.packed_slice(start, n), n)
-
-
-def _unpack(packed: bytes, offset: int, n: int) -> Bits:
-    bits = np.unpackbits(np.frombuffer(packed, dtype=np.uint8))
-    return bits[offset : offset + n]
-
-
-def read_bits(path: Path, fmt: str) -> PackedBits:
-    """All bits of ``path``: ``binary`` is packed bytes, most significant bit first; ``ascii``
-    is the characters '0' and '1' with whitespace ignored, as sts-2.1.2 reads its ASCII input."""
-    try:
-        raw = np.frombuffer(path.read_bytes(), dtype=np.uint8)
-    except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror or e}") from e
-    if fmt == "binary":
-        return PackedBits(packed=raw, size=8 * int(raw.size))
-    digits = raw[~np.isin(raw, _WHITESPACE)]
-    bad = np.flatnonzero((digits != ord("0")) & (digits != ord("1")))
-    if bad.size:
-        offset = int(np.flatnonzero(~np.isin(raw, _WHITESPACE))[bad[0]])
-        char = chr(int(raw[offset]))
-        raise InputError(
-            f"{path}: byte offset {offset} holds {char!r}; an ASCII bit file may hold only "
-            "'0', '1' and whitespace (use --format binary for packed bytes)"
-        )
-    return PackedBits(packed=np.packbits(digits - np.uint8(ord("0"))), size=int(digits.size))
-
-
-def _run_packed(packed: bytes, offset: int, n: int) -> dict[str, TestResult]:
+def _run_packed(packed: bytes, n: int) -> dict[str, TestResult]:
     """Worker entry point: unpack one sequence and run the battery on it."""
-    return run_tests(_unpack(packed, offset, n))
+    return run_tests(np.unpackbits(np.frombuffer(packed, dtype=np.uint8))[:n])
 
 
 class _Progress:
@@ -145,23 +118,31 @@ class _Progress:
 
 
 def _run_battery(
-    bits: PackedBits, n: int, count: int, jobs: int, on_done: Callable[[], None]
+    sequences: Iterator[Bits], n: int, jobs: int, on_done: Callable[[], None]
 ) -> list[dict[str, TestResult]]:
-    """The battery on sequences 0 .. count - 1 of n bits, in order."""
-    if jobs == 1 or count == 1:
-        results = []
-        for i in range(count):
-            results.append(run_tests(bits.sequence(i * n, n)))
+    """The battery on each sequence, in order. Sequences are read as they are needed (at most
+    2 x jobs are held at once), so memory does not grow with their number."""
+    results: list[dict[str, TestResult]] = []
+    if jobs == 1:
+        for sequence in sequences:
+            results.append(run_tests(sequence))
             on_done()
         return results
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, count), mp_context=context) as pool:
-        futures: list[Future[dict[str, TestResult]]] = [
-            pool.submit(_run_packed, *bits.packed_slice(i * n, n), n) for i in range(count)
-        ]
-        for _ in as_completed(futures):
+    done: dict[int, dict[str, TestResult]] = {}
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        pending: dict[Future[dict[str, TestResult]], int] = {}
+        for index, sequence in enumerate(sequences):
+            pending[pool.submit(_run_packed, np.packbits(sequence).tobytes(), n)] = index
+            while len(pending) >= 2 * jobs:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    done[pending.pop(future)] = future.result()
+                    on_done()
+        for future in list(pending):
+            done[pending.pop(future)] = future.result()
             on_done()
-        return [future.result() for future in futures]
+    return [done[i] for i in range(len(done))]
 
 
 def _live_tls(args: argparse.Namespace) -> LiveTls | None:
@@ -176,66 +157,111 @@ def _live_tls(args: argparse.Namespace) -> LiveTls | None:
     return sources.LiveTls(ca=args.ca, cert=args.cert, key=args.key)
 
 
-def _live_bits(args: argparse.Namespace, n: int) -> tuple[PackedBits, dict[str, object]]:
-    """--sequences x n bits of raw output from the live service, and the report's input."""
-    from certification import sources
+class _LiveBits:
+    """--sequences x n bits of raw output from the live service, streamed sequence by sequence,
+    hashed as they arrive, with every logged session recorded."""
 
-    count = args.sequences
-    num_bytes = -(-count * n // 8)
-    sessions: list[dict[str, object]] = []
-    bits = sources.collect_live_bits(
-        args.live, num_bytes, tls=_live_tls(args),
-        session_bytes=args.session_bytes, time_limit=args.time_limit,
-        run_id=args.run_id, sessions=sessions,
-    )  # fmt: skip
-    info: dict[str, object] = {
-        "live": args.live,
-        "format": "binary",
-        "bits_per_sequence": n,
-        "sequences": count,
-        "bits_discarded": int(bits.size - count * n),
-        "raw_output_sessions": sessions,
-    }
-    return bits, info
+    def __init__(self, args: argparse.Namespace, n: int) -> None:
+        self.args = args
+        self.n = n
+        self.count: int = args.sequences
+        self.num_bytes = -(-self.count * n // 8)
+        self.sessions: list[dict[str, Any]] = []
+        self.digest = hashlib.sha256()
+        self.received = 0
+
+    def _bits(self) -> Iterator[Bits]:
+        from certification import sources
+
+        args = self.args
+        for chunk in sources.live_raw_bytes(
+            args.live, tls=_live_tls(args), total=self.num_bytes,
+            session_bytes=args.session_bytes, time_limit=args.time_limit,
+            run_id=args.run_id, sessions=self.sessions,
+        ):  # fmt: skip
+            self.digest.update(chunk)
+            self.received += len(chunk)
+            yield np.unpackbits(np.frombuffer(chunk, dtype=np.uint8))
+
+    def sequences(self) -> Iterator[Bits]:
+        produced = 0
+        for sequence in cut_sequences(self._bits(), self.n, self.count):
+            produced += 1
+            yield sequence
+        if produced < self.count:
+            raise InputError(
+                f"raw output stream from {self.args.live}: only {self.received} of "
+                f"{self.num_bytes} bytes arrived within the time limit of "
+                f"{self.args.time_limit:g} s"
+            )
+
+    def info(self) -> dict[str, object]:
+        return {
+            "live": self.args.live,
+            "format": "binary",
+            "bits_per_sequence": self.n,
+            "sequences": self.count,
+            "bits_discarded": int(8 * self.received - self.count * self.n),
+            "size_bytes": self.received,
+            "sha256": self.digest.hexdigest(),
+            "raw_output_sessions": self.sessions,
+        }
 
 
 def _cmd_nist(args: argparse.Namespace) -> int:
     n = args.bits_per_sequence
+    live: _LiveBits | None = None
     if args.live is not None:
         if args.format not in (None, "binary"):
             raise InputError("--live streams raw bytes: --format is binary or left out")
-        bits, input_info = _live_bits(args, n)
-        count = args.sequences
+        live = _LiveBits(args, n)
+        count = live.count
+        sequences = live.sequences()
     else:
         if args.format is None:
             raise InputError("--format is required with --input (binary or ascii)")
-        bits = read_bits(args.input, args.format)
-        count = bits.size // n
+        facts = inspect_bit_file(args.input, args.format)
+        count = facts.bits // n
+        if count == 0:
+            raise InputError(
+                f"{args.input} holds {facts.bits} bits, fewer than one sequence of {n} bits "
+                "(see --bits-per-sequence)"
+            )
+        sequences = file_sequences(facts, n)
+    progress = _Progress(count, sys.stderr)
+    try:
+        results = _run_battery(sequences, n, args.jobs, progress.advance)
+    finally:
+        progress.close()
+    if live is not None:
+        input_info = live.info()
+        inputs: list[dict[str, Any]] = [
+            {"live": args.live, "size_bytes": live.received, "sha256": input_info["sha256"],
+             "raw_output_sessions": live.sessions}
+        ]  # fmt: skip
+    else:
         input_info = {
             "path": str(args.input),
             "format": args.format,
             "bits_per_sequence": n,
             "sequences": count,
-            "bits_discarded": int(bits.size - count * n),
+            "bits_discarded": int(facts.bits - count * n),
+            "size_bytes": facts.size_bytes,
+            "sha256": facts.sha256,
         }
-    if count == 0:
-        raise InputError(
-            f"{args.input} holds {bits.size} bits, fewer than one sequence of {n} bits "
-            "(see --bits-per-sequence)"
-        )
-    progress = _Progress(count, sys.stderr)
-    try:
-        results = _run_battery(bits, n, count, args.jobs, progress.advance)
-    finally:
-        progress.close()
+        inputs = [facts.as_dict()]
     assessment = assess(results)
-    document = render_json(results, assessment, input_info=input_info)
+    verdict = suite_verdict(assessment, bits_per_sequence=n)
+    document = render_json(
+        results, assessment, verdict, input_info=input_info,
+        evidence=evidence_record(argv=args.argv, inputs=inputs),
+    )  # fmt: skip
     try:
         args.json.write_text(json.dumps(document, indent=1) + "\n")
     except OSError as e:
         raise InputError(f"cannot write {args.json}: {e.strerror or e}") from e
-    sys.stdout.write(render_summary(assessment))
-    return EXIT_PASS if assessment.passed else EXIT_FAIL
+    sys.stdout.write(render_summary(assessment, verdict))
+    return exit_code(verdict.verdict)
 
 
 # --- outcome-level tests, power study, collection, reports, dieharder ---------------------------
@@ -291,9 +317,10 @@ def _plan_item(text: str) -> tuple[str, int]:
 
 
 def _outcome_documents(
-    inputs: Sequence[Path], profiles: Sequence[Path], confidence: float
-) -> tuple[dict[str, object], str, bool]:
+    inputs: Sequence[Path], profiles: Sequence[Path], confidence: float, argv: Sequence[str]
+) -> tuple[dict[str, object], str, Verdict]:
     from certification import sources
+    from certification.evidence import file_facts
     from certification.outcomes import run_battery
     from certification.outcomes.battery import render_json as outcomes_json
     from certification.outcomes.battery import render_summary as outcomes_summary
@@ -308,16 +335,20 @@ def _outcome_documents(
             f"(kinds seen: {', '.join(sorted(sample.untested)) or 'none'})"
         )
     result = run_battery(sample, confidence=confidence)
+    facts = [file_facts(p) for p in (*inputs, *profiles)]
     document = outcomes_json(
         result,
         input_info={"paths": [str(p) for p in inputs], "records": len(records),
                     "profiles": [str(p) for p in profiles]},
+        evidence=evidence_record(argv=argv, inputs=facts),
     )  # fmt: skip
-    return document, outcomes_summary(result), result.passed
+    return document, outcomes_summary(result), result.verdict
 
 
 def _cmd_outcomes(args: argparse.Namespace) -> int:
-    document, summary, passed = _outcome_documents(args.input, args.profile, args.confidence)
+    document, summary, verdict = _outcome_documents(
+        args.input, args.profile, args.confidence, args.argv
+    )
     _write_json(args.json, document)
     if args.html is not None:
         from certification.report.html import render_html
@@ -329,7 +360,7 @@ def _cmd_outcomes(args: argparse.Namespace) -> int:
             ),
         )
     sys.stdout.write(summary)
-    return EXIT_PASS if passed else EXIT_FAIL
+    return exit_code(verdict)
 
 
 def _cmd_power(args: argparse.Namespace) -> int:
@@ -342,13 +373,18 @@ def _cmd_power(args: argparse.Namespace) -> int:
         )
     finally:
         progress.close()
-    document = power.study_json(rows, confidence=args.confidence, replicates=args.replicates)
+    document = power.study_json(
+        rows, confidence=args.confidence, replicates=args.replicates,
+        evidence=evidence_record(argv=args.argv, inputs=[{"generated": "power study seeds "
+                                                          f"{power.SEED!r}"}]),
+    )  # fmt: skip
     _write_json(args.json, document)
     if args.html is not None:
         from certification.report.html import render_html
 
         _write_text(args.html, render_html(power=document, generated_at=_now()))
-    out = [f"{'generator':16} {'outcome':9} {'first rejection':>16} {'caught at (90 %)':>17}"]
+    target = f"caught at ({power.POWER_TARGET:.0%})"
+    out = [f"{'generator':16} {'outcome':9} {'first rejection':>16} {target:>17}"]
     for r in rows:
         first = "-" if r.first_rejection_at is None else f"{r.first_rejection_at:,}"
         caught = "-" if r.caught_at is None else f"{r.caught_at:,}"
@@ -357,9 +393,9 @@ def _cmd_power(args: argparse.Namespace) -> int:
             rejected = sum(t.rejections for t in r.trials)
             runs = sum(t.replicates for t in r.trials)
             out[-1] += f"   (rejected {rejected}/{runs} runs)"
-    out.append("PASSED" if document["passed"] else "FAILED")
+    out.append(f"RESULT: {document['verdict']} ({document['verdict_reason']})")
     sys.stdout.write("\n".join(out) + "\n")
-    return EXIT_PASS if document["passed"] else EXIT_FAIL
+    return exit_code(Verdict[document["verdict"]])
 
 
 def _cmd_collect(args: argparse.Namespace) -> int:
@@ -395,34 +431,43 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from certification.report.html import render_html
 
-    sources = (("outcomes", args.outcomes), ("nist", args.nist), ("power", args.power),
-               ("rtp", args.rtp))  # fmt: skip
-    docs = {name: (_read_json(path) if path is not None else None) for name, path in sources}
+    docs = {
+        name: (_read_json(path) if path is not None else None)
+        for name, path in (
+            ("outcomes", args.outcomes), ("nist", args.nist), ("power", args.power),
+            ("dieharder", args.dieharder), ("rtp", args.rtp),
+        )
+    }  # fmt: skip
     if all(d is None for d in docs.values()):
-        raise InputError("give at least one of --outcomes, --nist, --power, --rtp")
+        raise InputError("give at least one of --outcomes, --nist, --power, --dieharder, --rtp")
     try:
         page = render_html(
-            outcomes=docs["outcomes"], nist=docs["nist"], power=docs["power"], rtp=docs["rtp"],
-            generated_at=_now(),
-            inputs=[str(p) for _, p in sources if p is not None],
+            outcomes=docs["outcomes"], nist=docs["nist"], power=docs["power"],
+            dieharder=docs["dieharder"], rtp=docs["rtp"], generated_at=_now(),
+            inputs=[str(p) for p in (args.outcomes, args.nist, args.power, args.dieharder,
+                                     args.rtp) if p is not None],
         )  # fmt: skip
     except (KeyError, TypeError) as e:
         raise InputError(f"a JSON document is not an rng-certify report ({e!r})") from e
     _write_text(args.html, page)
-    passed = all(_document_passed(d) for d in docs.values() if d is not None)
-    return EXIT_PASS if passed else EXIT_FAIL
+    verdict = combine(document_verdict(d) for d in docs.values() if d is not None)
+    sys.stdout.write(f"RESULT: {verdict.value} (the worst verdict of the documents)\n")
+    return exit_code(verdict)
 
 
-def _document_passed(document: dict[str, object]) -> bool:
-    """The verdict of an outcomes or nist document (``suite.passed``) or a power study's."""
+def document_verdict(document: dict[str, object]) -> Verdict:
+    """The verdict of an rng-certify JSON document: its ``verdict`` member, or for a document
+    of an earlier version ``suite.passed`` / ``passed`` (True: PASS, else FAIL)."""
+    value = document.get("verdict")
+    if isinstance(value, str) and value in Verdict.__members__:
+        return Verdict[value]
     suite = document.get("suite")
-    if isinstance(suite, dict):
-        return suite.get("passed") is True
     if document.get("format") == "rng-certify-rtp/v1":
         from certification.report.rtp import rtp_passed
 
-        return rtp_passed(document)
-    return document.get("passed") is True
+        return Verdict.PASS if rtp_passed(document) else Verdict.FAIL
+    passed = suite.get("passed") if isinstance(suite, dict) else document.get("passed")
+    return Verdict.PASS if passed is True else Verdict.FAIL
 
 
 def _cmd_all(args: argparse.Namespace) -> int:
@@ -434,14 +479,16 @@ def _cmd_all(args: argparse.Namespace) -> int:
     except OSError as e:
         raise InputError(f"cannot create {args.out}: {e.strerror or e}") from e
     documents: dict[str, dict[str, object]] = {}
-    passed = True
+    verdicts: list[Verdict] = []
     inputs: list[str] = []
     if args.records:
-        doc, summary, ok = _outcome_documents(args.records, args.profile, args.confidence)
+        doc, summary, verdict = _outcome_documents(
+            args.records, args.profile, args.confidence, args.argv
+        )
         _write_json(args.out / "outcomes.json", doc)
         sys.stdout.write(summary)
         documents["outcomes"] = doc
-        passed &= ok
+        verdicts.append(verdict)
         inputs += [str(p) for p in args.records]
     if args.bits is not None:
         nist_args = [
@@ -452,8 +499,13 @@ def _cmd_all(args: argparse.Namespace) -> int:
         status = main(nist_args)
         if status == EXIT_USAGE:
             return EXIT_USAGE
-        documents["nist"] = _read_json(args.out / "nist.json")
-        passed &= status == EXIT_PASS
+        nist_doc: dict[str, Any] = _read_json(args.out / "nist.json")
+        ran = nist_doc["evidence"]["command_line"]
+        nist_doc["evidence"]["command_line"] = ["rng-certify", *args.argv]
+        nist_doc["evidence"]["effective_command_line"] = ran
+        _write_json(args.out / "nist.json", nist_doc)
+        documents["nist"] = nist_doc
+        verdicts.append(document_verdict(documents["nist"]))
         inputs.append(str(args.bits))
     if not documents:
         raise InputError("give --records and/or --bits")
@@ -462,8 +514,9 @@ def _cmd_all(args: argparse.Namespace) -> int:
         generated_at=_now(), inputs=inputs,
     )  # fmt: skip
     _write_text(args.out / "report.html", page)
-    sys.stdout.write(f"evidence written to {args.out} (report.html)\n")
-    return EXIT_PASS if passed else EXIT_FAIL
+    verdict = combine(verdicts)
+    sys.stdout.write(f"evidence written to {args.out} (report.html); RESULT: {verdict.value}\n")
+    return exit_code(verdict)
 
 
 def _announce(line: str) -> None:
@@ -473,35 +526,55 @@ def _announce(line: str) -> None:
 def _cmd_dieharder(args: argparse.Namespace) -> int:
     from certification import dieharder
 
+    sessions: list[dict[str, Any]] | None = None
+    inputs: list[dict[str, Any]] = []
     if args.lab_seed is not None:
         from certification import sources
 
         stream = dieharder.generator_stream(sources.lab_generator(args.lab_seed))
         label = f"DeterministicGenerator (lab mode) seed {args.lab_seed!r}"
+        inputs.append({"lab_seed": args.lab_seed})
     elif args.live is not None:
         from certification import sources
 
+        sessions = []
         stream = sources.live_raw_bytes(
             args.live, tls=_live_tls(args),
             session_bytes=args.session_bytes, time_limit=args.time_limit, run_id=args.run_id,
+            sessions=sessions,
         )  # fmt: skip
         label = f"raw output stream of {args.live} (LabService.StreamRawOutput)"
     else:
+        from certification.evidence import file_facts
+
+        inputs.append(file_facts(args.input))
         stream = dieharder.file_stream(args.input)
         label = str(args.input)
     tests = args.test or list(dieharder.QUICK_TESTS)
+    feed = dieharder.HashingStream(stream)
     try:
         results = dieharder.run(
-            stream, tests, executable=args.executable, psamples=args.psamples,
-            on_test=_announce,
+            feed, tests, executable=args.executable, psamples=args.psamples,
+            resolve_ambiguity=args.resolve_ambiguity, on_test=_announce,
         )  # fmt: skip
     except dieharder.DieharderError as e:
         raise InputError(str(e)) from e
-    document = dieharder.to_json(results, source=label)
+    finally:
+        feed.close()
+    consumed = {"bytes_fed": feed.size, "sha256_fed": feed.sha256}
+    if sessions is not None:
+        inputs.append({"live": args.live, **consumed, "raw_output_sessions": sessions})
+    else:
+        inputs[0] = {**inputs[0], **consumed}
+    document = dieharder.to_json(
+        results, source=label, raw_output_sessions=sessions,
+        evidence=evidence_record(argv=args.argv, inputs=inputs),
+    )  # fmt: skip
     if args.json is not None:
         _write_json(args.json, document)
     sys.stdout.write(dieharder.summary(results))
-    return EXIT_PASS if document["passed"] else EXIT_FAIL
+    sys.stdout.write(f"RESULT: {document['verdict']} ({document['verdict_reason']})\n")
+    return exit_code(Verdict[document["verdict"]])
 
 
 def _positive_int(text: str) -> int:
@@ -625,8 +698,8 @@ def _parser() -> argparse.ArgumentParser:
     pw.add_argument(
         "--replicates",
         type=_positive_int,
-        default=50,
-        help="independent samples per size (default 50)",
+        default=100,
+        help="independent samples per size (default 100: 99 must FAIL for the 99 %% target)",
     )
     pw.add_argument(
         "--confidence",
@@ -702,8 +775,9 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser(
         "report",
         help="HTML evidence report from JSON results",
-        description="Renders the JSON documents of outcomes, nist and power into one HTML "
-        "page with plots. Exit status 1 if any of them failed.",
+        description="Renders the JSON documents of outcomes, nist, power and dieharder into "
+        "one HTML page with plots. Exits with the worst verdict: 1 if any FAILed, else 3 if "
+        "any is INCONCLUSIVE, else 0.",
     )
     report.add_argument(
         "--outcomes", type=Path, metavar="JSON", help="rng-certify outcomes --json output"
@@ -713,6 +787,9 @@ def _parser() -> argparse.ArgumentParser:
         "--power", type=Path, metavar="JSON", help="rng-certify power --json output"
     )
     report.add_argument("--rtp", type=Path, metavar="JSON", help="rng-certify rtp --json output")
+    report.add_argument(
+        "--dieharder", type=Path, metavar="JSON", help="rng-certify dieharder --json output"
+    )
     report.add_argument("--html", type=Path, required=True, metavar="OUT", help="the HTML page")
     report.set_defaults(handler=_cmd_report)
 
@@ -816,6 +893,12 @@ def _parser() -> argparse.ArgumentParser:
         help="dieharder -p (default: dieharder's own per test)",
     )
     dh.add_argument(
+        "--resolve-ambiguity",
+        action="store_true",
+        help="dieharder -Y 1 -k 2: add psamples to a WEAK test until it resolves to PASSED or "
+        "FAILED (otherwise a WEAK result makes the verdict INCONCLUSIVE)",
+    )
+    dh.add_argument(
         "--executable", default="dieharder", help="the dieharder program (default dieharder)"
     )
     dh.add_argument("--json", type=Path, metavar="OUT", help="JSON report path")
@@ -830,6 +913,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse has printed the usage message
         return e.code if isinstance(e.code, int) else EXIT_USAGE
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)

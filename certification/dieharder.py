@@ -15,11 +15,20 @@ byte stream, for labs that want its tests beside SP 800-22.
 
 Each test (and each ntuple size) runs in its own dieharder process; the stream continues
 from one to the next, so no byte is used twice.
+
+**Verdict** (:mod:`certification.verdict`): dieharder assesses each result row FAILED when its
+P-value is below 1e-6 or above 1 - 1e-6 (its -X threshold: a perfect generator does that with
+probability 2e-6 a row), WEAK when below 0.005 or above 0.995 (-W), PASSED otherwise. The
+command's verdict: FAIL when any row is FAILED; else INCONCLUSIVE when any row is WEAK (what
+dieharder itself calls ambiguous: a perfect generator gives a WEAK row 1 % of the time, so it
+asks for more samples; ``resolve_ambiguity`` runs dieharder's -Y 1 -k 2 mode, which adds
+psamples to a WEAK test until it resolves); PASS otherwise. No result row at all is an error.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 import subprocess
 import threading
@@ -28,17 +37,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from certification.verdict import Verdict
+
 __all__ = [
+    "FAIL_THRESHOLD",
     "LONG_TESTS",
     "NTUPLES",
     "QUICK_TESTS",
+    "WEAK_THRESHOLD",
     "DieharderError",
     "DieharderResult",
+    "HashingStream",
     "file_stream",
     "generator_stream",
     "run",
     "summary",
     "to_json",
+    "verdict",
 ]
 
 #: Quick tests: Diehard birthdays (0) and STS monobit (100).
@@ -57,6 +72,9 @@ NTUPLES: dict[int, tuple[int, ...]] = {
 }
 LONG_TESTS = {17: "reads about 8 GB of input"}
 CHUNK = 1 << 20
+#: dieharder's default thresholds (-X, -W): two-sided, on each result row's P-value.
+FAIL_THRESHOLD = 0.000001
+WEAK_THRESHOLD = 0.005
 
 _ROW = re.compile(
     r"^\s*(?P<name>\w+)\|\s*(?P<ntup>\d+)\|\s*(?P<tsamples>\d+)\|\s*(?P<psamples>\d+)\|"
@@ -87,6 +105,34 @@ class DieharderResult:
 class _Feed:
     stream: Iterator[bytes]
     written: int = 0
+
+
+class HashingStream:
+    """Wraps a byte stream, counting and hashing (SHA-256) what is read from it, so that the
+    evidence names the bytes dieharder was fed."""
+
+    def __init__(self, stream: Iterator[bytes]) -> None:
+        self._stream = stream
+        self._digest = hashlib.sha256()
+        self.size = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        chunk = next(self._stream)
+        self._digest.update(chunk)
+        self.size += len(chunk)
+        return chunk
+
+    @property
+    def sha256(self) -> str:
+        return self._digest.hexdigest()
+
+    def close(self) -> None:
+        close = getattr(self._stream, "close", None)
+        if close is not None:
+            close()  # ends a live raw-output session: the rest is cancelled, never resent
 
 
 def generator_stream(source: _Bytes) -> Iterator[bytes]:
@@ -120,13 +166,15 @@ def _pump(feed: _Feed, stdin: Any) -> None:
 
 def _run_one(
     feed: _Feed, test: int, ntuple: int | None, executable: str, psamples: int | None,
-    timeout: float,
+    timeout: float, resolve_ambiguity: bool = False,
 ) -> list[DieharderResult]:  # fmt: skip
     cmd = [executable, "-g", "200", "-d", str(test)]
     if ntuple is not None:
         cmd += ["-n", str(ntuple)]
     if psamples is not None:
         cmd += ["-p", str(psamples)]
+    if resolve_ambiguity:
+        cmd += ["-Y", "1", "-k", "2"]
     try:
         proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
@@ -185,6 +233,7 @@ def run(
     executable: str = "dieharder",
     psamples: int | None = None,
     timeout: float = 3600.0,
+    resolve_ambiguity: bool = False,
     on_test: Callable[[str], None] | None = None,
 ) -> list[DieharderResult]:
     """Each test of ``tests`` (at each of its :data:`NTUPLES` sizes) on consecutive bytes of
@@ -198,7 +247,9 @@ def run(
                 extra = f" ({LONG_TESTS[test]})" if test in LONG_TESTS else ""
                 nt = "" if ntuple is None else f" -n {ntuple}"
                 on_test(f"dieharder -g 200 -d {test}{nt}{extra}")
-            results += _run_one(feed, test, ntuple, executable, psamples, timeout)
+            results += _run_one(
+                feed, test, ntuple, executable, psamples, timeout, resolve_ambiguity
+            )
     return results
 
 
@@ -214,16 +265,57 @@ def _row(r: DieharderResult) -> dict[str, Any]:
     }
 
 
-def to_json(results: Sequence[DieharderResult], *, source: str) -> dict[str, Any]:
-    """The JSON document: every result row; passed unless a row is FAILED (WEAK rows are
-    reported, as dieharder does, for a rerun with more samples)."""
-    return {
+def verdict(results: Sequence[DieharderResult]) -> tuple[Verdict, str]:
+    """The verdict over dieharder's result rows (module docstring) and its reason."""
+    failed = [f"{r.name}/{r.ntuple}" for r in results if r.assessment == "FAILED"]
+    weak = [f"{r.name}/{r.ntuple}" for r in results if r.assessment == "WEAK"]
+    if failed:
+        return Verdict.FAIL, (
+            f"{len(failed)} of {len(results)} rows FAILED (P < {FAIL_THRESHOLD:g} or > "
+            f"1 - {FAIL_THRESHOLD:g}): {', '.join(failed[:6])}"
+        )
+    if weak:
+        return Verdict.INCONCLUSIVE, (
+            f"{len(weak)} of {len(results)} rows WEAK (P < {WEAK_THRESHOLD:g} or > "
+            f"1 - {WEAK_THRESHOLD:g}): {', '.join(weak[:6])}; rerun with more samples "
+            "(--psamples, or --resolve-ambiguity for dieharder's -Y 1 mode)"
+        )
+    if not results:
+        return Verdict.INCONCLUSIVE, "no result rows"
+    return Verdict.PASS, f"all {len(results)} rows PASSED"
+
+
+def to_json(
+    results: Sequence[DieharderResult],
+    *,
+    source: str,
+    raw_output_sessions: Sequence[dict[str, Any]] | None = None,
+    evidence: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON document: every result row, the verdict and the criteria (``passed`` is True
+    only for PASS); for a live source every raw-output session with its receipt."""
+    v, reason = verdict(results)
+    document: dict[str, Any] = {
         "tool": "dieharder 3.31 (-g 200, raw stdin)",
         "source": source,
+        "verdict": v.value,
+        "verdict_reason": reason,
+        "criteria": {
+            "fail_threshold": FAIL_THRESHOLD,
+            "weak_threshold": WEAK_THRESHOLD,
+            "rule": "FAIL if any row FAILED; INCONCLUSIVE if any row WEAK (dieharder asks for "
+            "more samples: rerun with more psamples or -Y 1); PASS otherwise",
+            "per_row_false_fail": 2 * FAIL_THRESHOLD,
+        },
         "results": [_row(r) for r in results],
-        "passed": bool(results) and all(r.assessment != "FAILED" for r in results),
+        "passed": v is Verdict.PASS,
         "weak": [f"{r.name}/{r.ntuple}" for r in results if r.assessment == "WEAK"],
     }
+    if raw_output_sessions is not None:
+        document["raw_output_sessions"] = list(raw_output_sessions)
+    if evidence is not None:
+        document["evidence"] = evidence
+    return document
 
 
 def summary(results: Sequence[DieharderResult]) -> str:

@@ -25,7 +25,8 @@ everything else in the package is pure statistics over what this module hands it
 * **The live raw stream** (:func:`live_raw_bytes`, :func:`collect_live_bits`): raw generator
   bytes from ``LabService.StreamRawOutput`` (lab role, a service configured for certification),
   in sessions of at most ``session_bytes``, each logged by the service as one
-  ``raw_output_session`` entry; over mTLS (``--ca/--cert/--key``) to any address, in plaintext
+  ``raw_output_session`` entry (its request id, log index and receipt are recorded); over
+  mTLS (``--ca/--cert/--key``) to any address, in plaintext
   to loopback only; bounded in bytes and time.
 
 :func:`build_sample` turns records into an :class:`~certification.outcomes.OutcomeSample` with
@@ -51,19 +52,32 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from certification.cli import InputError, PackedBits, read_bits
+from certification.bitfile import PackedBits, read_bits
+from certification.errors import InputError
 from certification.outcomes.sample import (
+    BonusGroup,
     DiceGroup,
     FireNumberGroup,
     JackpotGroup,
     MultiBallGroup,
     OutcomeSample,
     ShuffleGroup,
+    UniformGroup,
+    WeightedGroup,
     WheelGroup,
 )
 from rng_service.drbg import DeterministicGenerator
 from rng_service.errors import RngServiceError
-from rng_service.outcomes import cards, dice, fire_numbers, jackpot, multiball, roulette
+from rng_service.outcomes import (
+    cards,
+    dice,
+    fire_numbers,
+    generic,
+    jackpot,
+    mega_fire_blaze,
+    multiball,
+    roulette,
+)
 from rng_service.outcomes.profiles import (
     MegaFireBlazeProfile,
     builtin_profile_names,
@@ -112,7 +126,15 @@ KIND_PARAMS: dict[str, dict[str, Any]] = {
     "jackpot_tier": {},
     "multiball_3": {"wheel": "double_zero", "balls": 3},
     "card_shuffle": {"decks": 1, "jokers": 0},
+    "card_shoe_6": {"decks": 6, "jokers": 0},
+    "mega_fire_blaze_bonus": {},
+    "uniform_int": {"low": 1, "high": 100, "count": 5, "distinct": False},
+    "uniform_int_distinct": {"low": 1, "high": 80, "count": 20, "distinct": True},
+    "weighted_choice": {"weights": [1, 2, 3, 4, 10], "count": 5},
 }
+#: Log entry kinds that are not outcomes: game profile registrations and raw-output
+#: sessions. The battery lists them and tests nothing in them.
+NOT_OUTCOME_KINDS = ("mega_fire_blaze", "raw_output_session")
 DEFAULT_LIVE_PLAN: dict[str, int] = {"roulette_double_zero": 2000}
 #: What ``rng-certify collect --lab-seed`` draws unless told otherwise (a few seconds).
 DEFAULT_LAB_PLAN: dict[str, int] = {
@@ -124,6 +146,11 @@ DEFAULT_LAB_PLAN: dict[str, int] = {
     "jackpot_tier": 5_000,
     "multiball_3": 10_000,
     "card_shuffle": 2_000,
+    "card_shoe_6": 1_000,
+    "mega_fire_blaze_bonus": 5_000,
+    "uniform_int": 5_000,
+    "uniform_int_distinct": 1_000,
+    "weighted_choice": 5_000,
 }
 #: Seconds a live collection may take at most unless told otherwise.
 LIVE_TIME_LIMIT = 300.0
@@ -281,6 +308,19 @@ def _draw_one(src: RandomSource, name: str, profile: MegaFireBlazeProfile) -> Re
     if name == "multiball_3":
         mp = multiball.MultiBallParams(wheel=WheelType(p["wheel"]), balls=p["balls"])
         return _record("multiball", mp.to_record(), multiball.draw(src, mp).to_record())
+    if name == "mega_fire_blaze_bonus":
+        fp = fire_numbers.FireNumberParams(profile=profile)
+        count = len(fire_numbers.draw(src, fp).numbers)
+        bp = mega_fire_blaze.BonusParams(profile=profile, fire_number_count=count)
+        return _record("mega_fire_blaze_bonus", bp.to_record(),
+                       mega_fire_blaze.draw(src, bp).to_record())  # fmt: skip
+    if name.startswith("uniform_int"):
+        up = generic.UniformParams(**p)
+        return _record("uniform_int", up.to_record(), generic.draw_uniform(src, up).to_record())
+    if name == "weighted_choice":
+        wp = generic.WeightedParams(weights=tuple(p["weights"]), count=p["count"])
+        return _record("weighted_choice", wp.to_record(),
+                       generic.draw_weighted(src, wp).to_record())  # fmt: skip
     cp = cards.ShuffleParams(decks=p["decks"], jokers=p["jokers"])
     return _record("card_shuffle", cp.to_record(), cards.draw(src, cp).to_record())
 
@@ -395,10 +435,12 @@ def live_raw_bytes(
 
     ``total`` bytes in all (None: until ``time_limit``, for dieharder, which reads what it
     needs and stops), in sessions of at most ``session_bytes`` with request ids
-    ``<run_id>-raw-<n>``; each session's logged entry (index, generator instance and epoch)
-    is appended to ``sessions``. Stops when ``time_limit`` seconds have passed (the chunks so
-    far are what was yielded). Service errors raise :class:`SourceError`.
+    ``<run_id>-raw-<n>``; each session (request id, log index, generator instance and epoch,
+    bytes, and its receipt as ``rng-service-receipt/v1`` JSON) is appended to ``sessions``.
+    Stops when ``time_limit`` seconds have passed (the chunks so far are what was yielded).
+    Service errors raise :class:`SourceError`.
     """
+    from rng_service.log.receipt import receipt_to_json
     from rng_service.service.client import ClientError, RawSession
 
     if session_bytes < 1 or (total is not None and total < 1):
@@ -424,6 +466,7 @@ def live_raw_bytes(
                         "generator_instance": session.generator_instance,
                         "generator_epoch": session.generator_epoch,
                         "num_bytes": session.num_bytes,
+                        "receipt": json.loads(receipt_to_json(session.receipt)),
                     })  # fmt: skip
 
             stream = client.raw_stream(
@@ -488,6 +531,17 @@ def _live_one(client: Any, name: str, ids: dict[str, str], profile: str) -> Reco
         receipt = client.jackpot_tier(profile=profile, **ids).receipt
     elif name == "multiball_3":
         receipt = client.multiball(wheel=p["wheel"], balls=p["balls"], **ids).receipt
+    elif name == "mega_fire_blaze_bonus":
+        # The bonus takes its Fire Number count from the round's logged Fire Number draw.
+        fire_ids = {**ids, "request_id": f"{ids['request_id']}-fire"}
+        fire = client.fire_numbers(profile=profile, **fire_ids).receipt
+        receipt = client.mega_fire_blaze_bonus(
+            profile=profile, fire_numbers_index=fire.index, **ids
+        ).receipt
+    elif name.startswith("uniform_int"):
+        receipt = client.uniform(**p, **ids).receipt
+    elif name == "weighted_choice":
+        receipt = client.weighted(weights=list(p["weights"]), count=p["count"], **ids).receipt
     else:
         receipt = client.shuffle(decks=p["decks"], jokers=p["jokers"], **ids).receipt
     entry = json.loads(receipt.entry)
@@ -555,8 +609,12 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
     tiers: dict[str, list[str]] = defaultdict(list)
     balls: dict[tuple[str, int], list[tuple[str, ...]]] = defaultdict(list)
     shoes: dict[tuple[int, int], list[tuple[int, ...]]] = defaultdict(list)
+    uniform: dict[tuple[int, int, bool], list[tuple[int, ...]]] = defaultdict(list)
+    weighted: dict[tuple[int, ...], list[tuple[int, ...]]] = defaultdict(list)
+    bonus: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
     profile_of: dict[str, MegaFireBlazeProfile] = {}
     untested: dict[str, int] = defaultdict(int)
+    not_outcomes: dict[str, int] = defaultdict(int)
     for number, r in enumerate(records, 1):
         where = f"record {number}"
         kind, params, outcome = r["kind"], r.get("params") or {}, r["outcome"]
@@ -588,6 +646,18 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
             elif kind == "card_shuffle":
                 key = (outcome["decks"], outcome["jokers"])
                 shoes[key].append(tuple(cards.card_code(c) for c in outcome["cards"]))
+            elif kind in ("uniform_int", "uniform_int_batch"):
+                ukey = (int(params["low"]), int(params["high"]), bool(params.get("distinct")))
+                uniform[ukey].append(tuple(int(v) for v in outcome["values"]))
+            elif kind == "weighted_choice":
+                wkey = tuple(int(w) for w in params["weights"])
+                weighted[wkey].append(tuple(int(i) for i in outcome["indices"]))
+            elif kind == "mega_fire_blaze_bonus":
+                prof = profiles.get(params, where)
+                profile_of[prof.id.sha256] = prof
+                bonus[(prof.id.sha256, int(params["fire_number_count"]))].append(outcome)
+            elif kind in NOT_OUTCOME_KINDS:
+                not_outcomes[kind] += 1
             else:
                 untested[kind] += 1
         except (KeyError, TypeError, ValueError, RngServiceError) as e:
@@ -599,7 +669,19 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
         jackpots=tuple(_jackpot_group(profile_of[sha], v) for sha, v in sorted(tiers.items())),
         multiball=tuple(_multiball_group(w, k, v) for (w, k), v in sorted(balls.items())),
         shuffles=tuple(_shuffle_group(d, j, v) for (d, j), v in sorted(shoes.items())),
+        uniform=tuple(
+            UniformGroup(low=lo, high=hi, distinct=dist, draws=tuple(v))
+            for (lo, hi, dist), v in sorted(uniform.items())
+        ),
+        weighted=tuple(
+            WeightedGroup(weights=w, draws=tuple(v)) for w, v in sorted(weighted.items())
+        ),
+        bonus=tuple(
+            _bonus_group(profile_of[sha], c, v, f"record of bonus group {c}")
+            for (sha, c), v in sorted(bonus.items())
+        ),
         untested=dict(untested),
+        not_outcomes=dict(not_outcomes),
     )
 
 
@@ -688,6 +770,45 @@ def _shuffle_group(decks: int, jokers: int, v: list[tuple[int, ...]]) -> Shuffle
         shuffles=tuple(v),
         top_expected=top,
         distinct=decks == 1,
+    )
+
+
+def _bonus_group(
+    prof: MegaFireBlazeProfile, count: int, outcomes: list[Mapping[str, Any]], where: str
+) -> BonusGroup:
+    """The bonus games of one profile and Fire Number count, with their exact distributions."""
+    rule = prof.segments
+    fill_orders: list[tuple[int, ...]] = []
+    multipliers: list[int] = []
+    designations: list[tuple[str, ...]] = []
+    tiers: list[str] = []
+    totals: list[int] = []
+    try:
+        for o in outcomes:
+            order = tuple(int(i) for i in o["fill_order"])
+            by_index = {int(c["index"]): c for c in o["cells"]}
+            fill_orders.append(order)
+            multipliers.extend(int(by_index[i]["multiplier"]) for i in order)
+            segs = sorted(o["segments"], key=lambda g: int(g["index"]))
+            designations.append(tuple(str(g["designation"]) for g in segs))
+            tiers.extend(str(g["jackpot_tier"]) for g in segs if g["jackpot_tier"] is not None)
+            totals.append(int(o["total"]))
+    except (KeyError, TypeError, ValueError) as e:
+        raise SourceError(f"{where}: malformed mega_fire_blaze_bonus record ({e!r})") from e
+    return BonusGroup(
+        profile=f"{prof.id.name}@{prof.id.version}",
+        fire_number_count=count,
+        fill_orders=tuple(fill_orders),
+        multipliers=tuple(multipliers),
+        multiplier_expected=prof.multipliers.distribution(),
+        designations=tuple(designations),
+        designation_mode=rule.mode,
+        designation_expected=None if rule.weights is None else rule.weights.distribution(),
+        layout=tuple(rule.layout),
+        jackpot_tiers=tuple(tiers),
+        jackpot_expected=prof.jackpot.distribution(),
+        totals=tuple(totals),
+        total_expected=mega_fire_blaze.total_distribution(prof, count),
     )
 
 

@@ -10,6 +10,13 @@ Kolmogorov-Smirnov, and the corrections applied when many tests run at once.
   procedure") controls the family-wise error rate of the whole battery at alpha; the second-
   level test (SP 800-22 section 4.2.2 in spirit, here a Kolmogorov-Smirnov test of the P-values
   against U(0, 1)) looks for P-values that are individually fine but not uniform together.
+* The repeat (period) detector :func:`repeats`: windows of L consecutive symbols, L the
+  shortest for which a fair stream expects at most :data:`REPEAT_EXPECTATION` pairs of equal
+  windows at distance >= L (disjoint windows: each pair is equal with probability exactly
+  q^L, q the chance that two symbols are equal); a stream that repeats itself with period
+  T >= L gives about n - T such pairs once it holds more than T + L symbols. Its P-value is
+  Markov's bound min(1, expected / observed) (exact validity, no approximation); it is 1 when
+  no pair is seen, so the test takes no part in the second-level uniformity check.
 
 Expected probabilities arrive as exact :class:`fractions.Fraction` values (the outcome modules'
 distribution functions) and are converted to floats only to form the statistic. Nothing here
@@ -29,6 +36,7 @@ from scipy import stats
 
 __all__ = [
     "MIN_EXPECTED",
+    "REPEAT_EXPECTATION",
     "Cell",
     "TestResult",
     "chi_square_gof",
@@ -36,7 +44,9 @@ __all__ = [
     "holm_adjusted",
     "inclusion_test",
     "ks_uniform",
+    "min_observations",
     "pool_cells",
+    "repeats",
     "second_level",
 ]
 
@@ -44,6 +54,8 @@ K = TypeVar("K", bound=Hashable)
 
 #: The least expected count a chi-square cell may have (Knuth 3.3.1 B); sparser cells are pooled.
 MIN_EXPECTED = 5.0
+#: Expected number of equal window pairs in a fair stream that sets the repeat detector's window.
+REPEAT_EXPECTATION = 1e-6
 
 
 @dataclass(frozen=True)
@@ -62,7 +74,9 @@ class TestResult:
     ``cells`` are the (pooled) observed and expected counts the statistic was formed from, for
     the report's frequency charts; ``df`` is ``None`` for tests without degrees of freedom
     (Kolmogorov-Smirnov, normal z). ``p_value`` is ``None`` when the test does not apply (too
-    few data: ``note`` says why); such a test makes no decision.
+    few data: ``note`` says why, ``min_sample`` how many it needs where known); such a test
+    makes no decision. ``second_level`` is False for tests whose P-values are not continuous
+    under the null hypothesis (the repeat detector), which the second-level check leaves out.
     """
 
     name: str
@@ -75,6 +89,8 @@ class TestResult:
     cells: tuple[Cell, ...] = ()
     note: str = ""
     details: Mapping[str, float | int | str] = field(default_factory=dict)
+    min_sample: int | None = None
+    second_level: bool = True
 
     @property
     def applicable(self) -> bool:
@@ -117,6 +133,34 @@ def pool_cells(
     return pooled
 
 
+def min_observations(probabilities: Sequence[float]) -> int | None:
+    """The fewest observations for which :func:`pool_cells` forms at least two cells from
+    cells of these probabilities (None: never, a single cell)."""
+    cumulative = np.cumsum(np.asarray(probabilities, dtype=np.float64))
+    if cumulative.size < 2:
+        return None
+
+    def two_cells(n: int) -> bool:
+        first = int(np.searchsorted(cumulative, MIN_EXPECTED / n - 1e-12))
+        return first < cumulative.size - 1 and n * (cumulative[-1] - cumulative[first]) >= (
+            MIN_EXPECTED - 1e-9
+        )
+
+    high = 1
+    while not two_cells(high):
+        high *= 2
+        if high > 1 << 50:
+            return None
+    low = high // 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        if two_cells(mid):
+            high = mid
+        else:
+            low = mid
+    return high
+
+
 def _join(names: Sequence[str]) -> str:
     if len(names) == 1:
         return names[0]
@@ -155,10 +199,12 @@ def chi_square_gof(
     exp = [float(expected[k]) * n for k in keys]
     cells = pool_cells(counts, exp, [_label(k) for k in keys])
     if n == 0 or len(cells) < 2:
+        need = min_observations([float(expected[k]) for k in keys])
         return TestResult(
             name, group, None, None, None, "chi-square", n, tuple(cells),
-            note=f"too few observations ({n}) for two cells expecting >= {MIN_EXPECTED:g}",
-            details=extra,
+            note=f"too few observations ({n}) for two cells expecting >= {MIN_EXPECTED:g}"
+            + (f"; needs {need}" if need else ""),
+            details=extra, min_sample=need,
         )  # fmt: skip
     o = np.array([c.observed for c in cells], dtype=np.float64)
     e = np.array([c.expected for c in cells], dtype=np.float64)
@@ -265,3 +311,83 @@ def second_level(p_values: Sequence[float]) -> TestResult:
         np.asarray(p_values, dtype=np.float64),
         method="Kolmogorov-Smirnov of the P-values against U(0, 1)",
     )
+
+
+def _codes(symbols: npt.NDArray[np.integer] | Sequence[Hashable]) -> npt.NDArray[np.int64]:
+    """Integer codes of ``symbols``: an integer array as it is, anything else by first
+    appearance."""
+    if isinstance(symbols, np.ndarray):
+        if symbols.ndim == 1 and np.issubdtype(symbols.dtype, np.integer):
+            return symbols.astype(np.int64, copy=False)
+        raise ValueError("an array of symbols must be one-dimensional integers")
+    index: dict[Hashable, int] = {}
+    return np.fromiter((index.setdefault(x, len(index)) for x in symbols), dtype=np.int64)
+
+
+def _window_pairs(n_windows: int, window: int) -> int:
+    """Pairs of windows (i < j) at distance j - i >= window among ``n_windows``."""
+    far = n_windows - window
+    return far * (far + 1) // 2 if far > 0 else 0
+
+
+def repeats(
+    name: str,
+    group: str,
+    symbols: npt.NDArray[np.integer] | Sequence[Hashable],
+    collision: Fraction | float,
+    *,
+    expectation: float = REPEAT_EXPECTATION,
+) -> TestResult:
+    """The repeat (period) detector (module docstring): equal windows of L consecutive symbols
+    at distance >= L, against what a fair stream expects (``collision``: the probability
+    that two independent symbols are equal, sum of p^2)."""
+    codes = _codes(symbols)
+    n = int(codes.size)
+    q = float(collision)
+    method = "repeated windows (Markov bound)"
+    window = 0
+    expected = 0.0
+    if 0 <= q < 1:
+        for length in range(1, n // 2 + 1):
+            pairs = _window_pairs(n - length + 1, length)
+            if pairs == 0:
+                break
+            expected = pairs * q**length
+            if expected <= expectation:
+                window = length
+                break
+    if window == 0:
+        return TestResult(
+            name, group, None, None, None, method, n, second_level=False,
+            note="too few values for a window a fair stream would not repeat",
+        )  # fmt: skip
+    n_windows = n - window + 1
+    width = max(1, (int(codes.max()).bit_length() + 7) // 8) if n else 1
+    small = codes.astype({1: np.uint8, 2: np.uint16}.get(width, np.int64))
+    windows = np.ascontiguousarray(np.lib.stride_tricks.sliding_window_view(small, window))
+    keys = windows.view(np.dtype((np.void, windows.dtype.itemsize * window))).ravel()
+    _, ids = np.unique(keys, return_inverse=True)
+    positions = np.arange(n_windows, dtype=np.int64)
+    order = np.lexsort((positions, ids))
+    sorted_ids = ids[order].astype(np.int64)
+    sorted_pos = positions[order]
+    combined = sorted_ids * (n_windows + window + 1) + sorted_pos
+    group_end = np.searchsorted(sorted_ids, sorted_ids, side="right")
+    first_far = np.searchsorted(combined, combined + window, side="left")
+    observed = int(np.sum(np.maximum(group_end - first_far, 0)))
+    details: dict[str, float | int | str] = {
+        "window": window,
+        "expected_pairs": expected,
+        "pairs": observed,
+    }
+    if observed:
+        same = sorted_ids[1:] == sorted_ids[:-1]
+        gaps = np.diff(sorted_pos)[same]
+        gaps = gaps[gaps >= window]
+        if gaps.size:
+            details["period"] = int(np.bincount(gaps).argmax())
+        repeated = sorted_pos[1:][same][np.diff(sorted_pos)[same] >= window]
+        details["first_repeat_at"] = int(repeated.min()) if repeated.size else -1
+    p = 1.0 if observed == 0 else min(1.0, expected / observed)
+    return TestResult(name, group, float(observed), None, p, method, n, details=details,
+                      second_level=False)  # fmt: skip

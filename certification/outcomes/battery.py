@@ -14,7 +14,18 @@ Per group (docs/certification.md, "Outcome-level tests"):
 * jackpot tiers, per profile: against ``jackpot.distribution`` (617b.7(g)(5)(ii));
 * multi-ball, per (wheel, balls): per-number inclusion, balls on 7/17/27 against
   ``multiball.hit_count_distribution`` (617c.2(j)), first ball;
-* shuffles, per shoe: :mod:`certification.outcomes.shuffles`.
+* shuffles, per shoe (one deck or a multi-deck shoe): :mod:`certification.outcomes.shuffles`;
+* generic uniform integers, per (low, high, with or without replacement): the values against
+  1 / (high - low + 1) and the sequence tests; without replacement: inclusion, first value and
+  whole draws repeated;
+* weighted choices, per weight vector: the indices against weights / sum, and the serial tests
+  of :func:`certification.outcomes.sequence.discrete_stream_tests`;
+* Mega Fire Blaze bonus games, per (profile, Fire Number count): the total against
+  ``mega_fire_blaze.total_distribution``, the filled cells (inclusion, first cell), the cell
+  multipliers, the segment designations and the jackpot tiers against the profile's tables,
+  repeated fill orders (617b.7(g)).
+
+Every repeat (period) detector and serial test runs on each group's stream in log order.
 
 Decision (the project cites 58 Pa. Code 810a.5(c) for its random number generator
 requirements, outcomes statistically independent and uniform over their possible values,
@@ -26,39 +37,65 @@ that the P-values together are uniform, at SP 800-22 section 4.2.2's threshold 0
 alpha if smaller (:data:`SECOND_LEVEL_ALPHA`: the tests share data, so their P-values are not
 independent). The run passes when no adjusted P-value is below alpha and the second-level
 one is not below its threshold.
+
+Verdict (:class:`certification.verdict.Verdict`): FAIL when a test fails either way; otherwise
+INCONCLUSIVE when some test did not apply for lack of data (its ``min_sample`` says how many
+outcomes it needs), or when no test applied; PASS otherwise. A test that cannot apply whatever
+the sample (no jackpot segment can be completed with fewer than six Fire Numbers) does not
+make a run inconclusive.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from certification.outcomes._stats import (
+    MIN_EXPECTED,
+    REPEAT_EXPECTATION,
     K,
     TestResult,
     chi_square_gof,
     holm_adjusted,
     inclusion_test,
+    ks_uniform,
+    repeats,
     second_level,
 )
 from certification.outcomes.sample import (
+    BonusGroup,
     DiceGroup,
     FireNumberGroup,
     JackpotGroup,
     MultiBallGroup,
     OutcomeSample,
     ShuffleGroup,
+    UniformGroup,
+    WeightedGroup,
     WheelGroup,
 )
-from certification.outcomes.sequence import run_sequence_tests
-from certification.outcomes.shuffles import run_shuffle_tests
+from certification.outcomes.sequence import (
+    MAX_LAG,
+    TUPLE_MIN_EXPECTED,
+    discrete_stream_tests,
+    jittered_uniforms,
+    run_sequence_tests,
+    run_stream_tests,
+    runs_up,
+    runs_up_and_down,
+)
+from certification.outcomes.shuffles import card_by_position, run_shuffle_tests
+from certification.verdict import Verdict
 
 __all__ = [
+    "CRITERIA",
     "DEFAULT_CONFIDENCE",
     "MAX_TUPLE_CELLS",
     "SECOND_LEVEL_ALPHA",
@@ -80,6 +117,12 @@ _SECOND_LEVEL_MIN = 10
 #: its nominal level: about 5 % of lab-mode runs at 0.01, 1 % at 0.001, 0.3 % at 0.0001
 #: (300 runs measured).
 SECOND_LEVEL_ALPHA = 0.0001
+#: Largest range of generic integers whose values get a chi-square cell each.
+MAX_VALUE_CELLS = 10_000
+#: Largest range of generic integers on which the integer sequence tests run (gap, poker need
+#: the alphabet); larger ranges get the tests of the continuous values only.
+MAX_SEQUENCE_ALPHABET = 1 << 31
+_BONUS_CELLS = 36
 
 
 @dataclass(frozen=True)
@@ -101,14 +144,20 @@ class BatteryResult:
     decisions: tuple[Decision, ...]
     second_level: TestResult | None
     second_level_passed: bool | None
-    passed: bool
+    verdict: Verdict
+    verdict_reason: str
     failed: tuple[str, ...]
     outcome_count: int
     untested: Mapping[str, int]
+    not_outcomes: Mapping[str, int] | None = None
 
     @property
     def alpha(self) -> float:
         return 1.0 - self.confidence
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict is Verdict.PASS
 
 
 def _counts(values: Sequence[K]) -> dict[K, int]:
@@ -162,11 +211,22 @@ def _fire_tests(g: FireNumberGroup) -> list[TestResult]:
         chi_square_gof("count", group, _counts([len(d) for d in g.draws]), g.count_expected),
         inclusion_test("inclusion", group, g.draws, g.layout),
         chi_square_gof("first_number", group, _counts([d[0] for d in g.draws if d]), uniform),
+        repeats("repeats", group, list(g.draws), _fire_collision(g)),
     ]
 
 
 def _jackpot_tests(g: JackpotGroup) -> list[TestResult]:
-    return [chi_square_gof("tiers", f"jackpot/{g.profile}", _counts(g.tiers), g.expected)]
+    group = f"jackpot/{g.profile}"
+    results = [chi_square_gof("tiers", group, _counts(g.tiers), g.expected)]
+    order = list(g.expected)
+    if len(order) > 1:
+        index = {t: i for i, t in enumerate(order)}
+        known = [index[t] for t in g.tiers if t in index]
+        if len(known) == len(g.tiers):  # an unknown tier already fails `tiers`
+            probabilities = [g.expected[t] for t in order]
+            known_array = np.asarray(known, dtype=np.int64)
+            results += discrete_stream_tests(known_array, probabilities, group)
+    return results
 
 
 def _multiball_tests(g: MultiBallGroup) -> list[TestResult]:
@@ -174,10 +234,13 @@ def _multiball_tests(g: MultiBallGroup) -> list[TestResult]:
     targets = set(g.targets)
     hits = [sum(1 for x in d if x in targets) for d in g.draws]
     uniform = {x: Fraction(1, len(g.layout)) for x in g.layout}
+    size = len(g.layout)
+    collision = Fraction(math.factorial(size - g.balls), math.factorial(size))
     return [
         inclusion_test("inclusion", group, g.draws, g.layout),
         chi_square_gof("target_hits", group, _counts(hits), g.hit_expected),
         chi_square_gof("first_ball", group, _counts([d[0] for d in g.draws]), uniform),
+        repeats("repeats", group, list(g.draws), collision),
     ]
 
 
@@ -185,6 +248,146 @@ def _shuffle_tests(g: ShuffleGroup) -> list[TestResult]:
     group = f"shuffle/{g.decks}deck{'s' if g.decks > 1 else ''}+{g.jokers}j"
     array = np.asarray(g.shuffles, dtype=np.int64)
     return run_shuffle_tests(array, g.top_expected, distinct=g.distinct, group=group)
+
+
+def _fire_collision(g: FireNumberGroup) -> Fraction:
+    """P(two Fire Number draws are equal, as ordered tuples) = sum_c P(c)^2 (L - c)! / L!."""
+    size = len(g.layout)
+    return sum(
+        (p * p * Fraction(math.factorial(size - c), math.factorial(size))
+         for c, p in g.count_expected.items()),
+        Fraction(0),
+    )  # fmt: skip
+
+
+def _uniform_tests(g: UniformGroup) -> list[TestResult]:
+    group = f"uniform/{g.low}..{g.high}" + ("/distinct" if g.distinct else "")
+    span = g.span
+    uniform = Fraction(1, span)
+    if g.distinct:
+        firsts = [d[0] - g.low for d in g.draws if d]
+        results: list[TestResult] = []
+        if span <= MAX_VALUE_CELLS:
+            layout = tuple(str(v) for v in range(span))
+            sets = [tuple(str(v - g.low) for v in d) for d in g.draws]
+            results.append(inclusion_test("inclusion", group, sets, layout))
+        results += _integer_stream(firsts, span, group, prefix="first_value")
+        c_min = min((len(d) for d in g.draws), default=1)
+        collision = (
+            Fraction(math.factorial(span - c_min), math.factorial(span))
+            if span <= (MAX_VALUE_CELLS)
+            else Fraction(1, span) ** c_min
+        )
+        results.append(repeats("repeats", group, [tuple(d) for d in g.draws], collision))
+        return results
+    values = [v - g.low for d in g.draws for v in d]
+    results = []
+    if span <= MAX_VALUE_CELLS:
+        expected = {v: uniform for v in range(span)}
+        results.append(chi_square_gof("values", group, _counts(values), expected))
+    return results + _integer_stream(values, span, group)
+
+
+def _integer_stream(
+    values: list[int], span: int, group: str, *, prefix: str = ""
+) -> list[TestResult]:
+    """Sequence tests on integers uniform on [0, span): Knuth's tests when the alphabet is not
+    too large, else the tests of the continuous values U = (X + V) / span."""
+    if span <= MAX_SEQUENCE_ALPHABET:
+        results = run_sequence_tests(np.asarray(values, dtype=np.int64), span, group)
+    else:
+        jitter = jittered_uniforms(np.zeros(len(values), dtype=np.int64), 1)
+        u = np.minimum(
+            np.array([x / span for x in values], dtype=np.float64) + jitter / span,
+            np.nextafter(1.0, 0.0),
+        )
+        ints = np.zeros(len(values), dtype=np.int64)
+        results = [
+            runs_up_and_down(u, group),
+            runs_up(u, group),
+            runs_up(u, group, down=True),
+            *run_stream_tests(ints, 0, u, group),
+            ks_uniform("uniformity_ks", group, u),
+            repeats("repeats", group, values, Fraction(1, span)),
+        ]
+    if prefix:
+        results = [replace(r, name=f"{prefix}_{r.name}") for r in results]
+    return results
+
+
+def _weighted_label(weights: tuple[int, ...]) -> str:
+    if len(weights) <= 8:
+        return ",".join(str(w) for w in weights)
+    digest = hashlib.sha256(",".join(map(str, weights)).encode()).hexdigest()[:12]
+    return f"{len(weights)}-weights-{digest}"
+
+
+def _weighted_tests(g: WeightedGroup) -> list[TestResult]:
+    group = f"weighted/{_weighted_label(g.weights)}"
+    indices = [i for d in g.draws for i in d]
+    expected = g.expected
+    results = [chi_square_gof("indices", group, _counts(indices), expected)]
+    if len(expected) > 1:
+        probabilities = [expected[i] for i in range(len(g.weights))]
+        results += discrete_stream_tests(np.asarray(indices, dtype=np.int64), probabilities, group)
+    return results
+
+
+def _bonus_tests(g: BonusGroup) -> list[TestResult]:
+    group = f"bonus/{g.profile}/{g.fire_number_count}"
+    cells = tuple(str(i) for i in range(_BONUS_CELLS))
+    uniform = {i: Fraction(1, _BONUS_CELLS) for i in range(_BONUS_CELLS)}
+    results = [
+        chi_square_gof("total", group, _counts(list(g.totals)), g.total_expected),
+        inclusion_test("cells", group, [tuple(str(i) for i in o) for o in g.fill_orders], cells),
+        chi_square_gof("first_cell", group, _counts([o[0] for o in g.fill_orders if o]), uniform),
+        chi_square_gof("multipliers", group, _counts(list(g.multipliers)), g.multiplier_expected),
+    ]
+    if g.designation_mode == "independent" and g.designation_expected is not None:
+        flat = [d for row in g.designations for d in row]
+        results.append(chi_square_gof("designations", group, _counts(flat), g.designation_expected))
+    elif g.designation_mode == "shuffled" and g.designations:
+        names = sorted(set(g.layout))
+        codes = np.array([[names.index(d) if d in names else -1 for d in row]
+                          for row in g.designations], dtype=np.int64)  # fmt: skip
+        if (codes < 0).any() or any(sorted(row) != sorted(g.layout) for row in g.designations):
+            results.append(
+                TestResult(
+                    "designations",
+                    group,
+                    None,
+                    None,
+                    0.0,
+                    "arrangement",
+                    len(g.designations),
+                    note="a designation row is not the profile's layout",
+                )
+            )
+        else:
+            results.append(replace(card_by_position(codes, group), name="designations"))
+    elif any(tuple(row) != g.layout for row in g.designations):
+        results.append(
+            TestResult(
+                "designations",
+                group,
+                None,
+                None,
+                0.0,
+                "fixed layout",
+                len(g.designations),
+                note="a designation differs from the profile's fixed layout",
+            )
+        )
+    tier_counts = _counts(list(g.jackpot_tiers))
+    tiers = chi_square_gof("jackpot_tiers", group, tier_counts, g.jackpot_expected)
+    if tiers.p_value is None:  # completed jackpot segments are rare: never a reason to wait
+        tiers = replace(tiers, min_sample=None, note=f"{len(g.jackpot_tiers)} completed jackpot "
+                        "segment(s): too few to test the tiers")  # fmt: skip
+    results.append(tiers)
+    c = g.fire_number_count
+    collision = Fraction(math.factorial(_BONUS_CELLS - c), math.factorial(_BONUS_CELLS))
+    results.append(repeats("repeats", group, list(g.fill_orders), collision))
+    return results
 
 
 def all_tests(sample: OutcomeSample) -> list[TestResult]:
@@ -202,6 +405,12 @@ def all_tests(sample: OutcomeSample) -> list[TestResult]:
         results += _multiball_tests(m)
     for s in sample.shuffles:
         results += _shuffle_tests(s)
+    for u in sample.uniform:
+        results += _uniform_tests(u)
+    for g in sample.weighted:
+        results += _weighted_tests(g)
+    for b in sample.bonus:
+        results += _bonus_tests(b)
     return results
 
 
@@ -211,8 +420,10 @@ def decide(
     confidence: float = DEFAULT_CONFIDENCE,
     outcome_count: int = 0,
     untested: Mapping[str, int] | None = None,
+    not_outcomes: Mapping[str, int] | None = None,
 ) -> BatteryResult:
-    """Holm-adjusted decisions and the second-level uniformity check over ``results``."""
+    """Holm-adjusted decisions, the second-level uniformity check over ``results``, and the
+    verdict (module docstring)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     alpha = 1.0 - confidence
@@ -225,22 +436,54 @@ def decide(
         decisions.append(Decision(r, a, None if a is None else a >= alpha))
     level2: TestResult | None = None
     level2_ok: bool | None = None
-    if len(applicable) >= _SECOND_LEVEL_MIN:
-        level2 = second_level([r.p_value for r in applicable if r.p_value is not None])
+    continuous = [r.p_value for r in applicable if r.second_level and r.p_value is not None]
+    if len(continuous) >= _SECOND_LEVEL_MIN:
+        level2 = second_level(continuous)
         threshold = min(SECOND_LEVEL_ALPHA, alpha)
         level2_ok = level2.p_value is not None and level2.p_value >= threshold
     failed = [d.key for d in decisions if d.passed is False]
     if level2_ok is False:
         failed.append("second_level/p_value_uniformity")
+    waiting = [r for r in results if r.p_value is None and r.min_sample is not None]
+    if failed:
+        verdict = Verdict.FAIL
+        reason = (
+            f"{len(failed)} test(s) reject at confidence {confidence:g}: "
+            + ", ".join(failed[:6])
+            + (f" and {len(failed) - 6} more" if len(failed) > 6 else "")
+        )
+    elif not applicable:
+        verdict = Verdict.INCONCLUSIVE
+        reason = "no test applied to these records"
+    elif waiting:
+        shown = ", ".join(
+            f"{r.group}/{r.name} needs {r.min_sample} (has {r.sample_size})" for r in waiting[:6]
+        )
+        verdict = Verdict.INCONCLUSIVE
+        reason = (
+            f"no test rejects, but {len(waiting)} test(s) had too little data to apply: {shown}"
+            + (f" and {len(waiting) - 6} more" if len(waiting) > 6 else "")
+        )
+    else:
+        verdict = Verdict.PASS
+        reason = (
+            f"{len(applicable)} tests applied, none rejects at confidence {confidence:g} "
+            "(Holm-adjusted) and the second-level check passes"
+            if level2 is not None
+            else f"{len(applicable)} tests applied, none rejects at confidence {confidence:g} "
+            "(Holm-adjusted)"
+        )
     return BatteryResult(
         confidence=confidence,
         decisions=tuple(decisions),
         second_level=level2,
         second_level_passed=level2_ok,
-        passed=not failed and bool(applicable),
+        verdict=verdict,
+        verdict_reason=reason,
         failed=tuple(failed),
         outcome_count=outcome_count,
         untested=dict(untested or {}),
+        not_outcomes=dict(not_outcomes or {}),
     )
 
 
@@ -254,6 +497,7 @@ def run_battery(sample: OutcomeSample, *, confidence: float = DEFAULT_CONFIDENCE
         confidence=confidence,
         outcome_count=sample.outcome_count,
         untested=sample.untested,
+        not_outcomes=sample.not_outcomes,
     )
 
 
@@ -276,6 +520,8 @@ def _test_json(d: Decision) -> dict[str, Any]:
         "passed": d.passed,
         "sample_size": r.sample_size,
         "note": r.note,
+        "min_sample": r.min_sample,
+        "second_level": r.second_level,
         "details": dict(r.details),
         "cells": [
             {"label": c.label, "observed": c.observed, "expected": c.expected} for c in r.cells
@@ -283,22 +529,61 @@ def _test_json(d: Decision) -> dict[str, Any]:
     }
 
 
-def render_json(result: BatteryResult, *, input_info: Mapping[str, Any]) -> dict[str, Any]:
+#: Every criterion the outcome battery's verdict uses, as its reports state them.
+CRITERIA: dict[str, Any] = {
+    "tests": "docs/certification.md, 'Outcome-level tests': each kind against its exact "
+    "distribution (fractions.Fraction values of rng_service.outcomes), and serial tests of "
+    "each group's stream in log order",
+    "chi_square_pooling": f"cells pooled in their natural order until each expects at least "
+    f"{MIN_EXPECTED:g} (Knuth 3.3.1 B); df = pooled cells - 1; fewer than two cells: the test "
+    "does not apply and names the sample it needs",
+    "tuple_pooling": "overlapping k-tuples (k = 2, 3), Good's del psi^2_k with d^k - d^(k-1) "
+    f"df: the full alphabet when n / d^k >= {TUPLE_MIN_EXPECTED:g}, else the largest coarser "
+    f"alphabet d' with n / d'^k >= {TUPLE_MIN_EXPECTED:g} (symbol floor(d' U))",
+    "lag_correlation": f"Knuth's circular serial correlation at lags 1..{MAX_LAG}, Sidak over "
+    "the lags; needs 10 values per lag",
+    "repeats": f"windows a fair stream repeats with expectation <= {REPEAT_EXPECTATION:g} "
+    "(pairs at distance >= the window); P-value = min(1, expected / observed) (Markov)",
+    "multiple_testing": "Holm step-down over all applicable tests at alpha: an ideal "
+    "generator fails some test with probability at most alpha",
+    "second_level": "Kolmogorov-Smirnov of the continuous tests' P-values against U(0, 1), "
+    f"from {_SECOND_LEVEL_MIN} tests, threshold min({SECOND_LEVEL_ALPHA:g}, alpha)",
+    "minimum_sample": "every test that applies to the records' kinds must have the data it "
+    "needs (min_sample per test); below that the run is INCONCLUSIVE unless some test fails",
+    "verdicts": {
+        "FAIL": "a Holm-adjusted P-value below alpha, or the second-level check fails",
+        "INCONCLUSIVE": "nothing fails but a test lacked data (min_sample) or none applied",
+        "PASS": "nothing fails and every test had its data",
+    },
+}
+
+
+def render_json(
+    result: BatteryResult,
+    *,
+    input_info: Mapping[str, Any],
+    evidence: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The outcome battery's JSON document (docs/certification.md, "Outcome-level tests")."""
     level2 = result.second_level
-    return {
+    document: dict[str, Any] = {
         "standard": "outcome-level battery",
         "references": [
             "Knuth, TAOCP vol. 2, 3rd ed., sections 3.3.1-3.3.2",
+            "Good 1953, the serial test for sampling numbers (overlapping tuples)",
             "58 Pa. Code 810a.5(c)",
         ],
+        "verdict": result.verdict.value,
+        "verdict_reason": result.verdict_reason,
         "confidence": result.confidence,
         "alpha": result.alpha,
         "correction": "Holm step-down over all applicable tests",
         "second_level_alpha": SECOND_LEVEL_ALPHA,
+        "criteria": {**CRITERIA, "alpha": result.alpha},
         "input": dict(input_info),
         "outcome_count": result.outcome_count,
         "untested_kinds": dict(result.untested),
+        "not_outcome_kinds": dict(result.not_outcomes or {}),
         "tests": [_test_json(d) for d in result.decisions],
         "second_level": None
         if level2 is None
@@ -310,8 +595,15 @@ def render_json(result: BatteryResult, *, input_info: Mapping[str, Any]) -> dict
             "sample_size": level2.sample_size,
             "passed": result.second_level_passed,
         },
-        "suite": {"passed": result.passed, "failed": list(result.failed)},
+        "suite": {
+            "verdict": result.verdict.value,
+            "passed": result.passed,
+            "failed": list(result.failed),
+        },
     }
+    if evidence is not None:
+        document["evidence"] = dict(evidence)
+    return document
 
 
 def render_summary(result: BatteryResult) -> str:
@@ -337,6 +629,13 @@ def render_summary(result: BatteryResult) -> str:
         )
     for kind, n in sorted(result.untested.items()):
         lines.append(f"(not tested: {n} {kind} record(s))")
-    failed = ", ".join(result.failed) or "no test applied"
-    lines.append("PASSED" if result.passed else f"FAILED: {failed}")
+    for kind, n in sorted((result.not_outcomes or {}).items()):
+        lines.append(f"(not outcomes: {n} {kind} entr{'y' if n == 1 else 'ies'})")
+    applied = sum(1 for d in result.decisions if d.adjusted_p_value is not None)
+    lines.append(
+        f"Criteria: alpha = {result.alpha:g}, Holm over {applied} applicable tests; second "
+        f"level from {_SECOND_LEVEL_MIN} tests at min({SECOND_LEVEL_ALPHA:g}, alpha); "
+        f"chi-square cells expect >= {MIN_EXPECTED:g}"
+    )
+    lines.append(f"RESULT: {result.verdict.value} ({result.verdict_reason})")
     return "\n".join(lines) + "\n"

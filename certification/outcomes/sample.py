@@ -14,12 +14,15 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 __all__ = [
+    "BonusGroup",
     "DiceGroup",
     "FireNumberGroup",
     "JackpotGroup",
     "MultiBallGroup",
     "OutcomeSample",
     "ShuffleGroup",
+    "UniformGroup",
+    "WeightedGroup",
     "WheelGroup",
 ]
 
@@ -103,6 +106,60 @@ class ShuffleGroup:
 
 
 @dataclass(frozen=True)
+class UniformGroup:
+    """Generic uniform integers on ``[low, high]`` (``uniform_int``, ``uniform_int_batch``): each
+    record's values in draw order; ``distinct`` draws are without replacement."""
+
+    low: int
+    high: int
+    distinct: bool
+    draws: tuple[tuple[int, ...], ...]
+
+    @property
+    def span(self) -> int:
+        return self.high - self.low + 1
+
+
+@dataclass(frozen=True)
+class WeightedGroup:
+    """Generic weighted choices (``weighted_choice``) under one weight vector: each record's
+    indices in draw order; P(i) = weights[i] / sum(weights)."""
+
+    weights: tuple[int, ...]
+    draws: tuple[tuple[int, ...], ...]
+
+    @property
+    def expected(self) -> dict[int, Fraction]:
+        total = sum(self.weights)
+        return {i: Fraction(w, total) for i, w in enumerate(self.weights)}
+
+
+@dataclass(frozen=True)
+class BonusGroup:
+    """Mega Fire Blaze bonus games (617b.7(g)) under one profile and Fire Number count, with
+    the exact distributions of every random part of the grid: the filled cells (a uniform
+    ``fire_number_count``-subset of the 36 cells, in fill order), each filled cell's multiplier
+    (the profile's multiplier weights), the segment designations (``independent``: each by the
+    designation weights; ``shuffled``: a uniform arrangement of ``layout``; ``fixed``: always
+    ``layout``), the jackpot tier of each complete jackpot segment (the tier weights), and the
+    total (``mega_fire_blaze.total_distribution``)."""
+
+    profile: str
+    fire_number_count: int
+    fill_orders: tuple[tuple[int, ...], ...]
+    multipliers: tuple[int, ...]
+    multiplier_expected: Mapping[int, Fraction]
+    designations: tuple[tuple[str, ...], ...]
+    designation_mode: str
+    designation_expected: Mapping[str, Fraction] | None
+    layout: tuple[str, ...]
+    jackpot_tiers: tuple[str, ...]
+    jackpot_expected: Mapping[str, Fraction]
+    totals: tuple[int, ...]
+    total_expected: Mapping[int, Fraction]
+
+
+@dataclass(frozen=True)
 class OutcomeSample:
     """Everything a battery run tests, plus what it read but could not test (by kind)."""
 
@@ -112,7 +169,11 @@ class OutcomeSample:
     jackpots: tuple[JackpotGroup, ...] = ()
     multiball: tuple[MultiBallGroup, ...] = ()
     shuffles: tuple[ShuffleGroup, ...] = ()
+    uniform: tuple[UniformGroup, ...] = ()
+    weighted: tuple[WeightedGroup, ...] = ()
+    bonus: tuple[BonusGroup, ...] = ()
     untested: Mapping[str, int] = field(default_factory=dict)
+    not_outcomes: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def outcome_count(self) -> int:
@@ -123,4 +184,7 @@ class OutcomeSample:
             + sum(len(g.tiers) for g in self.jackpots)
             + sum(len(g.draws) for g in self.multiball)
             + sum(len(g.shuffles) for g in self.shuffles)
+            + sum(len(g.draws) for g in self.uniform)
+            + sum(len(g.draws) for g in self.weighted)
+            + sum(len(g.totals) for g in self.bonus)
         )

@@ -2,9 +2,25 @@
 of Knuth, TAOCP vol. 2 (3rd ed.), section 3.3.2, with exact expected distributions.
 
 Input: ``values``, integers uniform on ``[0, d)`` under the null hypothesis, in draw order (a
-wheel's compartment positions, dice faces minus one).
+wheel's compartment positions, dice faces minus one, generic integers minus ``low``).
 
-* ``serial_pairs`` - serial test (3.3.2 B): non-overlapping pairs over d^2 cells.
+* ``overlapping_pairs``, ``overlapping_triples`` - the overlapping serial test on k = 2, 3
+  consecutive values (Good 1953, "The serial test for sampling numbers and other tests for
+  randomness", Proc. Cambridge Philos. Soc. 49; the statistic of SP 800-22 section 2.11 and
+  Knuth 3.3.2 B's remark on overlapping tuples): overlapping k-tuples are not independent, so
+  Pearson's psi^2_k = (d^k / n) sum_w c_w^2 - n over the n circular k-windows is not
+  chi-square; the first difference del psi^2_k = psi^2_k - psi^2_(k-1) is, with
+  d^k - d^(k-1) degrees of freedom. **Pooling rule**: the full alphabet when the n windows
+  expect at least :data:`TUPLE_MIN_EXPECTED` per k-cell; otherwise the alphabet is coarsened to
+  the largest d' with n / d'^k >= 2, symbol floor(d' U_i) of the continuous values U_i below
+  (exactly uniform on d' symbols under the null hypothesis; neighbouring values, in the
+  alphabet's order, share a symbol); fewer than 2 x 2^k values: not applicable. With 2 or more
+  per cell and thousands of cells the chi-square tail matched simulation (docs/certification.md).
+* ``lag_correlation`` - serial correlation (3.3.2 K) at every lag 1 .. :data:`MAX_LAG`:
+  Knuth's circular coefficient C_k of the U_i, z_k = (C_k + 1/(n-1)) / sigma_n with
+  sigma_n^2 = n^2 / ((n-1)^2 (n-2)); the z_k are asymptotically independent N(0, 1), so the
+  test's P-value is Sidak's 1 - (1 - p_min)^K over the two-sided p_k (the worst lag is
+  reported). Needs n >= 10 K.
 * ``gap`` - gap test (3.3.2 C): gaps between values in ``[0, d // 2)``; P(gap = r) =
   p (1 - p)^r, the tail (1 - p)^t lumped, p = (d // 2) / d.
 * ``poker`` - poker test (3.3.2 D, the "count distinct values" form): groups of 5;
@@ -16,9 +32,9 @@ wheel's compartment positions, dice faces minus one).
   3.3.2 G); lengths 6 and above lumped (1/720).
 * ``runs_up_and_down`` - the total number of runs up and down (Levene and Wolfowitz 1944,
   Ann. Math. Statist. 15): mean (2n - 1)/3, variance (16n - 29)/90, normal approximation.
-* ``serial_correlation`` - serial correlation test (3.3.2 K): Knuth's circular lag-1
-  coefficient C against mu_n = -1/(n-1), sigma_n^2 = n^2 / ((n-1)^2 (n-2)), normal.
 * ``uniformity_ks`` - Kolmogorov-Smirnov test (3.3.1 C) of the continuous values below.
+* ``repeats`` - the repeat (period) detector of :func:`certification.outcomes._stats.repeats`
+  on the values themselves.
 
 Runs and order statistics assume a continuous distribution (no ties), and a wheel's 37 values
 tie often. The continuous tests therefore use U_i = (X_i + V_i) / d with V_i independent
@@ -31,31 +47,43 @@ floor(8 U_i) for its alphabet of 8. The seed is part of the report, so a run is 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from certification.outcomes._stats import TestResult, chi_square_gof, ks_uniform
+from certification.outcomes._stats import TestResult, chi_square_gof, ks_uniform, repeats
 
 __all__ = [
     "COUPON_ALPHABET",
     "JITTER_SEED",
+    "MAX_LAG",
     "POKER_HAND",
+    "TUPLE_MIN_EXPECTED",
     "coupon_collector",
+    "discrete_stream_tests",
     "gap",
     "jittered_uniforms",
+    "lag_correlation",
+    "overlapping_tuples",
     "poker",
+    "randomized_pit",
     "run_sequence_tests",
+    "run_stream_tests",
     "runs_up",
     "runs_up_and_down",
-    "serial_correlation",
-    "serial_pairs",
     "stirling2",
+    "tuple_alphabet",
 ]
 
 JITTER_SEED = 20261129
+#: Least expected count per k-cell of the overlapping tuple tests (their pooling rule).
+TUPLE_MIN_EXPECTED = 2.0
+#: Lags 1 .. MAX_LAG of the lag correlation test.
+MAX_LAG = 32
+TUPLE_NAMES = {2: "overlapping_pairs", 3: "overlapping_triples"}
 POKER_HAND = 5
 COUPON_ALPHABET = 8
 _COUPON_TAIL = 40
@@ -87,13 +115,90 @@ def jittered_uniforms(values: IntArray, d: int, seed: int = JITTER_SEED) -> Floa
     return (values.astype(np.float64) + v) / d
 
 
-def serial_pairs(values: IntArray, d: int, group: str) -> TestResult:
-    pairs = values[: values.size // 2 * 2].reshape(-1, 2)
-    codes = pairs[:, 0] * d + pairs[:, 1]
-    counts = np.bincount(codes, minlength=d * d)
-    observed = {(a, b): int(counts[a * d + b]) for a in range(d) for b in range(d)}
-    expected = {(a, b): Fraction(1, d * d) for a in range(d) for b in range(d)}
-    return chi_square_gof("serial_pairs", group, observed, expected)
+def tuple_alphabet(n: int, d: int, k: int) -> int:
+    """The alphabet the overlapping k-tuple test uses for n values on d symbols: d itself when
+    n / d^k >= TUPLE_MIN_EXPECTED, else the largest d' with n / d'^k >= TUPLE_MIN_EXPECTED
+    (0 when even d' = 2 is too many). d = 0: the values are not uniform symbols, always
+    coarsen the continuous values."""
+    if d >= 2 and n >= TUPLE_MIN_EXPECTED * d**k:
+        return d
+    cap = d - 1 if d >= 2 else n
+    coarse = int((n / TUPLE_MIN_EXPECTED) ** (1.0 / k))
+    while coarse > 1 and n < TUPLE_MIN_EXPECTED * coarse**k:
+        coarse -= 1
+    while coarse + 1 <= cap and n >= TUPLE_MIN_EXPECTED * (coarse + 1) ** k:
+        coarse += 1
+    coarse = min(coarse, cap)
+    return coarse if coarse >= 2 else 0
+
+
+def _psi_squared(symbols: IntArray, d: int, k: int) -> float:
+    """Good's psi^2_k over the n circular k-windows of ``symbols`` (psi^2_0 = 0)."""
+    n = int(symbols.size)
+    if k == 0:
+        return 0.0
+    extended = np.concatenate((symbols, symbols[: k - 1]))
+    codes = np.zeros(n, dtype=np.int64)
+    for j in range(k):
+        codes = codes * d + extended[j : j + n]
+    counts = np.bincount(codes, minlength=d**k).astype(np.float64)
+    return float(d**k / n * np.dot(counts, counts) - n)
+
+
+def overlapping_tuples(
+    values: IntArray, d: int, uniforms: FloatArray, k: int, group: str, *, name: str | None = None
+) -> TestResult:
+    """The overlapping serial test del psi^2_k (module docstring) with its pooling rule.
+    ``d`` = 0 when ``values`` are not uniform on their alphabet (weighted draws): the tuples are
+    then always formed from the coarsened ``uniforms``."""
+    name = name or TUPLE_NAMES.get(k, f"overlapping_{k}_tuples")
+    n = int(values.size)
+    alphabet = tuple_alphabet(n, d, k)
+    method = "overlapping serial del psi^2 (Good 1953), chi-square"
+    if alphabet < 2:
+        need = math.ceil(TUPLE_MIN_EXPECTED * 2**k)
+        return TestResult(name, group, None, None, None, method, n,
+                          note=f"needs at least {need} values", min_sample=need)  # fmt: skip
+    if alphabet == d:
+        symbols = values.astype(np.int64)
+    else:
+        symbols = np.minimum((uniforms * alphabet).astype(np.int64), alphabet - 1)
+    statistic = _psi_squared(symbols, alphabet, k) - _psi_squared(symbols, alphabet, k - 1)
+    df = alphabet**k - alphabet ** (k - 1)
+    p = float(stats.chi2.sf(statistic, df))
+    details: dict[str, float | int | str] = {
+        "k": k,
+        "alphabet": alphabet,
+        "coarsened": "no" if alphabet == d else f"{d} values -> {alphabet} symbols",
+        "expected_per_cell": n / alphabet**k,
+    }
+    return TestResult(name, group, statistic, df, p, method, n, details=details)
+
+
+def lag_correlation(uniforms: FloatArray, group: str, *, max_lag: int = MAX_LAG) -> TestResult:
+    """Knuth's circular serial correlation at lags 1 .. max_lag, Sidak-combined."""
+    n = int(uniforms.size)
+    name = "lag_correlation"
+    method = f"serial correlation at lags 1..{max_lag} (normal z, Sidak)"
+    need = 10 * max_lag
+    if n < need:
+        return TestResult(name, group, None, None, None, method, n,
+                          note=f"needs at least {need} values", min_sample=need)  # fmt: skip
+    u = uniforms - float(np.mean(uniforms))
+    denominator = float(np.dot(u, u))
+    mu = -1.0 / (n - 1)
+    sigma = math.sqrt(n * n / ((n - 1) ** 2 * (n - 2)))
+    coefficients = np.array([float(np.dot(u, np.roll(u, -k))) / denominator
+                             for k in range(1, max_lag + 1)])  # fmt: skip
+    z = (coefficients - mu) / sigma
+    p_each = 2 * stats.norm.sf(np.abs(z))
+    worst = int(np.argmin(p_each))
+    p_min = float(p_each[worst])
+    p = 1.0 if p_min >= 1 else -math.expm1(max_lag * math.log1p(-p_min))
+    return TestResult(
+        name, group, float(z[worst]), None, p, method, n,
+        details={"worst_lag": worst + 1, "C": float(coefficients[worst]), "lags": max_lag},
+    )  # fmt: skip
 
 
 def gap(values: IntArray, d: int, group: str) -> TestResult:
@@ -195,24 +300,46 @@ def runs_up_and_down(uniforms: FloatArray, group: str) -> TestResult:
     )
 
 
-def serial_correlation(values: IntArray, group: str) -> TestResult:
-    n = int(values.size)
-    name = "serial_correlation"
-    if n < 20:
-        return TestResult(name, group, None, None, None, "normal", n, note="fewer than 20 values")
-    u = values.astype(np.float64)
-    nxt = np.roll(u, -1)
-    s = float(np.sum(u))
-    num = n * float(np.dot(u, nxt)) - s * s
-    den = n * float(np.dot(u, u)) - s * s
-    if den == 0:
-        return TestResult(name, group, None, None, 0.0, "normal (z)", n, note="constant sequence")
-    c = num / den
-    mu = -1 / (n - 1)
-    sigma = math.sqrt(n * n / ((n - 1) ** 2 * (n - 2)))
-    z = (c - mu) / sigma
-    p = float(2 * stats.norm.sf(abs(z)))
-    return TestResult(name, group, z, None, p, "normal (z)", n, details={"C": c})
+def randomized_pit(
+    indices: IntArray, probabilities: FloatArray, seed: int = JITTER_SEED
+) -> FloatArray:
+    """U_i = F(x_i - 1) + V_i p(x_i) for draws x_i of a discrete distribution p on 0..L-1 (the
+    randomised probability integral transform): exactly i.i.d. U(0, 1) under the null
+    hypothesis, so the continuous tests apply to any outcome distribution."""
+    below = np.concatenate(([0.0], np.cumsum(probabilities)[:-1]))
+    v = np.random.default_rng(seed).random(indices.size)
+    return np.minimum(below[indices] + v * probabilities[indices], np.nextafter(1.0, 0.0))
+
+
+def discrete_stream_tests(
+    indices: IntArray, probabilities: Sequence[Fraction], group: str
+) -> list[TestResult]:
+    """Serial tests of a stream of draws from an exact discrete distribution (weighted choices,
+    jackpot tiers) in log order: runs, overlapping pairs and triples and lag correlation on the
+    randomised PIT, and the repeat detector (two draws agree with probability sum p^2)."""
+    indices = np.asarray(indices, dtype=np.int64)
+    p = np.array([float(x) for x in probabilities], dtype=np.float64)
+    u = randomized_pit(indices, p)
+    collision = sum((x * x for x in probabilities), Fraction(0))
+    return [
+        runs_up_and_down(u, group),
+        runs_up(u, group),
+        runs_up(u, group, down=True),
+        *run_stream_tests(indices, 0, u, group),
+        repeats("repeats", group, indices, collision),
+    ]
+
+
+def run_stream_tests(
+    values: IntArray, d: int, uniforms: FloatArray, group: str
+) -> list[TestResult]:
+    """The tests of serial structure that need only U_i (and, for the tuples, the values when
+    the full alphabet is dense enough): overlapping pairs and triples, lag correlation."""
+    return [
+        overlapping_tuples(values, d, uniforms, 2, group),
+        overlapping_tuples(values, d, uniforms, 3, group),
+        lag_correlation(uniforms, group),
+    ]
 
 
 def run_sequence_tests(values: IntArray, d: int, group: str) -> list[TestResult]:
@@ -223,10 +350,10 @@ def run_sequence_tests(values: IntArray, d: int, group: str) -> list[TestResult]
         runs_up_and_down(u, group),
         runs_up(u, group),
         runs_up(u, group, down=True),
-        serial_correlation(values, group),
-        serial_pairs(values, d, group),
+        *run_stream_tests(values, d, u, group),
         gap(values, d, group),
         poker(values, d, group),
         coupon_collector(u, group),
         ks_uniform("uniformity_ks", group, u),
+        repeats("repeats", group, values, Fraction(1, d)),
     ]

@@ -1,24 +1,28 @@
-"""Card shuffle tests: card by position, adjacent pairs and rising sequences.
+"""Card shuffle tests: card by position, adjacent pairs, rising sequences, repeated shuffles.
 
-A shuffle is an array of card codes, top of the shoe first. For a shoe of N distinct cards
-(one deck, with or without jokers) a fair shuffle is a uniform random permutation, and:
+A shuffle is an array of card codes, top of the shoe first. A fair shuffle of a shoe of N
+cards whose L labels appear c_1 .. c_L times (one deck: every c = 1; a shoe of D decks: every
+c = D) is a uniformly random arrangement of that multiset, and:
 
-* ``card_by_position`` - the N x N table of (position, card) counts over n shuffles is a sum of
-  n independent uniform permutation matrices. Its covariance is N/(N-1) times the projection
-  on the (N-1)^2-dimensional space of tables with zero row and column sums, so Pearson's
-  statistic X^2 with expected n/N per cell satisfies (N-1)/N X^2 ~ chi^2((N-1)^2)
-  asymptotically (a contingency table with both margins fixed; derived in the docstring of
-  :func:`card_by_position`). Needs n >= 5N.
-* ``adjacent_pairs`` - shuffle number s looks at positions j = s mod (N-1) and j+1: the
-  difference (c[j+1] - c[j]) mod N of two distinct cards is uniform on 1..N-1, exactly, and
-  independent between shuffles (one pair per shuffle keeps the cells multinomial).
-* ``rising_sequences`` - the number of rising sequences (Bayer and Diaconis 1992, "Trailing
-  the dovetail shuffle to its lair") of a uniform permutation is k with probability
-  A(N, k-1) / N!, A the Eulerian numbers; it is 1 + the descents of the inverse permutation.
-  A riffle that is not mixed enough, or a biased swap, moves this distribution.
-
-For shoes with repeated labels (several decks) only ``top_card`` applies: the top card's label
-has the exact distribution ``cards.position_distribution`` (copies / N).
+* ``top_card`` - the top card's label has the exact distribution ``cards.position_distribution``
+  (c_j / N).
+* ``card_by_position`` - the N x L table of (position, label) counts over n shuffles is a sum
+  of n independent random tables with row sums 1 and column sums c_j. One table's covariance is
+  N/(N-1) times (I - J/N) (x) (diag(pi) - pi pi^T), pi_j = c_j / N (derived in the docstring
+  of :func:`card_by_position`), so Pearson's X^2 with expected n pi_j per cell satisfies
+  (N-1)/N X^2 ~ chi^2((N-1)(L-1)) asymptotically; for one deck that is (N-1)^2 df. Needs an
+  expected count of at least 5 per cell.
+* ``adjacent_pairs`` - shuffle number s looks at positions j = s mod (N-1) and j+1 (one pair
+  per shuffle keeps the cells multinomial and independent between shuffles). Distinct cards:
+  the difference (c[j+1] - c[j]) mod N is uniform on 1..N-1, exactly. A shoe with repeated
+  labels: the label pair (a, b) has probability c_a (c_b - [a = b]) / (N (N - 1)), exactly.
+* ``rising_sequences`` (distinct cards only) - the number of rising sequences (Bayer and
+  Diaconis 1992, "Trailing the dovetail shuffle to its lair") of a uniform permutation is k
+  with probability A(N, k-1) / N!, A the Eulerian numbers; it is 1 + the descents of the
+  inverse permutation. A riffle that is not mixed enough, or a biased swap, moves it.
+* ``repeats`` - the repeat detector (:func:`certification.outcomes._stats.repeats`) over whole
+  shuffles: two fair shuffles are equal with probability prod(c_j!) / N! (1 / 52! for a
+  deck), so any repeated shuffle is decisive.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from certification.outcomes._stats import MIN_EXPECTED, TestResult, chi_square_gof
+from certification.outcomes._stats import MIN_EXPECTED, TestResult, chi_square_gof, repeats
 
 __all__ = [
     "adjacent_pairs",
@@ -58,63 +62,83 @@ def eulerian_row(n: int) -> list[int]:
     return row
 
 
-def _ranks(shuffles: IntArray) -> IntArray:
-    """Codes replaced by their rank among the shoe's codes (0 .. N-1)."""
-    codes = np.unique(shuffles[0])
-    return np.searchsorted(codes, shuffles).astype(np.int64)
+def _ranks(shuffles: IntArray) -> tuple[IntArray, IntArray]:
+    """Codes replaced by their rank among the shoe's distinct codes (0 .. L-1), and the
+    multiplicity c_j of each (from the first shuffle)."""
+    codes, copies = np.unique(shuffles[0], return_counts=True)
+    return np.searchsorted(codes, shuffles).astype(np.int64), copies.astype(np.int64)
 
 
 def card_by_position(shuffles: IntArray, group: str) -> TestResult:
-    """(N-1)/N X^2 of the position x card table against chi^2((N-1)^2).
+    """(N-1)/N X^2 of the position x label table against chi^2((N-1)(L-1)).
 
-    For one uniform permutation matrix P, Cov(P_ij, P_kl) = (delta_ik - 1/N)(delta_jl - 1/N)
-    / (N - 1) (check: Var = (1/N)(1 - 1/N), same row -1/N^2, elsewhere 1/(N^2 (N-1))), that
-    is 1/(N-1) times a projection of rank (N-1)^2; dividing by E = n/N per cell gives the
-    factor N/(N-1).
+    One shuffle's indicator A_pj = [label j at position p] has P(A_pj = 1) = pi_j = c_j / N and,
+    for p != q, P(A_pj = 1, A_qk = 1) = c_j (c_k - delta_jk) / (N (N-1)), so
+    Cov(A_pj, A_qk) = (delta_pq - (1 - delta_pq)/(N-1)) (delta_jk pi_j - pi_j pi_k)
+    = N/(N-1) (delta_pq - 1/N) (delta_jk pi_j - pi_j pi_k). Standardising by sqrt(n pi_j) per
+    cell leaves N/(N-1) times the product of two projections, of ranks N-1 and L-1. For one
+    deck (pi_j = 1/N) this is the permutation-matrix case, (N-1)^2 df.
     """
     n, size = shuffles.shape
     name = "card_by_position"
-    if n < MIN_EXPECTED * size:
+    ranks, copies = _ranks(shuffles)
+    labels = int(copies.size)
+    need = math.ceil(MIN_EXPECTED * size / int(copies.min()))
+    if n < need or labels < 2:
         return TestResult(
-            name, group, None, None, None, "chi-square (permutation table)", n,
-            note=f"needs at least {int(MIN_EXPECTED * size)} shuffles",
+            name, group, None, None, None, "chi-square (position x label table)", n,
+            note=f"needs at least {need} shuffles", min_sample=need,
         )  # fmt: skip
-    ranks = _ranks(shuffles)
-    table = np.zeros((size, size), dtype=np.int64)
+    table = np.zeros((size, labels), dtype=np.int64)
     positions = np.broadcast_to(np.arange(size), ranks.shape)
     np.add.at(table, (positions.ravel(), ranks.ravel()), 1)
-    e = n / size
-    x2 = float(np.sum((table - e) ** 2) / e)
+    e = n * copies.astype(np.float64) / size  # expected count per cell of each label column
+    x2 = float(np.sum((table - e) ** 2 / e))
     statistic = x2 * (size - 1) / size
-    df = (size - 1) ** 2
+    df = (size - 1) * (labels - 1)
     p = float(stats.chi2.sf(statistic, df))
-    worst = np.unravel_index(int(np.argmax(np.abs(table - e))), table.shape)
+    residual = np.abs(table - e) / np.sqrt(e)
+    worst = np.unravel_index(int(np.argmax(residual)), table.shape)
     return TestResult(
-        name, group, statistic, df, p, "chi-square (permutation table, scaled (N-1)/N)", n,
+        name, group, statistic, df, p,
+        "chi-square (position x label table, scaled (N-1)/N)", n,
         details={
             "worst_position": int(worst[0]),
             "worst_card_rank": int(worst[1]),
             "worst_count": int(table[worst]),
-            "expected_per_cell": e,
+            "expected_per_cell": float(e[worst[1]]),
         },
     )  # fmt: skip
 
 
 def adjacent_pairs(shuffles: IntArray, group: str) -> TestResult:
     n, size = shuffles.shape
-    ranks = _ranks(shuffles)
+    ranks, copies = _ranks(shuffles)
+    labels = int(copies.size)
     j = np.arange(n) % (size - 1)
     rows = np.arange(n)
-    diff = (ranks[rows, j + 1] - ranks[rows, j]) % size
-    counts = np.bincount(diff, minlength=size)
-    observed = {k: int(counts[k]) for k in range(size)}
-    expected = {k: Fraction(1, size - 1) for k in range(1, size)}
-    return chi_square_gof("adjacent_pairs", group, observed, expected)
+    first, second = ranks[rows, j], ranks[rows, j + 1]
+    if labels == size:  # distinct cards: the difference mod N, uniform on 1..N-1
+        counts = np.bincount((second - first) % size, minlength=size)
+        observed = {k: int(counts[k]) for k in range(size)}
+        expected = {k: Fraction(1, size - 1) for k in range(1, size)}
+        return chi_square_gof("adjacent_pairs", group, observed, expected)
+    pair_counts = np.bincount(first * labels + second, minlength=labels * labels)
+    c = [int(x) for x in copies]
+    pairs = {
+        (a, b): Fraction(c[a] * (c[b] - (a == b)), size * (size - 1))
+        for a in range(labels)
+        for b in range(labels)
+        if c[a] * (c[b] - (a == b))
+    }
+    observed_pairs = {(a, b): int(pair_counts[a * labels + b]) for a in range(labels)
+                      for b in range(labels) if pair_counts[a * labels + b]}  # fmt: skip
+    return chi_square_gof("adjacent_pairs", group, observed_pairs, pairs)
 
 
 def rising_sequences(shuffles: IntArray, group: str) -> TestResult:
     size = shuffles.shape[1]
-    ranks = _ranks(shuffles)
+    ranks, _ = _ranks(shuffles)
     inverse = np.argsort(ranks, axis=1)  # position of card rank r
     rising = 1 + np.count_nonzero(np.diff(inverse, axis=1) < 0, axis=1)
     counts = np.bincount(rising, minlength=size + 1)
@@ -132,15 +156,26 @@ def top_card(shuffles: IntArray, expected: Mapping[int, Fraction], group: str) -
     return chi_square_gof("top_card", group, counts, expected)
 
 
+def repeated_shuffles(shuffles: IntArray, group: str) -> TestResult:
+    """Whole shuffles repeated: two fair shuffles agree with probability prod(c_j!) / N!."""
+    size = shuffles.shape[1]
+    _, copies = _ranks(shuffles)
+    collision = Fraction(math.prod(math.factorial(int(c)) for c in copies), math.factorial(size))
+    symbols = [row.tobytes() for row in np.ascontiguousarray(shuffles)]
+    return repeats("repeats", group, symbols, collision)
+
+
 def run_shuffle_tests(
     shuffles: IntArray, top_expected: Mapping[int, Fraction], *, distinct: bool, group: str
 ) -> list[TestResult]:
-    """The shuffle tests that apply: all of them for distinct cards, ``top_card`` otherwise."""
-    results = [top_card(shuffles, top_expected, group)]
+    """The shuffle tests: all of them for distinct cards; for a shoe with repeated labels all
+    but ``rising_sequences``."""
+    results = [
+        top_card(shuffles, top_expected, group),
+        card_by_position(shuffles, group),
+        adjacent_pairs(shuffles, group),
+    ]
     if distinct:
-        results += [
-            card_by_position(shuffles, group),
-            adjacent_pairs(shuffles, group),
-            rising_sequences(shuffles, group),
-        ]
+        results.append(rising_sequences(shuffles, group))
+    results.append(repeated_shuffles(shuffles, group))
     return results

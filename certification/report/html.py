@@ -15,6 +15,13 @@ Sections, each present when its document is given:
   generator (log scale) and the table of sizes at which each bad generator is caught.
 * **Return to player** (``rng-certify rtp``): rendered by
   :func:`certification.report.rtp.render_rtp_section`.
+* **dieharder** (``rng-certify dieharder``): the verdict and every result row.
+
+Each section states its verdict (PASS, FAIL or INCONCLUSIVE, with the reason), every criterion
+the verdict used (the document's ``criteria``: alpha, intervals, thresholds, minimum sample,
+multiple-testing rule), and the evidence record: software version and git commit, command
+line, time, every input's size and SHA-256, and for live runs each raw-output session's
+request id, log index and receipt (the receipt JSON in a ``<details>`` element).
 
 Every plot is an ``<svg>`` with the class ``plot`` and a kind class (``p-value-histogram``,
 ``frequency-chart``, ``residual-chart``, ``power-chart``) so a reader, or a test, can find
@@ -24,6 +31,7 @@ them. The page states when and from what inputs it was made; the clock is the ca
 from __future__ import annotations
 
 import html
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -48,7 +56,9 @@ table { border-collapse: collapse; font-size: 0.85em; margin: 8px 0 16px; }
 th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; }
 th { background: #f0f0f0; } td.l, th.l { text-align: left; }
 tr.fail td { background: #fde0e0; } .verdict { font-size: 1.2em; font-weight: bold; }
-.pass { color: #1a7f37; } .failv { color: #c62828; }
+.pass { color: #1a7f37; } .failv { color: #c62828; } .inconclusive { color: #b26a00; }
+table.criteria td, table.evidence td { text-align: left; vertical-align: top; }
+pre.receipt { font-size: 0.75em; white-space: pre-wrap; word-break: break-all; }
 svg.plot { display: block; margin: 6px 0 18px; background: #fff; border: 1px solid #ddd; }
 .charts { display: flex; flex-wrap: wrap; gap: 8px; }
 .note { color: #666; font-size: 0.85em; }
@@ -96,6 +106,10 @@ def _axes(parts: list[str], width: int, height: int, y_max: float, y_label: str)
         f'<text x="12" y="{(_PAD_T + y0) / 2:.0f}" font-size="11" text-anchor="middle" '
         f'transform="rotate(-90 12 {(_PAD_T + y0) / 2:.0f})">{_e(y_label)}</text>'
     )
+
+
+def _fmt_p(x: float | None) -> str:
+    return "----" if x is None else f"{x:.3g}"
 
 
 def _tick(v: float) -> str:
@@ -266,10 +280,109 @@ def power_chart(generators: Sequence[Mapping[str, Any]], power_target: float) ->
     return "".join(parts)
 
 
-def _verdict(passed: bool, text: str) -> str:
-    cls = "pass" if passed else "failv"
-    word = "PASSED" if passed else "FAILED"
-    return f'<p class="verdict {cls}">{word}: {_e(text)}</p>'
+_VERDICT_CLASS = {"PASS": "pass", "FAIL": "failv", "INCONCLUSIVE": "inconclusive"}
+
+
+def document_verdict(doc: Mapping[str, Any]) -> str:
+    """A document's verdict: its ``verdict`` member, or (earlier documents) PASS/FAIL from
+    ``suite.passed`` / ``passed``."""
+    value = doc.get("verdict")
+    if isinstance(value, str) and value in _VERDICT_CLASS:
+        return value
+    if doc.get("format") == "rng-certify-rtp/v1":
+        return "PASS" if rtp_passed(doc) else "FAIL"
+    suite = doc.get("suite")
+    passed = suite.get("passed") if isinstance(suite, Mapping) else doc.get("passed")
+    return "PASS" if passed is True else "FAIL"
+
+
+def _verdict(verdict: str, text: str) -> str:
+    cls = _VERDICT_CLASS.get(verdict, "failv")
+    return f'<p class="verdict {cls}">{_e(verdict)}: {_e(text)}</p>'
+
+
+def _flatten(prefix: str, value: Any, rows: list[tuple[str, str]]) -> None:
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            _flatten(f"{prefix}.{key}" if prefix else str(key), inner, rows)
+    elif isinstance(value, list | tuple):
+        rows.append((prefix, ", ".join(str(v) for v in value)))
+    else:
+        rows.append((prefix, str(value)))
+
+
+def _criteria(doc: Mapping[str, Any]) -> str:
+    """The table of every criterion the document's verdict used."""
+    criteria = doc.get("criteria")
+    if not isinstance(criteria, Mapping):
+        return '<p class="note">This document states no criteria (an earlier version).</p>'
+    rows: list[tuple[str, str]] = []
+    _flatten("", criteria, rows)
+    body = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in rows)
+    return (
+        '<h3>Criteria</h3><table class="criteria"><tr><th class="l">criterion</th>'
+        f'<th class="l">value</th></tr>{body}</table>'
+    )
+
+
+def _sessions(sessions: Sequence[Mapping[str, Any]]) -> str:
+    rows = []
+    for s in sessions:
+        receipt = s.get("receipt")
+        shown = (
+            f'<details><summary>receipt</summary><pre class="receipt">'
+            f"{_e(json.dumps(receipt, indent=1))}</pre></details>"
+            if receipt is not None
+            else "----"
+        )
+        rows.append(
+            f"<tr><td>{_e(s.get('request_id'))}</td><td>{_e(s.get('log_index'))}</td>"
+            f"<td>{_e(s.get('generator_instance'))} / {_e(s.get('generator_epoch'))}</td>"
+            f"<td>{_e(s.get('num_bytes'))}</td><td>{shown}</td></tr>"
+        )
+    return (
+        '<table class="evidence sessions"><tr><th class="l">request id</th>'
+        '<th class="l">log index</th><th class="l">generator instance / epoch</th>'
+        f'<th class="l">bytes</th><th class="l">receipt</th></tr>{"".join(rows)}</table>'
+    )
+
+
+def _evidence(doc: Mapping[str, Any]) -> str:
+    """Software, command line, time, inputs (size, SHA-256) and raw-output sessions."""
+    evidence = doc.get("evidence")
+    if not isinstance(evidence, Mapping):
+        return '<p class="note">This document carries no evidence record (an earlier version).</p>'
+    software = evidence.get("software") or {}
+    commit = software.get("git_commit") or software.get("git_note") or "unknown"
+    if software.get("git_dirty"):
+        commit = f"{commit} (with uncommitted changes)"
+    out = [
+        '<h3>Evidence</h3><table class="evidence">',
+        f"<tr><td>software</td><td>{_e(software.get('name'))} {_e(software.get('version'))}"
+        f"</td></tr><tr><td>git commit</td><td><code>{_e(commit)}</code></td></tr>",
+        f"<tr><td>command line</td><td><code>{_e(' '.join(evidence.get('command_line', [])))}"
+        f"</code></td></tr><tr><td>generated at</td><td>{_e(evidence.get('generated_at'))}"
+        "</td></tr></table>",
+    ]
+    inputs = evidence.get("inputs") or []
+    if inputs:
+        out.append(
+            '<table class="evidence inputs"><tr><th class="l">input</th><th>size (bytes)</th>'
+            '<th class="l">SHA-256</th></tr>'
+        )
+        for item in inputs:
+            name = item.get("path") or item.get("live") or item.get("lab_seed") or "?"
+            size = item.get("size_bytes", item.get("bytes_fed"))
+            digest = item.get("sha256", item.get("sha256_fed"))
+            out.append(
+                f"<tr><td class='l'><code>{_e(name)}</code></td><td>{_e(size)}</td>"
+                f"<td class='l'><code>{_e(digest)}</code></td></tr>"
+            )
+        out.append("</table>")
+        for item in inputs:
+            if item.get("raw_output_sessions"):
+                out.append(_sessions(item["raw_output_sessions"]))
+    return "".join(out)
 
 
 def _outcomes_section(doc: Mapping[str, Any]) -> str:
@@ -277,12 +390,14 @@ def _outcomes_section(doc: Mapping[str, Any]) -> str:
     suite = doc["suite"]
     out = ['<section id="outcomes"><h2>Outcome-level tests</h2>']
     failed = ", ".join(suite["failed"]) or "none"
+    reason = doc.get("verdict_reason") or (
+        f"{doc['outcome_count']} outcomes, {len(tests)} tests at confidence "
+        f"{doc['confidence']:g} ({doc['correction']}); failed: {failed}"
+    )
+    out.append(_verdict(document_verdict(doc), reason))
     out.append(
-        _verdict(
-            suite["passed"],
-            f"{doc['outcome_count']} outcomes, {len(tests)} tests at confidence "
-            f"{doc['confidence']:g} ({doc['correction']}); failed: {failed}",
-        )
+        f'<p class="note">{doc["outcome_count"]} outcome records, {len(tests)} tests at '
+        f"confidence {doc['confidence']:g} ({_e(doc['correction'])}); failed: {_e(failed)}.</p>"
     )
     untested = doc.get("untested_kinds") or {}
     if untested:
@@ -313,7 +428,10 @@ def _outcomes_section(doc: Mapping[str, Any]) -> str:
             f"<td>{_fmt(t['p_value'])}</td><td>{_fmt(t['adjusted_p_value'])}</td>"
             f"<td class='l'>{decision}{_e(note)}</td></tr>"
         )
-    out.append("</table><h3>Observed against expected</h3>")
+    out.append("</table>")
+    out.append(_criteria(doc))
+    out.append(_evidence(doc))
+    out.append("<h3>Observed against expected</h3>")
     for t in tests:
         if not t["cells"]:
             continue
@@ -331,13 +449,13 @@ def _nist_section(doc: Mapping[str, Any]) -> str:
     suite = doc["suite"]
     info = doc.get("input", {})
     failed = ", ".join(suite["failed_sub_tests"]) or "none"
+    source = info.get("path") or info.get("live") or "?"
+    out.append(_verdict(document_verdict(doc), doc.get("verdict_reason") or ""))
     out.append(
-        _verdict(
-            suite["passed"],
-            f"{info.get('sequences', '?')} sequences of {info.get('bits_per_sequence', '?')} "
-            f"bits from {info.get('path', '?')}; failed sub-tests: {failed}; expected false "
-            f"flags for an ideal generator {suite.get('expected_false_flags', 0):.2f}",
-        )
+        f'<p class="note">{_e(info.get("sequences", "?"))} sequences of '
+        f"{_e(info.get('bits_per_sequence', '?'))} bits from {_e(source)}; section 4.2 flags: "
+        f"{_e(failed)}; an ideal generator shows {suite.get('expected_false_flags', 0):.2f} "
+        "flags on average (the verdict follows the suite rule below, not the flag count).</p>"
     )
     all_p: list[float] = []
     per_test: dict[str, list[float]] = {}
@@ -370,7 +488,23 @@ def _nist_section(doc: Mapping[str, Any]) -> str:
             f"<tr{cls}><td class='l'>{_e(name)}</td><td>{len(ds)}</td><td>{bad}</td>"
             f"<td>{_e(proportion)}</td><td>{_fmt(min(uni) if uni else None)}</td></tr>"
         )
-    out.append("</table></section>")
+    out.append("</table>")
+    rule = suite.get("rule")
+    if isinstance(rule, Mapping) and rule.get("rejected"):
+        rows = "".join(
+            f"<tr class='fail'><td class='l'>{_e(c['test'])}/{_e(c['sub_test'])}</td>"
+            f"<td class='l'>{_e(c['check'])}</td><td>{_fmt_p(c['p_value'])}</td>"
+            f"<td>{_e(c['sample_size'])}</td></tr>"
+            for c in rule["rejected"][:40]
+        )
+        out.append(
+            "<h3>Checks rejected by the suite rule</h3><table><tr><th class='l'>sub-test</th>"
+            "<th class='l'>check</th><th>P-value</th><th>sequences</th></tr>"
+            f"{rows}</table>"
+        )
+    out.append(_criteria(doc))
+    out.append(_evidence(doc))
+    out.append("</section>")
     return "".join(out)
 
 
@@ -379,7 +513,7 @@ def _power_section(doc: Mapping[str, Any]) -> str:
     out = ['<section id="power"><h2>Power study</h2>']
     out.append(
         _verdict(
-            doc["passed"],
+            document_verdict(doc),
             f"{doc['replicates']} replicates per size, confidence {doc['confidence']:g}; a "
             f"generator is caught at the first size rejected in at least "
             f"{doc['power_target']:.0%} of replicates",
@@ -404,7 +538,35 @@ def _power_section(doc: Mapping[str, Any]) -> str:
             f"<td>{_fmt(g['first_rejection_at'])}</td><td>{_fmt(caught)}</td>"
             f"<td class='l'>{_e(trials)}</td></tr>"
         )
-    out.append("</table></section>")
+    out.append("</table>")
+    out.append(_criteria(doc))
+    out.append(_evidence(doc))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _dieharder_section(doc: Mapping[str, Any]) -> str:
+    out = ['<section id="dieharder"><h2>dieharder</h2>']
+    out.append(_verdict(document_verdict(doc), doc.get("verdict_reason") or ""))
+    out.append(f'<p class="note">{_e(doc.get("tool"))} on {_e(doc.get("source"))}.</p>')
+    out.append(
+        '<table><tr><th>test</th><th class="l">name</th><th>ntup</th><th>tsamples</th>'
+        '<th>psamples</th><th>P-value</th><th class="l">assessment</th></tr>'
+    )
+    for r in doc.get("results", []):
+        cls = ' class="fail"' if r["assessment"] != "PASSED" else ""
+        out.append(
+            f"<tr{cls}><td>{_e(r['test'])}</td><td class='l'>{_e(r['name'])}</td>"
+            f"<td>{_e(r['ntuple'])}</td><td>{_e(r['tsamples'])}</td><td>{_e(r['psamples'])}</td>"
+            f"<td>{_fmt(r['p_value'], 8)}</td><td class='l'>{_e(r['assessment'])}</td></tr>"
+        )
+    out.append("</table>")
+    if doc.get("raw_output_sessions"):
+        out.append("<h3>Raw-output sessions</h3>")
+        out.append(_sessions(doc["raw_output_sessions"]))
+    out.append(_criteria(doc))
+    out.append(_evidence(doc))
+    out.append("</section>")
     return "".join(out)
 
 
@@ -414,26 +576,21 @@ def render_html(
     nist: Mapping[str, Any] | None = None,
     power: Mapping[str, Any] | None = None,
     rtp: Mapping[str, Any] | None = None,
+    dieharder: Mapping[str, Any] | None = None,
     generated_at: str,
     inputs: Sequence[str] = (),
     title: str = "RNG certification evidence",
 ) -> str:
     """The report page for the given documents (at least one)."""
-    if outcomes is None and nist is None and power is None and rtp is None:
+    named = (("Outcome-level tests", outcomes), ("NIST SP 800-22", nist),
+             ("Power study", power), ("dieharder", dieharder),
+             ("Return to player", rtp))  # fmt: skip
+    if all(doc is None for _, doc in named):
         raise ValueError("render_html needs at least one document")
-    verdicts = []
-    if outcomes is not None:
-        verdicts.append(("Outcome-level tests", bool(outcomes["suite"]["passed"])))
-    if nist is not None:
-        verdicts.append(("NIST SP 800-22", bool(nist["suite"]["passed"])))
-    if power is not None:
-        verdicts.append(("Power study", bool(power["passed"])))
-    if rtp is not None:
-        verdicts.append(("Return to player", rtp_passed(rtp)))
+    verdicts = [(name, document_verdict(doc)) for name, doc in named if doc is not None]
     summary = "".join(
-        f"<li>{_e(name)}: <span class='{'pass' if ok else 'failv'}'>"
-        f"{'PASSED' if ok else 'FAILED'}</span></li>"
-        for name, ok in verdicts
+        f"<li>{_e(name)}: <span class='{_VERDICT_CLASS[v]}'>{_e(v)}</span></li>"
+        for name, v in verdicts
     )
     listed = "".join(f"<li><code>{_e(i)}</code></li>" for i in inputs)
     body = [
@@ -453,5 +610,7 @@ def render_html(
         body.append(_power_section(power))
     if rtp is not None:
         body.append(render_rtp_section(rtp))
+    if dieharder is not None:
+        body.append(_dieharder_section(dieharder))
     body.append("</body></html>\n")
     return "\n".join(body)

@@ -1,32 +1,93 @@
 """The SP 800-22 report: the JSON document and the text summary table of a battery run.
 
-Owns the report layout only; it computes no statistics (those come from
-:mod:`certification.sp800_22`) and writes nothing (the CLI does).
+Owns the report layout and the wording of the criteria it states; it computes no statistics
+(those come from :mod:`certification.sp800_22`) and writes nothing (the CLI does).
 
 JSON layout::
 
-    {"standard", "reference", "alpha",
-     "input": {"path", "format", "bits_per_sequence", "sequences", "bits_discarded"},
+    {"standard", "reference", "alpha", "verdict", "verdict_reason",
+     "criteria": {"alpha", "proportion", "uniformity", "minimum_sequences", "suite_rule",
+                  "verdicts"},
+     "input": {"path" | "live", "format", "bits_per_sequence", "sequences", "bits_discarded",
+               "size_bytes", "sha256", ["raw_output_sessions"]},
      "tests": {name: {"sub_tests": [label, ...], "p_values": [[P per sub-test] per sequence]}},
      "decisions": {name: [{"sub_test", "sample_size", "passed", "proportion_min",
                            "proportion_max", "proportion_ok", "histogram",
-                           "uniformity_p_value", "uniformity_ok", "ok"}, ...]},
-     "suite": {"passed", "failed_sub_tests": ["name/label", ...], "expected_false_flags"}}
+                           "uniformity_p_value", "uniformity_ok", "ok", "min_p_value",
+                           "extreme_p_value", "proportion_p_value"}, ...]},
+     "suite": {"verdict", "passed", "failed_sub_tests": ["name/label", ...],
+               "expected_false_flags", "rule": {...the SuiteVerdict...}},
+     "evidence": {"software", "command_line", "generated_at", "inputs"}}
 
 Sub-tests are in the reference order; a P-value that does not apply is ``null``.
+``failed_sub_tests`` are the section 4.2 flags (what sts stars); the verdict is the suite
+rule's (``suite.rule``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from certification.sp800_22 import SuiteAssessment, TestResult
-from certification.sp800_22.assessment import ALPHA, Decision, proportion_bounds
+from certification.sp800_22.assessment import (
+    ALPHA,
+    BINS,
+    MIN_SEQUENCES,
+    SUITE_ALPHA,
+    UNIFORMITY_THRESHOLD,
+    Decision,
+    SuiteVerdict,
+    proportion_bounds,
+)
 
-__all__ = ["render_json", "render_summary"]
+__all__ = ["CRITERIA", "render_json", "render_summary"]
 
 STANDARD = "NIST SP 800-22 Rev.1a"
 REFERENCE = "sts-2.1.2"
+
+#: Every criterion the verdict uses, as the report states it (docs/certification.md,
+#: "Verdicts and exit codes").
+CRITERIA: dict[str, Any] = {
+    "alpha": ALPHA,
+    "proportion": {
+        "section": "SP 800-22 Rev.1a 4.2.1",
+        "rule": "sequences with P >= alpha must number within m (p_hat +- 3 sqrt(p_hat (1 - "
+        "p_hat) / m)), p_hat = 1 - alpha, both ends truncated to integers as sts-2.1.2 does; "
+        "shown per sub-test (the flags). For the verdict the same count is tested exactly: "
+        "P(Binomial(m, alpha) >= sequences with P < alpha)",
+        "p_hat": 1 - ALPHA,
+    },
+    "uniformity": {
+        "section": "SP 800-22 Rev.1a 4.2.2",
+        "rule": "P-values in 10 equal bins, chi-square against m/10 per bin, P-value_T = "
+        "igamc(9/2, chi^2/2) must be >= the threshold; shown from 10 sequences (as sts), used "
+        f"by the verdict from {MIN_SEQUENCES} applicable sequences",
+        "bins": BINS,
+        "threshold": UNIFORMITY_THRESHOLD,
+    },
+    "minimum_sequences": MIN_SEQUENCES,
+    "minimum_sequences_derivation": "4.2.1: the proportion interval's lower limit truncates to "
+    "0 at m = 1 (nothing can be flagged), so m >= 2; 4.2.2: 10 equiprobable bins need an "
+    "expected count of at least 5 each for the chi-square approximation, m >= 50, and the "
+    "section asks for at least 55; the larger, 55, is the minimum",
+    "suite_rule": {
+        "family": "per sub-test with m applicable sequences: extreme = 1 - (1 - smallest "
+        "P-value)^m (any m); proportion = P(Binomial(m, alpha) >= failing sequences) (any m); "
+        f"uniformity = P-value_T (m >= {MIN_SEQUENCES})",
+        "method": "Bonferroni over the family: a member at or below suite_alpha / family size "
+        "rejects; Holm's step-down lists the rejected members",
+        "suite_alpha": SUITE_ALPHA,
+        "ideal_false_fail_rate_bound": SUITE_ALPHA,
+        "ideal_false_fail_rate_note": "at most suite_alpha for an ideal generator whatever the "
+        "dependence between sub-tests (union bound); measured in docs/certification.md",
+    },
+    "verdicts": {
+        "FAIL": "some member of the family rejects, at any number of sequences",
+        "INCONCLUSIVE": f"nothing rejects but fewer than {MIN_SEQUENCES} sequences",
+        "PASS": f"nothing rejects and at least {MIN_SEQUENCES} sequences",
+    },
+}
 
 
 def _sub_test_id(decision: Decision) -> str:
@@ -38,20 +99,26 @@ def _sub_test_id(decision: Decision) -> str:
 def render_json(
     results: Sequence[Mapping[str, TestResult]],
     assessment: SuiteAssessment,
+    verdict: SuiteVerdict,
     *,
     input_info: Mapping[str, object],
+    evidence: Mapping[str, object] | None = None,
 ) -> dict[str, object]:
-    """The report document for per-sequence ``results`` and their ``assessment``."""
+    """The report document for per-sequence ``results``, their ``assessment`` and the suite
+    ``verdict``."""
     tests: dict[str, object] = {}
     for name in assessment.decisions:
         tests[name] = {
             "sub_tests": list(results[0][name].labels),
             "p_values": [list(r[name].p_values) for r in results],
         }
-    return {
+    document: dict[str, object] = {
         "standard": STANDARD,
         "reference": REFERENCE,
         "alpha": ALPHA,
+        "verdict": verdict.verdict.value,
+        "verdict_reason": verdict.reason,
+        "criteria": CRITERIA,
         "input": dict(input_info),
         "tests": tests,
         "decisions": {
@@ -59,15 +126,21 @@ def render_json(
             for name, decisions in assessment.decisions.items()
         },
         "suite": {
-            "passed": assessment.passed,
+            "verdict": verdict.verdict.value,
+            "passed": verdict.verdict.value == "PASS",
             "failed_sub_tests": [_sub_test_id(d) for d in assessment.failures],
             "expected_false_flags": assessment.expected_false_flags,
+            "rule": verdict.as_dict(),
         },
     }
+    if evidence is not None:
+        document["evidence"] = dict(evidence)
+    return document
 
 
-def render_summary(assessment: SuiteAssessment) -> str:
-    """A table in the manner of sts-2.1.2's ``finalAnalysisReport.txt``; '*' marks a failure."""
+def render_summary(assessment: SuiteAssessment, verdict: SuiteVerdict) -> str:
+    """A table in the manner of sts-2.1.2's ``finalAnalysisReport.txt`` ('*' marks a section
+    4.2 flag), then the criteria and the suite verdict."""
     lines = [
         " C1  C2  C3  C4  C5  C6  C7  C8  C9 C10  P-VALUE   PROPORTION  STATISTICAL TEST",
         "-" * 80,
@@ -90,17 +163,27 @@ def render_summary(assessment: SuiteAssessment) -> str:
     sizes = sorted({d.sample_size for ds in assessment.decisions.values() for d in ds})
     for size in sizes:
         if size:
-            low, _ = proportion_bounds(size)
+            low, high = proportion_bounds(size)
             lines.append(
-                f"Minimum pass count for a sample of {size} sequences: {low} (alpha = {ALPHA})"
+                f"Passing range for a sample of {size} sequences: {low} to {high} "
+                f"(alpha = {ALPHA}, section 4.2.1)"
             )
     failures = assessment.failures
     lines.append(
-        f"Failed sub-tests: {len(failures)}; an ideal generator would fail "
+        f"Section 4.2 flags: {len(failures)}; an ideal generator shows "
         f"{assessment.expected_false_flags:.2f} on average with these sample sizes"
     )
-    if failures:
-        lines.append(f"RESULT: FAIL ({len(failures)} sub-test(s) outside the section 4.2 limits)")
-    else:
-        lines.append("RESULT: PASS (every sub-test within the section 4.2 limits)")
+    lines.append(
+        f"Suite rule: Bonferroni over {verdict.family_size} checks (extreme, proportion, "
+        f"uniformity from {MIN_SEQUENCES} sequences) at {SUITE_ALPHA:g}: threshold "
+        f"{verdict.threshold:.3g}; minimum sample {MIN_SEQUENCES} sequences"
+    )
+    if verdict.uniformity_not_assessed:
+        shown = ", ".join(verdict.uniformity_not_assessed[:4])
+        more = len(verdict.uniformity_not_assessed) - 4
+        lines.append(
+            f"Uniformity not assessed (fewer than {MIN_SEQUENCES} applicable sequences): "
+            f"{shown}{f' and {more} more' if more > 0 else ''}"
+        )
+    lines.append(f"RESULT: {verdict.verdict.value} ({verdict.reason})")
     return "\n".join(lines) + "\n"

@@ -14,13 +14,33 @@ serial statistic) over the m sequences where it applies:
   excursion tests, whose m is whatever number of sequences they applied to.
 
 The random excursion tests count only the sequences where they apply (``None`` P-values are left
-out; the reference does this by leaving out P-values equal to 0). The suite passes when no
-sub-test fails either decision.
+out; the reference does this by leaving out P-values equal to 0). These are the decisions sts
+prints ("flags"); with 188 sub-tests, an ideal generator has a flagged sub-test about half the
+time at 100 sequences (:func:`ideal_flag_probability`,
+:attr:`SuiteAssessment.expected_false_flags`), so the suite's verdict does not count flags.
+It is made by :func:`suite_verdict`:
 
-With 188 sub-tests, even an ideal generator often has a flagged sub-test (about half the time
-for 100 sequences): :func:`ideal_flag_probability` gives the chance for one sub-test, and
-:attr:`SuiteAssessment.expected_false_flags` the expected count for the whole run, so that a
-report can set the observed flags beside it. This module does no I/O.
+* **The family.** Each sub-test s over its m_s applicable sequences contributes up to three
+  P-values, each valid under any dependence between sub-tests:
+  - *extreme*: 1 - (1 - p_min)^m_s, p_min its smallest first-level P-value (the chance that
+    the least of m_s independent valid P-values is that small); any m_s;
+  - *proportion* (section 4.2.1 as an exact test): P(Binomial(m_s, alpha) >= k_s), k_s the
+    sequences with P < alpha (too many failing sequences); any m_s;
+  - *uniformity* (section 4.2.2): P-value_T, from m_s >= :data:`MIN_SEQUENCES` only.
+* **The rule.** Bonferroni over the whole family at :data:`SUITE_ALPHA`: a P-value at or below
+  SUITE_ALPHA / (family size) rejects (Holm's step-down names every rejected one). By the
+  union bound an ideal generator is rejected with probability at most SUITE_ALPHA, however the
+  sub-tests depend on each other (the measured rate is in docs/certification.md).
+* **Verdict.** FAIL when some member rejects, at any number of sequences (an all-zero or
+  stuck-bit sequence gives first-level P-values near 0: one sequence is enough). Otherwise
+  INCONCLUSIVE below :data:`MIN_SEQUENCES` sequences, PASS from there on.
+
+**Minimum sample** (:data:`MIN_SEQUENCES` = 55), from section 4.2: the proportion interval of
+4.2.1 truncates to a lower limit of 0 passing sequences at m = 1 (no outcome can be flagged),
+so it needs m >= 2; the uniformity chi-square of 4.2.2 has 10 equiprobable bins, and the
+chi-square approximation wants an expected count of at least 5 in every bin, m / 10 >= 5,
+m >= 50; section 4.2.2 asks for at least 55 sequences, the larger figure. Below it the verdict
+is never PASS. This module does no I/O.
 """
 
 from __future__ import annotations
@@ -35,21 +55,32 @@ from scipy import stats
 
 from certification.sp800_22._result import TestResult
 from certification.sp800_22._special import igamc
+from certification.verdict import Verdict
 
 __all__ = [
     "ALPHA",
+    "MIN_SEQUENCES",
+    "SUITE_ALPHA",
     "UNIFORMITY_THRESHOLD",
     "Decision",
     "SuiteAssessment",
+    "SuiteCheck",
+    "SuiteVerdict",
     "assess",
     "assess_sub_test",
     "ideal_flag_probability",
     "proportion_bounds",
+    "suite_verdict",
 ]
 
 ALPHA = 0.01
 UNIFORMITY_THRESHOLD = 0.0001
 BINS = 10
+#: Fewest sequences at which the section 4.2 second-level decisions mean something (module
+#: docstring); below it a run is INCONCLUSIVE unless it FAILs decisively.
+MIN_SEQUENCES = 55
+#: Family-wise level of the suite verdict: an ideal generator FAILs at most this often.
+SUITE_ALPHA = 0.01
 
 
 @dataclass(frozen=True)
@@ -64,6 +95,29 @@ class Decision:
     proportion_max: int
     histogram: tuple[int, ...]
     uniformity_p_value: float | None
+    min_p_value: float | None = None
+
+    @property
+    def failing(self) -> int:
+        """Sequences with P < alpha."""
+        return self.sample_size - self.passed
+
+    @property
+    def extreme_p_value(self) -> float | None:
+        """1 - (1 - p_min)^m: how unlikely the smallest first-level P-value is."""
+        if self.min_p_value is None or self.sample_size == 0:
+            return None
+        if self.min_p_value >= 1.0:
+            return 1.0
+        return -math.expm1(self.sample_size * math.log1p(-self.min_p_value))
+
+    @property
+    def proportion_p_value(self) -> float | None:
+        """P(Binomial(m, alpha) >= failing sequences): the proportion decision as an exact
+        one-sided test."""
+        if self.sample_size == 0:
+            return None
+        return float(stats.binom.sf(self.failing - 1, self.sample_size, ALPHA))
 
     @property
     def proportion_ok(self) -> bool | None:
@@ -95,6 +149,9 @@ class Decision:
             "uniformity_p_value": self.uniformity_p_value,
             "uniformity_ok": self.uniformity_ok,
             "ok": self.ok,
+            "min_p_value": self.min_p_value,
+            "extreme_p_value": self.extreme_p_value,
+            "proportion_p_value": self.proportion_p_value,
         }
 
 
@@ -165,6 +222,7 @@ def assess_sub_test(test: str, sub_test: str, p_values: Sequence[float | None]) 
         proportion_max=high,
         histogram=tuple(int(c) for c in histogram),
         uniformity_p_value=uniformity,
+        min_p_value=float(applicable.min()) if sample_size else None,
     )
 
 
@@ -184,3 +242,138 @@ def assess(results: Sequence[Mapping[str, TestResult]]) -> SuiteAssessment:
             for i, label in enumerate(labels)
         )
     return SuiteAssessment(sequences=len(results), decisions=MappingProxyType(decisions))
+
+
+@dataclass(frozen=True)
+class SuiteCheck:
+    """One member of the suite verdict's family: a sub-test's extreme, proportion or
+    uniformity P-value."""
+
+    test: str
+    sub_test: str
+    check: str
+    p_value: float
+    sample_size: int
+
+    @property
+    def name(self) -> str:
+        sub = self.test if self.sub_test == self.test else f"{self.test}/{self.sub_test}"
+        return f"{sub} ({self.check})"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "test": self.test,
+            "sub_test": self.sub_test,
+            "check": self.check,
+            "p_value": self.p_value,
+            "sample_size": self.sample_size,
+        }
+
+
+@dataclass(frozen=True)
+class SuiteVerdict:
+    """The suite's verdict under :func:`suite_verdict`'s rule, with what it rests on."""
+
+    verdict: Verdict
+    reason: str
+    sequences: int
+    minimum_sequences: int
+    family_size: int
+    threshold: float
+    rejected: tuple[SuiteCheck, ...]
+    smallest: SuiteCheck | None
+    uniformity_not_assessed: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "verdict": self.verdict.value,
+            "reason": self.reason,
+            "sequences": self.sequences,
+            "minimum_sequences": self.minimum_sequences,
+            "family_size": self.family_size,
+            "threshold": self.threshold,
+            "rejected": [c.as_dict() for c in self.rejected],
+            "smallest": None if self.smallest is None else self.smallest.as_dict(),
+            "uniformity_not_assessed": list(self.uniformity_not_assessed),
+        }
+
+
+def _family(assessment: SuiteAssessment) -> tuple[list[SuiteCheck], list[str]]:
+    family: list[SuiteCheck] = []
+    not_assessed: list[str] = []
+    for ds in assessment.decisions.values():
+        for d in ds:
+            if d.sample_size == 0:
+                continue
+            extreme, proportion = d.extreme_p_value, d.proportion_p_value
+            assert extreme is not None
+            assert proportion is not None
+            family.append(SuiteCheck(d.test, d.sub_test, "extreme", extreme, d.sample_size))
+            family.append(SuiteCheck(d.test, d.sub_test, "proportion", proportion, d.sample_size))
+            if d.sample_size >= MIN_SEQUENCES and d.uniformity_p_value is not None:
+                uniformity = d.uniformity_p_value
+                family.append(
+                    SuiteCheck(d.test, d.sub_test, "uniformity", uniformity, d.sample_size)
+                )
+            else:
+                sub = d.test if d.sub_test == d.test else f"{d.test}/{d.sub_test}"
+                not_assessed.append(sub)
+    return family, not_assessed
+
+
+def suite_verdict(
+    assessment: SuiteAssessment, *, bits_per_sequence: int | None = None
+) -> SuiteVerdict:
+    """PASS, FAIL or INCONCLUSIVE for the whole run (rule in the module docstring)."""
+    family, not_assessed = _family(assessment)
+    m = assessment.sequences
+    size = len(family)
+    threshold = SUITE_ALPHA / size if size else 0.0
+    ordered = sorted(family, key=lambda c: c.p_value)
+    rejected: list[SuiteCheck] = []
+    for rank, check in enumerate(ordered):  # Holm's step-down
+        if check.p_value <= SUITE_ALPHA / (size - rank):
+            rejected.append(check)
+        else:
+            break
+    smallest = ordered[0] if ordered else None
+    if rejected:
+        shown = ", ".join(f"{c.name} P = {c.p_value:.3g}" for c in rejected[:5])
+        more = f" and {len(rejected) - 5} more" if len(rejected) > 5 else ""
+        verdict = Verdict.FAIL
+        reason = (
+            f"{len(rejected)} of {size} checks reject at the suite level (Bonferroni threshold "
+            f"{threshold:.3g} = {SUITE_ALPHA:g} / {size}): {shown}{more}"
+        )
+    elif m < MIN_SEQUENCES:
+        verdict = Verdict.INCONCLUSIVE
+        need = ""
+        if bits_per_sequence is not None:
+            total = MIN_SEQUENCES * bits_per_sequence
+            need = f" ({MIN_SEQUENCES} x {bits_per_sequence} bits = {-(-total // 8):,} bytes)"
+        reason = (
+            f"{m} sequence{'s' if m != 1 else ''} tested: nothing is decisive, but the section "
+            f"4.2 second-level decisions need at least {MIN_SEQUENCES} sequences{need}; test "
+            f"at least {MIN_SEQUENCES} sequences"
+        )
+    elif not family:
+        verdict = Verdict.INCONCLUSIVE
+        reason = "no sub-test applied to any sequence"
+    else:
+        verdict = Verdict.PASS
+        low = f"; smallest {smallest.name} P = {smallest.p_value:.3g}" if smallest else ""
+        reason = (
+            f"{m} sequences, no check of {size} below the Bonferroni threshold "
+            f"{threshold:.3g} = {SUITE_ALPHA:g} / {size}{low}"
+        )
+    return SuiteVerdict(
+        verdict=verdict,
+        reason=reason,
+        sequences=m,
+        minimum_sequences=MIN_SEQUENCES,
+        family_size=size,
+        threshold=threshold,
+        rejected=tuple(rejected),
+        smallest=smallest,
+        uniformity_not_assessed=tuple(not_assessed) if m >= MIN_SEQUENCES else (),
+    )

@@ -25,9 +25,9 @@ from certification.outcomes.battery import render_json, render_summary
 from certification.outcomes.sequence import (
     coupon_collector,
     jittered_uniforms,
+    lag_correlation,
     run_sequence_tests,
     runs_up,
-    serial_correlation,
     stirling2,
 )
 from certification.outcomes.shuffles import card_by_position, eulerian_row, run_shuffle_tests
@@ -91,6 +91,7 @@ def test_sequence_tests_have_their_null_distribution() -> None:
         for r in run_sequence_tests(values, 37, "g"):
             assert r.p_value is not None, r
             by_test.setdefault(r.name, []).append(r.p_value)
+    assert by_test.pop("repeats") == [1.0] * 60  # a fair stream repeats no window
     for name, ps in by_test.items():
         assert _uniform_p_values(ps) > 0.001, name
 
@@ -121,8 +122,10 @@ def test_card_by_position_scaling_keeps_the_null_distribution() -> None:
 
 def test_sequence_tests_catch_structure() -> None:
     alternating = np.tile(np.array([3, 30], dtype=np.int64), 2000)
-    assert serial_correlation(alternating, "g").p_value == pytest.approx(0.0, abs=1e-12)
     u = jittered_uniforms(alternating, 37)
+    lag = lag_correlation(u, "g")
+    assert lag.p_value == pytest.approx(0.0, abs=1e-12)
+    assert lag.details["worst_lag"] in (1, 2)
     up = runs_up(u, "g")
     assert up.p_value is not None
     assert up.p_value < 1e-6
@@ -141,6 +144,7 @@ def test_shuffle_tests_catch_an_unshuffled_deck() -> None:
         "card_by_position",
         "adjacent_pairs",
         "rising_sequences",
+        "repeats",
     ]
     assert all(r.p_value is not None and r.p_value < 1e-9 for r in results)
 
@@ -194,3 +198,4 @@ def test_battery_fails_an_impossible_number() -> None:
 def test_an_empty_sample_does_not_pass() -> None:
     result = run_battery(OutcomeSample())
     assert not result.passed
+    assert result.verdict.value == "INCONCLUSIVE"

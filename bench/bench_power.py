@@ -1,0 +1,59 @@
+"""The outcome battery's power study: ``python -m bench power`` (``--short`` for a smoke run).
+
+Long form: ``certification.power.run_study`` with 100 replicates per ladder size (a seed each),
+so that "caught" means at least 99 of 100 replicates FAIL (99 % power). Rows, one per bad
+generator: the sample size at which it is caught, against the first size at which any
+replicate failed (baseline: the ratio reads how far the 99 % point lies beyond the first
+rejection); then our generator's overall FAIL rate against the nominal alpha of the battery.
+The whole study document is written beside the results as ``power-study.json``. Short form:
+2 replicates.
+"""
+
+from __future__ import annotations
+
+import json
+
+from bench._common import RESULTS_DIR, Row
+from certification import power
+from certification.outcomes.battery import DEFAULT_CONFIDENCE
+
+__all__ = ["run"]
+
+
+def run(*, short: bool) -> list[Row]:
+    replicates = 2 if short else 100
+    rows = power.run_study(replicates=replicates)
+    document = power.study_json(rows, confidence=DEFAULT_CONFIDENCE, replicates=replicates)
+    if not short:
+        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        (RESULTS_DIR / "power-study.json").write_text(json.dumps(document, indent=1))
+    out: list[Row] = []
+    for r in rows:
+        if r.bad:
+            caught = r.caught_at or 0
+            first = r.first_rejection_at or 0
+            out.append(
+                Row(
+                    name=f"power {r.name}: caught at ({power.POWER_TARGET:.0%} of {replicates})",
+                    value=float(caught),
+                    unit=r.outcome,
+                    baseline_name="first size with a FAIL",
+                    baseline_value=float(first),
+                )
+            )
+    for r in rows:
+        if not r.bad:
+            runs = sum(t.replicates for t in r.trials)
+            fails = sum(t.rejections for t in r.trials)
+            rate = fails / runs if runs else 0.0
+            out.append(
+                Row(
+                    name=f"power {r.name}: FAIL rate over {runs} runs (false alarms)",
+                    value=max(rate, 1e-9),
+                    unit="share",
+                    baseline_name="alpha",
+                    baseline_value=1 - DEFAULT_CONFIDENCE,
+                    target=f"< {power.OURS_MAX_REJECTION_RATE}",
+                )
+            )
+    return out
