@@ -5,8 +5,9 @@ so that "caught" means at least 99 of 100 replicates FAIL (99 % power). Rows, on
 generator: the sample size at which it is caught, against the first size at which any
 replicate failed (baseline: the ratio reads how far the 99 % point lies beyond the first
 rejection); then our generator's overall FAIL rate against the nominal alpha of the battery.
-The whole study document is written beside the results as ``power-study.json``. Short form:
-2 replicates.
+The whole study document is written beside the results as ``power-study.json``. Last row:
+the battery's FAIL rate on mixed lab-mode outcomes of our generator (:data:`MIXED_PLAN`, every
+kind, 200 seeds), against alpha. Short form: 2 replicates, 2 mixed runs.
 """
 
 from __future__ import annotations
@@ -14,10 +15,38 @@ from __future__ import annotations
 import json
 
 from bench._common import RESULTS_DIR, Row
-from certification import power
+from certification import power, sources
+from certification.outcomes import run_battery
 from certification.outcomes.battery import DEFAULT_CONFIDENCE
+from certification.verdict import Verdict
 
-__all__ = ["run"]
+__all__ = ["MIXED_PLAN", "run"]
+
+#: One mixed run: every kind, each above its tests' minimum sample.
+MIXED_PLAN = {
+    "roulette_single_zero": 4_000,
+    "roulette_double_zero_as_single_zero": 1_000,
+    "sic_bo": 1_000,
+    "fire_numbers": 1_000,
+    "jackpot_tier": 500,
+    "multiball_3": 500,
+    "card_shuffle": 300,
+    "card_shoe_6": 300,
+    "uniform_int": 400,
+    "uniform_int_distinct": 400,
+    "weighted_choice": 400,
+}
+
+
+def _mixed_fail_rate(runs: int) -> tuple[float, float]:
+    """(FAIL share, INCONCLUSIVE share) of the battery on ``runs`` mixed lab-mode samples."""
+    fails = inconclusive = 0
+    for seed in range(runs):
+        records = sources.generate_records(sources.lab_generator(f"mixed-{seed}"), MIXED_PLAN)
+        verdict = run_battery(sources.build_sample(records)).verdict
+        fails += verdict is Verdict.FAIL
+        inconclusive += verdict is Verdict.INCONCLUSIVE
+    return fails / runs, inconclusive / runs
 
 
 def run(*, short: bool) -> list[Row]:
@@ -56,4 +85,17 @@ def run(*, short: bool) -> list[Row]:
                     target=f"< {power.OURS_MAX_REJECTION_RATE}",
                 )
             )
+    runs = 2 if short else 200
+    fail_rate, inconclusive_rate = _mixed_fail_rate(runs)
+    out.append(
+        Row(
+            name=f"outcome battery FAIL rate, our generator, every kind mixed ({runs} runs; "
+            f"INCONCLUSIVE {inconclusive_rate:.3f})",
+            value=max(fail_rate, 1e-9),
+            unit="share",
+            baseline_name="alpha",
+            baseline_value=1 - DEFAULT_CONFIDENCE,
+            target="about alpha",
+        )
+    )
     return out

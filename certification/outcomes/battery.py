@@ -457,11 +457,12 @@ def decide(
         reason = "no test applied to these records"
     elif waiting:
         shown = ", ".join(
-            f"{r.group}/{r.name} needs {r.min_sample} (has {r.sample_size})" for r in waiting[:6]
+            f"{r.group}/{r.name} needs {r.min_sample}" for r in waiting[:6]
         )
         verdict = Verdict.INCONCLUSIVE
         reason = (
-            f"no test rejects, but {len(waiting)} test(s) had too little data to apply: {shown}"
+            f"no test rejects, but {len(waiting)} test(s) had too little data to apply (outcomes "
+            f"of the group needed): {shown}"
             + (f" and {len(waiting) - 6} more" if len(waiting) > 6 else "")
         )
     else:

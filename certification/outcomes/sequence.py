@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -342,18 +343,29 @@ def run_stream_tests(
     ]
 
 
+def _in_values(result: TestResult, values_per_observation: float) -> TestResult:
+    """A not-applicable result's ``min_sample`` restated in values of the stream (the poker
+    test counts hands of 5, the coupon collector's test segments of about 21.7 values ...)."""
+    if result.p_value is not None or result.min_sample is None:
+        return result
+    need = math.ceil(result.min_sample * values_per_observation)
+    return replace(result, min_sample=need, note=f"{result.note} (about {need} values)")
+
+
 def run_sequence_tests(values: IntArray, d: int, group: str) -> list[TestResult]:
-    """Every sequence test on ``values`` (uniform on [0, d) under the null hypothesis)."""
+    """Every sequence test on ``values`` (uniform on [0, d) under the null hypothesis).
+    ``min_sample`` of a test that does not apply counts values of the stream."""
     values = np.asarray(values, dtype=np.int64)
     u = jittered_uniforms(values, d)
+    coupon_mean = COUPON_ALPHABET * sum(1 / i for i in range(1, COUPON_ALPHABET + 1))
     return [
         runs_up_and_down(u, group),
-        runs_up(u, group),
-        runs_up(u, group, down=True),
+        _in_values(runs_up(u, group), math.e),  # a run and the value after it: e on average
+        _in_values(runs_up(u, group, down=True), math.e),
         *run_stream_tests(values, d, u, group),
-        gap(values, d, group),
-        poker(values, d, group),
-        coupon_collector(u, group),
+        _in_values(gap(values, d, group), d / max(d // 2, 1)),
+        _in_values(poker(values, d, group), POKER_HAND),
+        _in_values(coupon_collector(u, group), coupon_mean),
         ks_uniform("uniformity_ks", group, u),
         repeats("repeats", group, values, Fraction(1, d)),
     ]

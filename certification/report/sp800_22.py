@@ -33,6 +33,7 @@ from certification.sp800_22 import SuiteAssessment, TestResult
 from certification.sp800_22.assessment import (
     ALPHA,
     BINS,
+    EXTREME_ALPHA,
     MIN_SEQUENCES,
     SUITE_ALPHA,
     UNIFORMITY_THRESHOLD,
@@ -75,9 +76,11 @@ CRITERIA: dict[str, Any] = {
         "family": "per sub-test with m applicable sequences: extreme = 1 - (1 - smallest "
         "P-value)^m (any m); proportion = P(Binomial(m, alpha) >= failing sequences) (any m); "
         f"uniformity = P-value_T (m >= {MIN_SEQUENCES})",
-        "method": "Bonferroni over the family: a member at or below suite_alpha / family size "
-        "rejects; Holm's step-down lists the rejected members",
+        "method": "weighted Bonferroni over the family: each extreme member rejects at or below "
+        "extreme_alpha / (extreme members), each proportion or uniformity member at or below "
+        "(suite_alpha - extreme_alpha) / (those members)",
         "suite_alpha": SUITE_ALPHA,
+        "extreme_alpha": EXTREME_ALPHA,
         "ideal_false_fail_rate_bound": SUITE_ALPHA,
         "ideal_false_fail_rate_note": "at most suite_alpha for an ideal generator whatever the "
         "dependence between sub-tests (union bound); measured in docs/certification.md",
@@ -174,9 +177,10 @@ def render_summary(assessment: SuiteAssessment, verdict: SuiteVerdict) -> str:
         f"{assessment.expected_false_flags:.2f} on average with these sample sizes"
     )
     lines.append(
-        f"Suite rule: Bonferroni over {verdict.family_size} checks (extreme, proportion, "
-        f"uniformity from {MIN_SEQUENCES} sequences) at {SUITE_ALPHA:g}: threshold "
-        f"{verdict.threshold:.3g}; minimum sample {MIN_SEQUENCES} sequences"
+        f"Suite rule: weighted Bonferroni at {SUITE_ALPHA:g} over {verdict.family_size} checks: "
+        f"extreme P <= {verdict.extreme_threshold:.3g}, proportion/uniformity (uniformity "
+        f"from {MIN_SEQUENCES} sequences) P <= {verdict.threshold:.3g}; minimum sample "
+        f"{MIN_SEQUENCES} sequences"
     )
     if verdict.uniformity_not_assessed:
         shown = ", ".join(verdict.uniformity_not_assessed[:4])

@@ -20,9 +20,14 @@ PLAN = {
     "roulette_double_zero_as_single_zero": 600,
     "sic_bo": 600,
     "fire_numbers": 400,
-    "jackpot_tier": 200,
+    "jackpot_tier": 330,
     "multiball_3": 300,
     "card_shuffle": 300,
+    "card_shoe_6": 270,
+    "mega_fire_blaze_bonus": 400,
+    "uniform_int": 400,
+    "uniform_int_distinct": 400,
+    "weighted_choice": 400,
 }
 
 
@@ -55,9 +60,12 @@ def collected(live_files: tuple[Path, Path]) -> Path:
 def test_the_log_export_holds_the_same_outcomes(live_files: tuple[Path, Path]) -> None:
     records, export = live_files
     collected = list(sources.read_records(records))
+    # the bonus games' Fire Number draws (request ids ending in -fire) are logged too; the
+    # collector keeps the bonus entries only
     logged = [
         {"kind": e["kind"], "params": e["params"], "outcome": e["outcome"]}
         for e in sources.read_records(export)
+        if not e["request_id"].endswith("-fire")
     ]
     assert logged == collected
 
@@ -67,7 +75,8 @@ def test_live_records_are_the_logged_entries(collected: Path) -> None:
     assert len(records) == sum(PLAN.values())
     kinds = {r["kind"] for r in records}
     assert kinds == {"roulette_spin", "dice_roll", "fire_numbers", "jackpot_tier", "multiball",
-                     "card_shuffle"}  # fmt: skip
+                     "card_shuffle", "mega_fire_blaze_bonus", "uniform_int",
+                     "weighted_choice"}  # fmt: skip
     sample = sources.build_sample(records)
     assert [g.wheel for g in sample.wheels] == ["double_zero", "double_zero_as_single_zero"]
     assert len(sample.wheels[0].numbers) == PLAN["roulette_double_zero"]
@@ -82,9 +91,16 @@ def test_live_outcome_battery_and_report(collected: Path, tmp_path: Path) -> Non
     status = main(["outcomes", "--input", str(collected), "--json", str(out),
                    "--html", str(page), "--confidence", "0.999999"])  # fmt: skip
     doc = json.loads(out.read_text())
-    assert status == 0, doc["suite"]
+    # every kind is tested; bonus games split by Fire Number count, and the rarer counts may
+    # lack data in 400 games (INCONCLUSIVE, naming what they need), nothing else may
+    assert status in (0, 3), doc["verdict_reason"]
+    waiting = {t["group"] for t in doc["tests"] if t["p_value"] is None and t["min_sample"]}
+    assert all(g.startswith("bonus/") for g in waiting), waiting
     groups = {t["group"].split("/")[0] for t in doc["tests"] if t["p_value"] is not None}
-    assert groups == {"wheel", "dice", "fire_numbers", "jackpot", "multiball", "shuffle"}
+    assert groups == {"wheel", "dice", "fire_numbers", "jackpot", "multiball", "shuffle",
+                      "uniform", "weighted", "bonus"}  # fmt: skip
+    shoes = {t["group"] for t in doc["tests"] if t["group"].startswith("shuffle/")}
+    assert shoes == {"shuffle/1deck+0j", "shuffle/6decks+0j"}
 
     dom, png = chromium_render(page, tmp_path)
     rendered = plots_in(dom)

@@ -16,11 +16,13 @@ import numpy as np
 import pytest
 
 from certification import power, sources
+from certification.evidence import evidence_record
 from certification.outcomes import run_battery
 from certification.outcomes.battery import render_json as outcomes_json
 from certification.report import render_json as nist_json
 from certification.report.html import render_html
 from certification.sp800_22 import assess, run_tests
+from certification.sp800_22.assessment import suite_verdict
 
 PLOT_KINDS = ("p-value-histogram", "frequency-chart", "residual-chart", "power-chart")
 CHROMIUM_FLAGS = (
@@ -93,10 +95,20 @@ def documents() -> dict[str, Any]:
         sources.lab_generator("html-report"),
         {"roulette_double_zero": 3000, "sic_bo": 1000, "card_shuffle": 300},
     )
-    outcome_doc = outcomes_json(run_battery(sources.build_sample(records)), input_info={})
+    evidence = evidence_record(
+        argv=["outcomes", "--input", "records.jsonl"],
+        inputs=[{"path": "records.jsonl", "size_bytes": 123, "sha256": "ab" * 32}],
+    )
+    outcome_doc = outcomes_json(
+        run_battery(sources.build_sample(records)), input_info={}, evidence=evidence
+    )
     rng = np.random.default_rng(3)
     results = [run_tests(rng.integers(0, 2, 20_000).astype(np.uint8)) for _ in range(10)]
-    nist_doc = nist_json(results, assess(results), input_info={"path": "test", "sequences": 10})
+    assessment = assess(results)
+    nist_doc = nist_json(
+        results, assessment, suite_verdict(assessment),
+        input_info={"path": "test", "sequences": 10}, evidence=evidence,
+    )  # fmt: skip
     rows = power.run_study(replicates=2)
     power_doc = power.study_json(rows, confidence=0.99, replicates=2)
     return json.loads(json.dumps({"outcomes": outcome_doc, "nist": nist_doc, "power": power_doc}))
@@ -110,16 +122,43 @@ def test_report_has_every_kind_of_plot(documents: dict[str, Any]) -> None:
     assert found.kinds["frequency-chart"] + found.kinds["residual-chart"] == len(charted)
     assert found.kinds["power-chart"] == 1
     assert found.bars > 100
-    assert "PASSED" in page
+    assert "PASS" in page
+    assert "INCONCLUSIVE" in page  # ten SP 800-22 sequences are below the minimum of 55
+    assert page.count("<h3>Criteria</h3>") == 3
+    assert "ab" * 32 in page  # the input's SHA-256 from the evidence record
 
 
 def test_report_marks_failures(documents: dict[str, Any]) -> None:
     outcomes = json.loads(json.dumps(documents["outcomes"]))
     outcomes["suite"] = {"passed": False, "failed": ["wheel/double_zero/numbers"]}
+    outcomes["verdict"] = "FAIL"
     outcomes["tests"][0]["passed"] = False
     page = render_html(outcomes=outcomes, generated_at="t")
-    assert "FAILED" in page
+    assert "FAIL:" in page
     assert '<tr class="fail">' in page
+    del outcomes["verdict"]  # a document of an earlier version: suite.passed decides
+    assert "FAIL:" in render_html(outcomes=outcomes, generated_at="t")
+
+
+def test_report_shows_dieharder_with_its_sessions_and_receipts() -> None:
+    receipt = {"format": "rng-service-receipt/v1", "index": 7, "checkpoint": "note"}
+    session = {"request_id": "lab-raw-0", "log_index": 7, "generator_instance": "ab12",
+               "generator_epoch": 0, "num_bytes": 4096, "receipt": receipt}  # fmt: skip
+    doc = {
+        "tool": "dieharder", "source": "live", "verdict": "INCONCLUSIVE",
+        "verdict_reason": "1 of 2 rows WEAK", "criteria": {"weak_threshold": 0.005},
+        "results": [{"test": 0, "name": "diehard_birthdays", "ntuple": 0, "tsamples": 100,
+                     "psamples": 100, "p_value": 0.003, "assessment": "WEAK"}],
+        "raw_output_sessions": [session],
+        "evidence": evidence_record(argv=["dieharder"], inputs=[
+            {"live": "127.0.0.1:1", "bytes_fed": 4096, "sha256_fed": "cd" * 32,
+             "raw_output_sessions": [session]}]),
+    }  # fmt: skip
+    page = render_html(dieharder=doc, generated_at="t")
+    assert 'class="verdict inconclusive"' in page
+    assert "lab-raw-0" in page
+    assert "rng-service-receipt/v1" in page
+    assert "cd" * 32 in page
 
 
 def test_report_needs_a_document() -> None:

@@ -37,8 +37,12 @@ def test_outcomes_passes_lab_records(records_file: Path, tmp_path: Path) -> None
                    "--html", str(page)])  # fmt: skip
     assert status == 0
     doc = json.loads(out.read_text())
+    assert doc["verdict"] == "PASS"
     assert doc["suite"]["passed"] is True
     assert doc["outcome_count"] == 6300
+    facts = doc["evidence"]["inputs"][0]
+    assert facts["sha256"] == hashlib.sha256(records_file.read_bytes()).hexdigest()
+    assert facts["size_bytes"] == records_file.stat().st_size
     assert plots_in(page.read_text()).kinds["frequency-chart"] > 10
 
 
@@ -63,7 +67,8 @@ def test_outcomes_fails_tampered_records(records_file: Path, tmp_path: Path) -> 
     [
         ("not json\n", "not JSON"),
         ('{"kind": "roulette_spin"}\n', "'outcome'"),
-        ('{"kind": "uniform_int", "params": {}, "outcome": {"values": [1]}}\n', "no testable"),
+        ('{"kind": "bingo", "params": {}, "outcome": {"balls": [1]}}\n', "no testable"),
+        ('{"kind": "uniform_int", "params": {}, "outcome": {"values": [1]}}\n', "malformed"),
     ],
 )
 def test_outcomes_input_errors(
@@ -125,27 +130,38 @@ def test_all_and_report(records_file: Path, tmp_path: Path) -> None:
         "all", "--records", str(records_file), "--bits", str(bits),
         "--bits-per-sequence", "100000", "--out", str(out),
     ])  # fmt: skip
-    assert status == 0
+    # two sequences of 10^5 bits: below the 55 sequences SP 800-22 needs, so the worst
+    # verdict is INCONCLUSIVE (exit 3) although the outcome battery passes
+    assert status == 3
     assert {p.name for p in out.iterdir()} == {"outcomes.json", "nist.json", "report.html"}
     kinds = plots_in((out / "report.html").read_text()).kinds
     assert kinds["p-value-histogram"] >= 2
+    nist_doc = json.loads((out / "nist.json").read_text())
+    assert nist_doc["evidence"]["command_line"][:2] == ["rng-certify", "all"]
+    assert nist_doc["evidence"]["effective_command_line"][:2] == ["rng-certify", "nist"]
 
     failing = json.loads((out / "outcomes.json").read_text())
-    failing["suite"]["passed"] = False
+    failing["verdict"] = "FAIL"
     (tmp_path / "failing.json").write_text(json.dumps(failing))
     page = tmp_path / "r.html"
-    assert main(["report", "--nist", str(out / "nist.json"), "--html", str(page)]) == 0
+    assert main(["report", "--outcomes", str(out / "outcomes.json"), "--html", str(page)]) == 0
+    assert main(["report", "--nist", str(out / "nist.json"), "--html", str(page)]) == 3
     status = main(["report", "--outcomes", str(tmp_path / "failing.json"),
                    "--nist", str(out / "nist.json"), "--html", str(page)])  # fmt: skip
     assert status == 1
-    assert "FAILED" in page.read_text()
+    assert "FAIL:" in page.read_text()
 
 
 def test_power_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "power.json"
     assert main(["power", "--replicates", "1", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
+    assert doc["verdict"] == "PASS"
     assert all(g["caught_at"] is not None for g in doc["generators"] if g["bad"])
+    assert {"randu_high", "lag_correlated", "short_period"} <= {
+        g["name"] for g in doc["generators"]
+    }
+    assert doc["criteria"]["caught_at"].startswith("the first ladder size")
     assert "modulo_wheel" in capsys.readouterr().out
 
 
@@ -163,7 +179,11 @@ def test_dieharder_quick_tests_on_the_lab_generator(tmp_path: Path) -> None:
     assert main(["dieharder", "--lab-seed", "dh", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert [r["name"] for r in doc["results"]] == ["diehard_birthdays", "sts_monobit"]
+    assert doc["verdict"] == "PASS"
     assert doc["passed"] is True
+    assert doc["criteria"]["fail_threshold"] == 1e-6
+    assert doc["evidence"]["inputs"][0]["lab_seed"] == "dh"
+    assert doc["evidence"]["inputs"][0]["bytes_fed"] > 0
 
 
 def test_dieharder_fails_a_stream_of_zeros() -> None:
@@ -171,7 +191,18 @@ def test_dieharder_fails_a_stream_of_zeros() -> None:
     zeros = itertools.repeat(bytes(dieharder.CHUNK))
     results = dieharder.run(zeros, [100], psamples=10)
     assert [r.assessment for r in results] == ["FAILED"]
-    assert dieharder.to_json(results, source="zeros")["passed"] is False
+    doc = dieharder.to_json(results, source="zeros")
+    assert (doc["verdict"], doc["passed"]) == ("FAIL", False)
+
+
+@pytest.mark.parametrize(
+    ("assessments", "verdict"),
+    [(["PASSED", "PASSED"], "PASS"), (["PASSED", "WEAK"], "INCONCLUSIVE"),
+     (["WEAK", "FAILED"], "FAIL"), ([], "INCONCLUSIVE")],
+)  # fmt: skip
+def test_dieharder_weak_is_inconclusive(assessments: list[str], verdict: str) -> None:
+    rows = [dieharder.DieharderResult(0, "t", 0, 100, 100, 0.5, a) for a in assessments]
+    assert dieharder.verdict(rows)[0].value == verdict
 
 
 def test_dieharder_refuses_a_short_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

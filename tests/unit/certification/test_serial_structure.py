@@ -212,16 +212,19 @@ def test_repeated_shuffles_are_decisive() -> None:
 
 
 def test_pairwise_windows_helper_matches_brute_force() -> None:
-    """The vectorised pair count equals a direct count of equal windows at distance >= L."""
+    """The vectorised pair count equals a direct count of equal windows at distance >= L; the
+    alternating stretch has equal windows at distance 2 < L as well, which must not count."""
     rng = np.random.default_rng(31)
-    stream = rng.integers(0, 3, 300)
+    stream = np.concatenate((rng.integers(0, 3, 300), np.tile([0, 1], 15), rng.integers(0, 3, 50)))
     r = repeats("r", "g", stream, Fraction(1, 3), expectation=50.0)
     window = int(r.details["window"])
     windows = [tuple(stream[i : i + window]) for i in range(stream.size - window + 1)]
     brute = sum(
-        1
-        for i, a in enumerate(windows)
-        for j in range(i + window, len(windows))
-        if windows[j] == a
+        1 for i, a in enumerate(windows) for j in range(i + window, len(windows)) if windows[j] == a
     )
     assert r.details["pairs"] == brute
+    close = sum(
+        1 for i, a in enumerate(windows) for j in range(i + 1, i + window) if j < len(windows)
+        and windows[j] == a
+    )  # fmt: skip
+    assert close > 0  # the alternating stretch is there to be left out
