@@ -8,22 +8,27 @@ Subcommands::
     rng-certify power [--replicates R] [--confidence C] --json OUT [--html OUT]
     rng-certify collect (--live HOST:PORT | --lab-seed SEED) [--kind NAME=COUNT]
                         [--time-limit S] --output RECORDS [--bits-output FILE]
-    rng-certify report [--outcomes JSON] [--nist JSON] [--power JSON] [--rtp JSON] --html OUT
+    rng-certify report [--outcomes JSON] [--nist JSON] [--power JSON] [--dieharder JSON]
+                       [--rtp JSON] --html OUT
     rng-certify all [--records RECORDS] [--bits FILE --format F] --out DIR
     rng-certify dieharder (--lab-seed SEED | --input FILE | --live HOST:PORT) [--test N]
-                          [--json OUT] [--ca F --cert F --key F]
+                          [--resolve-ambiguity] [--json OUT] [--ca F --cert F --key F]
     rng-certify rtp [--live HOST:PORT [--rounds N] [--game NAME[=N]]] [--json OUT] [--html OUT]
 
-``nist`` cuts the file into as many whole sequences of N bits (default 10^6) as it holds, runs
-the NIST SP 800-22 battery on each (optionally in J worker processes, spawn start method),
-makes the section 4.2 decisions, writes the JSON report and prints a summary table; with
-``--live`` it takes M sequences of raw generator output from a running service's
-``LabService.StreamRawOutput`` instead of a file (docs/certification.md, "The raw output
-stream"). The other
-commands are described in docs/certification.md (outcome-level tests, power study, evidence
-pack, dieharder). Exit status (all commands): 0 when the suite passes, 1 when it fails, 2 for
-usage or input errors (a message, never a traceback). A progress bar is drawn only when
-stderr is a terminal.
+``nist`` reads the file in sequence-sized pieces (memory flat in the number of sequences),
+runs the NIST SP 800-22 battery on each sequence of N bits (default 10^6; optionally in J
+worker processes, spawn start method), makes the section 4.2 decisions and the suite verdict,
+writes the JSON report and prints a summary table; with ``--live`` it takes M sequences of raw
+generator output from a running service's ``LabService.StreamRawOutput`` instead of a file
+(docs/certification.md, "The raw output stream"). The other commands are described in
+docs/certification.md (outcome-level tests, power study, evidence pack, dieharder). Every
+report states its criteria and an evidence record (software version and commit, command line,
+inputs' SHA-256 and size, raw-output sessions with their receipts).
+
+Exit status (all commands, :mod:`certification.verdict`): 0 PASS, 1 FAIL, 3 INCONCLUSIVE (the
+sample is below the battery's minimum and nothing is decisive), 2 usage or input error (a
+message, never a traceback); ``all`` and ``report`` exit with the worst verdict. A progress bar
+is drawn only when stderr is a terminal.
 """
 
 from __future__ import annotations
@@ -35,7 +40,6 @@ import multiprocessing
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -49,7 +53,7 @@ from certification.bitfile import (
     read_bits,
 )
 from certification.errors import InputError
-from certification.evidence import evidence_record
+from certification.evidence import evidence_record, now_utc
 from certification.report import render_json, render_summary
 from certification.rtp.command import add_rtp_parser
 from certification.sp800_22 import Bits, TestResult, assess, run_tests
@@ -270,7 +274,7 @@ def _cmd_nist(args: argparse.Namespace) -> int:
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now_utc()
 
 
 def _write_json(path: Path, document: object) -> None:

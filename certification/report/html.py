@@ -403,7 +403,10 @@ def _outcomes_section(doc: Mapping[str, Any]) -> str:
     if untested:
         listed = ", ".join(f"{n} {k}" for k, n in sorted(untested.items()))
         out.append(f'<p class="note">Records read but not tested: {_e(listed)}.</p>')
-    p_values = [t["p_value"] for t in tests if t["p_value"] is not None]
+    # the repeat detectors' P-values are 1 unless something repeats: not in the histogram
+    p_values = [
+        t["p_value"] for t in tests if t["p_value"] is not None and t.get("second_level", True)
+    ]
     out.append(p_value_histogram(f"Outcome tests: P-values ({len(p_values)})", p_values))
     level2 = doc.get("second_level")
     if level2 is not None:
