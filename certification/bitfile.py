@@ -34,6 +34,7 @@ from certification.errors import InputError
 __all__ = [
     "FORMATS",
     "READ_PIECE_BYTES",
+    "STREAM_PIECE_BYTES",
     "BitFileFacts",
     "PackedBits",
     "cut_sequences",
@@ -44,9 +45,11 @@ __all__ = [
 
 Bits = npt.NDArray[np.uint8]
 FORMATS = ("binary", "ascii")
-#: The most bytes read at once while inspecting or streaming a file (and at least one
-#: sequence's worth when streaming, so a sequence is assembled from few pieces).
+#: The most bytes read at once while inspecting a file.
 READ_PIECE_BYTES = 1 << 22
+#: Bytes read at once while streaming sequences: one sequence's worth, and at least this many
+#: (a 10^6-bit sequence is 125,000 bytes binary, 10^6 characters or more ASCII).
+STREAM_PIECE_BYTES = 1 << 18
 
 # Byte classes of the ASCII format: 0 = whitespace (ignored), 1 = '0' or '1', 2 = anything else.
 _CLASS = np.full(256, 2, dtype=np.uint8)
@@ -150,12 +153,16 @@ def cut_sequences(pieces: Iterable[Bits], n: int, count: int | None = None) -> I
                 held, have = [], 0
 
 
-def file_sequences(facts: BitFileFacts, n: int, *, piece: int = READ_PIECE_BYTES) -> Iterator[Bits]:
+def file_sequences(
+    facts: BitFileFacts, n: int, *, piece: int = STREAM_PIECE_BYTES
+) -> Iterator[Bits]:
     """Pass 2: the whole sequences of ``n`` bits of the file ``facts`` describes, in order.
 
-    Reads pieces of ``max(piece, n / 8)`` bytes. The file is hashed again as it is read; when
-    it no longer matches ``facts`` (changed since pass 1) the stream stops with
-    :class:`InputError` after its last piece, before the caller can finish the run."""
+    Reads pieces of ``max(piece, n / 8)`` bytes (an ASCII sequence is assembled from as many
+    pieces as it takes), so at most one sequence and one piece are held. The file is hashed
+    again as it is read; when it no longer matches ``facts`` (changed since pass 1) the stream
+    stops with :class:`InputError` after its last piece, before the caller can finish the
+    run."""
     digest = hashlib.sha256()
     size = 0
     read = max(piece, -(-n // 8))

@@ -38,7 +38,7 @@ import hashlib
 import json
 import multiprocessing
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -54,10 +54,11 @@ from certification.bitfile import (
 )
 from certification.errors import InputError
 from certification.evidence import evidence_record, now_utc
-from certification.report import render_json, render_summary
+from certification.report import render_summary, write_json
 from certification.rtp.command import add_rtp_parser
 from certification.sp800_22 import Bits, TestResult, assess, run_tests
 from certification.sp800_22.assessment import suite_verdict
+from certification.sp800_22.table import PValueTable
 from certification.verdict import (
     EXIT_FAIL,
     EXIT_INCONCLUSIVE,
@@ -123,30 +124,35 @@ class _Progress:
 
 def _run_battery(
     sequences: Iterator[Bits], n: int, jobs: int, on_done: Callable[[], None]
-) -> list[dict[str, TestResult]]:
-    """The battery on each sequence, in order. Sequences are read as they are needed (at most
-    2 x jobs are held at once), so memory does not grow with their number."""
-    results: list[dict[str, TestResult]] = []
+) -> PValueTable:
+    """The battery on each sequence, in order, into a compact table. Sequences are read as
+    they are needed (at most 2 x jobs are held at once), so memory does not grow with their
+    number beyond one row of P-values each."""
+    table = PValueTable()
     if jobs == 1:
         for sequence in sequences:
-            results.append(run_tests(sequence))
+            table.append(run_tests(sequence))
             on_done()
-        return results
+        return table
     context = multiprocessing.get_context("spawn")
     done: dict[int, dict[str, TestResult]] = {}
+
+    def collect(finished: Iterable[Future[dict[str, TestResult]]]) -> None:
+        for future in finished:
+            done[pending.pop(future)] = future.result()
+            on_done()
+        while table.sequences in done:  # append in sequence order
+            table.append(done.pop(table.sequences))
+
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
         pending: dict[Future[dict[str, TestResult]], int] = {}
         for index, sequence in enumerate(sequences):
             pending[pool.submit(_run_packed, np.packbits(sequence).tobytes(), n)] = index
             while len(pending) >= 2 * jobs:
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    done[pending.pop(future)] = future.result()
-                    on_done()
-        for future in list(pending):
-            done[pending.pop(future)] = future.result()
-            on_done()
-    return [done[i] for i in range(len(done))]
+                collect(finished)
+        collect(list(pending))
+    return table
 
 
 def _live_tls(args: argparse.Namespace) -> LiveTls | None:
@@ -234,7 +240,7 @@ def _cmd_nist(args: argparse.Namespace) -> int:
         sequences = file_sequences(facts, n)
     progress = _Progress(count, sys.stderr)
     try:
-        results = _run_battery(sequences, n, args.jobs, progress.advance)
+        table = _run_battery(sequences, n, args.jobs, progress.advance)
     finally:
         progress.close()
     if live is not None:
@@ -254,14 +260,14 @@ def _cmd_nist(args: argparse.Namespace) -> int:
             "sha256": facts.sha256,
         }
         inputs = [facts.as_dict()]
-    assessment = assess(results)
+    assessment = assess(table)
     verdict = suite_verdict(assessment, bits_per_sequence=n)
-    document = render_json(
-        results, assessment, verdict, input_info=input_info,
-        evidence=evidence_record(argv=args.argv, inputs=inputs),
-    )  # fmt: skip
     try:
-        args.json.write_text(json.dumps(document, indent=1) + "\n")
+        with args.json.open("w") as handle:
+            write_json(
+                handle, table, assessment, verdict, input_info=input_info,
+                evidence=evidence_record(argv=args.argv, inputs=inputs),
+            )  # fmt: skip
     except OSError as e:
         raise InputError(f"cannot write {args.json}: {e.strerror or e}") from e
     sys.stdout.write(render_summary(assessment, verdict))

@@ -456,9 +456,7 @@ def decide(
         verdict = Verdict.INCONCLUSIVE
         reason = "no test applied to these records"
     elif waiting:
-        shown = ", ".join(
-            f"{r.group}/{r.name} needs {r.min_sample}" for r in waiting[:6]
-        )
+        shown = ", ".join(f"{r.group}/{r.name} needs {r.min_sample}" for r in waiting[:6])
         verdict = Verdict.INCONCLUSIVE
         reason = (
             f"no test rejects, but {len(waiting)} test(s) had too little data to apply (outcomes "

@@ -26,8 +26,9 @@ rule's (``suite.rule``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from certification.sp800_22 import SuiteAssessment, TestResult
 from certification.sp800_22.assessment import (
@@ -41,8 +42,9 @@ from certification.sp800_22.assessment import (
     SuiteVerdict,
     proportion_bounds,
 )
+from certification.sp800_22.table import PValueTable
 
-__all__ = ["CRITERIA", "render_json", "render_summary"]
+__all__ = ["CRITERIA", "render_json", "render_summary", "write_json"]
 
 STANDARD = "NIST SP 800-22 Rev.1a"
 REFERENCE = "sts-2.1.2"
@@ -99,8 +101,11 @@ def _sub_test_id(decision: Decision) -> str:
     return f"{decision.test}/{decision.sub_test}"
 
 
+_ROWS = "@@per-sequence P-values@@"
+
+
 def render_json(
-    results: Sequence[Mapping[str, TestResult]],
+    results: Sequence[Mapping[str, TestResult]] | PValueTable,
     assessment: SuiteAssessment,
     verdict: SuiteVerdict,
     *,
@@ -109,12 +114,50 @@ def render_json(
 ) -> dict[str, object]:
     """The report document for per-sequence ``results``, their ``assessment`` and the suite
     ``verdict``."""
+    table = results if isinstance(results, PValueTable) else PValueTable.from_results(results)
+    document = _skeleton(assessment, verdict, input_info=input_info, evidence=evidence)
+    document["tests"] = {
+        name: {"sub_tests": list(table.labels[name]), "p_values": list(table.test_rows(name))}
+        for name in assessment.decisions
+    }
+    return document
+
+
+def write_json(
+    handle: TextIO,
+    table: PValueTable,
+    assessment: SuiteAssessment,
+    verdict: SuiteVerdict,
+    *,
+    input_info: Mapping[str, object],
+    evidence: Mapping[str, object] | None = None,
+) -> None:
+    """Writes the document :func:`render_json` gives, streaming the per-sequence P-values one
+    row (one sequence of one test) per line, so that no copy of the whole report is built in
+    memory."""
+    document = _skeleton(assessment, verdict, input_info=input_info, evidence=evidence)
+    document["tests"] = _ROWS
+    head, tail = json.dumps(document, indent=1).split(json.dumps(_ROWS), 1)
+    handle.write(head + "{")
+    for i, name in enumerate(assessment.decisions):
+        labels = json.dumps(list(table.labels[name]))
+        handle.write(f'{"," if i else ""}\n  {json.dumps(name)}: {{"sub_tests": {labels}, ')
+        handle.write('"p_values": [')
+        for j, row in enumerate(table.test_rows(name)):
+            handle.write(("," if j else "") + "\n   " + json.dumps(row))
+        handle.write("]}")
+    handle.write("\n }" + tail + "\n")
+
+
+def _skeleton(
+    assessment: SuiteAssessment,
+    verdict: SuiteVerdict,
+    *,
+    input_info: Mapping[str, object],
+    evidence: Mapping[str, object] | None,
+) -> dict[str, object]:
+    """Every member of the document but the per-sequence P-values."""
     tests: dict[str, object] = {}
-    for name in assessment.decisions:
-        tests[name] = {
-            "sub_tests": list(results[0][name].labels),
-            "p_values": [list(r[name].p_values) for r in results],
-        }
     document: dict[str, object] = {
         "standard": STANDARD,
         "reference": REFERENCE,

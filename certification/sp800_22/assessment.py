@@ -62,6 +62,7 @@ from scipy import stats
 
 from certification.sp800_22._result import TestResult
 from certification.sp800_22._special import igamc
+from certification.sp800_22.table import PValueTable
 from certification.verdict import Verdict
 
 __all__ = [
@@ -236,22 +237,18 @@ def assess_sub_test(test: str, sub_test: str, p_values: Sequence[float | None]) 
     )
 
 
-def assess(results: Sequence[Mapping[str, TestResult]]) -> SuiteAssessment:
-    """Section 4.2 decisions for every sub-test in ``results`` (one mapping per sequence)."""
-    if not results:
+def assess(results: Sequence[Mapping[str, TestResult]] | PValueTable) -> SuiteAssessment:
+    """Section 4.2 decisions for every sub-test in ``results`` (one mapping per sequence, or
+    a :class:`~certification.sp800_22.table.PValueTable`)."""
+    table = results if isinstance(results, PValueTable) else PValueTable.from_results(results)
+    if table.sequences == 0:
         raise ValueError("no sequences to assess")
-    names = tuple(results[0])
     decisions: dict[str, tuple[Decision, ...]] = {}
-    for name in names:
-        labels = results[0][name].labels
-        for sequence_results in results:
-            if sequence_results[name].labels != labels:
-                raise ValueError(f"{name}: sub-tests differ between sequences")
+    for name, labels in table.labels.items():
         decisions[name] = tuple(
-            assess_sub_test(name, label, [r[name].p_values[i] for r in results])
-            for i, label in enumerate(labels)
+            assess_sub_test(name, label, table.column(name, i)) for i, label in enumerate(labels)
         )
-    return SuiteAssessment(sequences=len(results), decisions=MappingProxyType(decisions))
+    return SuiteAssessment(sequences=table.sequences, decisions=MappingProxyType(decisions))
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ command line and the input's SHA-256 and size."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import random
 import subprocess
@@ -22,7 +23,10 @@ from certification import power
 from certification.bitfile import file_sequences, inspect_bit_file
 from certification.cli import main
 from certification.errors import InputError
-from certification.sp800_22.assessment import MIN_SEQUENCES
+from certification.report import render_json, write_json
+from certification.sp800_22 import assess, run_tests
+from certification.sp800_22.assessment import MIN_SEQUENCES, suite_verdict
+from certification.sp800_22.table import PValueTable
 from rng_service.outcomes.roulette import WHEEL_ORDER, WheelType
 
 ONE_SEQUENCE = 125_000  # bytes: 10^6 bits, the default sequence length
@@ -161,6 +165,22 @@ def test_ascii_is_streamed_in_pieces(tmp_path: Path) -> None:
     sequences = list(file_sequences(facts, 999, piece=7))
     assert len(sequences) == bits.size // 999
     assert np.array_equal(np.concatenate(sequences), bits[: len(sequences) * 999])
+
+
+def test_the_streamed_report_is_the_rendered_document() -> None:
+    """``write_json`` (one row per line, no copy of the whole report) writes exactly the
+    document ``render_json`` builds, ``null`` for what does not apply included."""
+    rng = np.random.default_rng(12)
+    results = [run_tests(rng.integers(0, 2, 5_000).astype(np.uint8)) for _ in range(3)]
+    table = PValueTable.from_results(results)
+    assessment = assess(table)
+    verdict = suite_verdict(assessment)
+    info = {"path": "x", "sequences": 3}
+    out = io.StringIO()
+    write_json(out, table, assessment, verdict, input_info=info, evidence={"e": 1})
+    expected = render_json(results, assessment, verdict, input_info=info, evidence={"e": 1})
+    assert json.loads(out.getvalue()) == json.loads(json.dumps(expected))
+    assert json.loads(out.getvalue())["tests"]["universal"]["p_values"] == [[None]] * 3
 
 
 def test_a_file_that_changes_while_tested_is_refused(tmp_path: Path) -> None:
