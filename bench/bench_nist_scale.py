@@ -10,7 +10,7 @@ Long form (about 10 minutes on the 2-core machine):
 * **Time.** The CLI's wall time per sequence on the 1,000-sequence binary file, against the
   battery alone on pre-unpacked bits (``bench sp800_22``'s figure, measured here on 10).
 * **False FAIL rate.** The 1,000-sequence binary report's P-values are a pool of ideal-generator
-  sequences (AES-CTR); 2,000 runs of m = 55 and m = 100 sequences drawn from it without
+  sequences (AES-CTR); 500 runs of m = 55 and m = 100 sequences drawn from it without
   replacement (a fixed seed) are assessed with the suite rule
   (``certification.sp800_22.assessment.suite_verdict``): the share that FAIL, against the
   bound SUITE_ALPHA. Runs share sequences, so these are resampling estimates.
@@ -109,7 +109,7 @@ def run(*, short: bool) -> list[Row]:
     n = 20_000 if short else 1_000_000
     big, small = (3, 2) if short else (1000, 10)
     sizes = (2,) if short else (55, 100)
-    runs = 20 if short else 2000
+    runs = 20 if short else 500
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="bench-nist-") as tmp:
         work = Path(tmp)

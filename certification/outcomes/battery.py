@@ -50,7 +50,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
@@ -333,6 +333,13 @@ def _weighted_tests(g: WeightedGroup) -> list[TestResult]:
     return results
 
 
+def _impossible(g: BonusGroup, group: str, note: str) -> TestResult:
+    """The designations test when an outcome holds an arrangement the profile cannot give."""
+    n = len(g.designations)
+    return TestResult("designations", group, None, None, 0.0, f"{g.designation_mode} layout", n,
+                      note=note)  # fmt: skip
+
+
 def _bonus_tests(g: BonusGroup) -> list[TestResult]:
     group = f"bonus/{g.profile}/{g.fire_number_count}"
     cells = tuple(str(i) for i in range(_BONUS_CELLS))
@@ -351,32 +358,12 @@ def _bonus_tests(g: BonusGroup) -> list[TestResult]:
         codes = np.array([[names.index(d) if d in names else -1 for d in row]
                           for row in g.designations], dtype=np.int64)  # fmt: skip
         if (codes < 0).any() or any(sorted(row) != sorted(g.layout) for row in g.designations):
-            results.append(
-                TestResult(
-                    "designations",
-                    group,
-                    None,
-                    None,
-                    0.0,
-                    "arrangement",
-                    len(g.designations),
-                    note="a designation row is not the profile's layout",
-                )
-            )
+            results.append(_impossible(g, group, "a designation row is not the profile's layout"))
         else:
             results.append(replace(card_by_position(codes, group), name="designations"))
     elif any(tuple(row) != g.layout for row in g.designations):
         results.append(
-            TestResult(
-                "designations",
-                group,
-                None,
-                None,
-                0.0,
-                "fixed layout",
-                len(g.designations),
-                note="a designation differs from the profile's fixed layout",
-            )
+            _impossible(g, group, "a designation differs from the profile's fixed layout")
         )
     tier_counts = _counts(list(g.jackpot_tiers))
     tiers = chi_square_gof("jackpot_tiers", group, tier_counts, g.jackpot_expected)
@@ -392,26 +379,18 @@ def _bonus_tests(g: BonusGroup) -> list[TestResult]:
 
 def all_tests(sample: OutcomeSample) -> list[TestResult]:
     """Every test result for ``sample``, in group order."""
-    results: list[TestResult] = []
-    for w in sample.wheels:
-        results += _wheel_tests(w)
-    for d in sample.dice:
-        results += _dice_tests(d)
-    for f in sample.fire_numbers:
-        results += _fire_tests(f)
-    for j in sample.jackpots:
-        results += _jackpot_tests(j)
-    for m in sample.multiball:
-        results += _multiball_tests(m)
-    for s in sample.shuffles:
-        results += _shuffle_tests(s)
-    for u in sample.uniform:
-        results += _uniform_tests(u)
-    for g in sample.weighted:
-        results += _weighted_tests(g)
-    for b in sample.bonus:
-        results += _bonus_tests(b)
-    return results
+    kinds: list[tuple[Sequence[Any], Callable[[Any], list[TestResult]]]] = [
+        (sample.wheels, _wheel_tests),
+        (sample.dice, _dice_tests),
+        (sample.fire_numbers, _fire_tests),
+        (sample.jackpots, _jackpot_tests),
+        (sample.multiball, _multiball_tests),
+        (sample.shuffles, _shuffle_tests),
+        (sample.uniform, _uniform_tests),
+        (sample.weighted, _weighted_tests),
+        (sample.bonus, _bonus_tests),
+    ]
+    return [result for groups, tests in kinds for group in groups for result in tests(group)]
 
 
 def decide(

@@ -26,7 +26,14 @@ It is made by :func:`suite_verdict`:
     the least of m_s independent valid P-values is that small); any m_s;
   - *proportion* (section 4.2.1 as an exact test): P(Binomial(m_s, alpha) >= k_s), k_s the
     sequences with P < alpha (too many failing sequences); any m_s;
-  - *uniformity* (section 4.2.2): P-value_T, from m_s >= :data:`MIN_SEQUENCES` only.
+  - *uniformity* (section 4.2.2's question, is the distribution of the m_s P-values uniform?):
+    the Kolmogorov-Smirnov test of the P-values against U(0, 1) with its exact distribution
+    (``scipy.stats.kstest(method="exact")``), from m_s >= :data:`MIN_SEQUENCES` only. Not
+    P-value_T itself: its chi-square approximation (10 bins of m/10 expected) is
+    anti-conservative in the far tail where the rule decides (for threshold 1.8e-5 it
+    rejects uniform P-values 2.1 times as often as nominal at m = 55, 1.75 times at 100, 1.35
+    times at 200: 2 x 10^7 simulated multinomial samples). The exact KS distribution holds for
+    any m, and P-values with ties (discrete tests) only make it conservative.
 * **The rule.** A weighted Bonferroni over the whole family at :data:`SUITE_ALPHA`: the
   extreme members share :data:`EXTREME_ALPHA` (10^-6), each rejecting at or below
   EXTREME_ALPHA / (their number); the proportion and uniformity members share the rest,
@@ -52,6 +59,7 @@ is never PASS. This module does no I/O.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -107,6 +115,7 @@ class Decision:
     histogram: tuple[int, ...]
     uniformity_p_value: float | None
     min_p_value: float | None = None
+    uniformity_ks_p_value: float | None = None
 
     @property
     def failing(self) -> int:
@@ -163,6 +172,7 @@ class Decision:
             "min_p_value": self.min_p_value,
             "extreme_p_value": self.extreme_p_value,
             "proportion_p_value": self.proportion_p_value,
+            "uniformity_ks_p_value": self.uniformity_ks_p_value,
         }
 
 
@@ -198,6 +208,7 @@ def proportion_bounds(sample_size: int, alpha: float = ALPHA) -> tuple[int, int]
     return int((p_hat - half_width) * sample_size), int((p_hat + half_width) * sample_size)
 
 
+@functools.lru_cache(maxsize=256)
 def ideal_flag_probability(sample_size: int, alpha: float = ALPHA) -> float:
     """Chance that one sub-test of an ideal generator fails a decision over ``sample_size``
     sequences: exact for the proportion (binomial), plus the nominal 0.0001 of the uniformity
@@ -234,6 +245,11 @@ def assess_sub_test(test: str, sub_test: str, p_values: Sequence[float | None]) 
         histogram=tuple(int(c) for c in histogram),
         uniformity_p_value=uniformity,
         min_p_value=float(applicable.min()) if sample_size else None,
+        uniformity_ks_p_value=(
+            float(stats.kstest(applicable, "uniform", method="exact").pvalue)
+            if sample_size >= MIN_SEQUENCES
+            else None
+        ),
     )
 
 
@@ -319,8 +335,8 @@ def _family(assessment: SuiteAssessment) -> tuple[list[SuiteCheck], list[str]]:
             assert proportion is not None
             family.append(SuiteCheck(d.test, d.sub_test, "extreme", extreme, d.sample_size))
             family.append(SuiteCheck(d.test, d.sub_test, "proportion", proportion, d.sample_size))
-            if d.sample_size >= MIN_SEQUENCES and d.uniformity_p_value is not None:
-                uniformity = d.uniformity_p_value
+            if d.sample_size >= MIN_SEQUENCES and d.uniformity_ks_p_value is not None:
+                uniformity = d.uniformity_ks_p_value
                 family.append(
                     SuiteCheck(d.test, d.sub_test, "uniformity", uniformity, d.sample_size)
                 )

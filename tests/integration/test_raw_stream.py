@@ -388,7 +388,7 @@ def test_rng_certify_nist_live_over_mtls(secure: tuple[Running, Path], tmp_path:
         "nist", "--live", f"127.0.0.1:{r.port}", *tls, "--bits-per-sequence", "20000",
         "--sequences", "3", "--json", str(out),
     ])  # fmt: skip
-    assert status in (0, 1)
+    assert status in (1, 3)  # 3 sequences: INCONCLUSIVE unless the suite rule FAILs
     assert len(json.loads(out.read_text())["input"]["raw_output_sessions"]) == 1
     game = ["--ca", str(certs / "ca.pem"), "--cert", str(certs / "game-1.pem"),
             "--key", str(certs / "game-1.key")]  # fmt: skip
