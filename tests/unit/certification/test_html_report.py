@@ -109,8 +109,8 @@ def documents() -> dict[str, Any]:
         results, assessment, suite_verdict(assessment),
         input_info={"path": "test", "sequences": 10}, evidence=evidence,
     )  # fmt: skip
-    rows = power.run_study(replicates=2)
-    power_doc = power.study_json(rows, confidence=0.99, replicates=2)
+    rows = power.run_study(replicates=1)
+    power_doc = power.study_json(rows, confidence=0.99, replicates=1)
     return json.loads(json.dumps({"outcomes": outcome_doc, "nist": nist_doc, "power": power_doc}))
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from certification import dieharder, sources
+from certification import dieharder, power, sources
 from certification.cli import main, read_bits
 from rng_service.audit.export import write_export
 from tests.unit.certification.test_html_report import plots_in
@@ -157,6 +157,7 @@ def test_power_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert main(["power", "--replicates", "1", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["verdict"] == "PASS"
+    assert [g["name"] for g in doc["generators"]] == [*power.BAD_GENERATORS, *power.GOOD_GENERATORS]
     assert all(g["caught_at"] is not None for g in doc["generators"] if g["bad"])
     assert {"randu_high", "lag_correlated", "short_period"} <= {
         g["name"] for g in doc["generators"]

@@ -63,14 +63,3 @@ def test_randu_high_bits_and_the_lag_generator() -> None:
 def test_naive_shuffle_is_a_permutation() -> None:
     deck = power.naive_shuffle(random_source(lab_generator("n")))
     assert sorted(deck) == list(range(52))
-
-
-def test_study_document() -> None:
-    rows = power.run_study(replicates=2)
-    doc = power.study_json(rows, confidence=0.99, replicates=2)
-    names = [g["name"] for g in doc["generators"]]
-    assert names == [*power.BAD_GENERATORS, *power.GOOD_GENERATORS]
-    for g in doc["generators"]:
-        if g["bad"]:
-            assert g["caught_at"] is not None, g
-    assert doc["passed"] is True
