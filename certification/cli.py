@@ -460,24 +460,23 @@ def _cmd_report(args: argparse.Namespace) -> int:
     except (KeyError, TypeError) as e:
         raise InputError(f"a JSON document is not an rng-certify report ({e!r})") from e
     _write_text(args.html, page)
-    verdict = combine(document_verdict(d) for d in docs.values() if d is not None)
-    sys.stdout.write(f"RESULT: {verdict.value} (the worst verdict of the documents)\n")
+    found = (document_verdict(d) for d in docs.values() if d is not None)
+    judged = [v for v in found if v is not None]
+    verdict = combine(judged)
+    why = "the worst verdict of the documents" if judged else "no document judges anything"
+    sys.stdout.write(f"RESULT: {verdict.value} ({why})\n")
     return exit_code(verdict)
 
 
-def document_verdict(document: dict[str, object]) -> Verdict:
-    """The verdict of an rng-certify JSON document: its ``verdict`` member, or for a document
-    of an earlier version ``suite.passed`` / ``passed`` (True: PASS, else FAIL)."""
-    value = document.get("verdict")
-    if isinstance(value, str) and value in Verdict.__members__:
-        return Verdict[value]
-    suite = document.get("suite")
-    if document.get("format") == "rng-certify-rtp/v1":
-        from certification.report.rtp import rtp_passed
+def document_verdict(document: dict[str, object]) -> Verdict | None:
+    """The verdict of an rng-certify JSON document: its ``verdict`` member (null: the document
+    judges nothing, as ``rtp`` without ``--live``), or for a document of an earlier version
+    ``suite.passed`` / ``passed`` (True: PASS, else FAIL)."""
+    from certification.report.html import NO_VERDICT
+    from certification.report.html import document_verdict as shown
 
-        return Verdict.PASS if rtp_passed(document) else Verdict.FAIL
-    passed = suite.get("passed") if isinstance(suite, dict) else document.get("passed")
-    return Verdict.PASS if passed is True else Verdict.FAIL
+    value = shown(document)
+    return None if value == NO_VERDICT else Verdict[value]
 
 
 def _cmd_all(args: argparse.Namespace) -> int:
@@ -515,7 +514,7 @@ def _cmd_all(args: argparse.Namespace) -> int:
         nist_doc["evidence"]["effective_command_line"] = ran
         _write_json(args.out / "nist.json", nist_doc)
         documents["nist"] = nist_doc
-        verdicts.append(document_verdict(documents["nist"]))
+        verdicts.append(document_verdict(documents["nist"]) or Verdict.INCONCLUSIVE)
         inputs.append(str(args.bits))
     if not documents:
         raise InputError("give --records and/or --bits")

@@ -38,7 +38,10 @@ from typing import Any
 
 from certification.report.rtp import render_rtp_section, rtp_passed
 
-__all__ = ["MAX_BARS", "render_html"]
+#: The verdict shown for a document that judges nothing (``rng-certify rtp`` without --live).
+NO_VERDICT = "NO VERDICT"
+
+__all__ = ["MAX_BARS", "NO_VERDICT", "document_verdict", "render_html"]
 
 MAX_BARS = 60
 _W = 760
@@ -57,6 +60,7 @@ th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; }
 th { background: #f0f0f0; } td.l, th.l { text-align: left; }
 tr.fail td { background: #fde0e0; } .verdict { font-size: 1.2em; font-weight: bold; }
 .pass { color: #1a7f37; } .failv { color: #c62828; } .inconclusive { color: #b26a00; }
+.noverdict { color: #555; }
 table.criteria td, table.evidence td { text-align: left; vertical-align: top; }
 pre.receipt { font-size: 0.75em; white-space: pre-wrap; word-break: break-all; }
 svg.plot { display: block; margin: 6px 0 18px; background: #fff; border: 1px solid #ddd; }
@@ -280,16 +284,24 @@ def power_chart(generators: Sequence[Mapping[str, Any]], power_target: float) ->
     return "".join(parts)
 
 
-_VERDICT_CLASS = {"PASS": "pass", "FAIL": "failv", "INCONCLUSIVE": "inconclusive"}
+_VERDICT_CLASS = {
+    "PASS": "pass",
+    "FAIL": "failv",
+    "INCONCLUSIVE": "inconclusive",
+    NO_VERDICT: "noverdict",
+}
 
 
 def document_verdict(doc: Mapping[str, Any]) -> str:
-    """A document's verdict: its ``verdict`` member, or (earlier documents) PASS/FAIL from
-    ``suite.passed`` / ``passed``."""
+    """A document's verdict: its ``verdict`` member (null: :data:`NO_VERDICT`, an ``rtp``
+    document of exact figures only), or (earlier documents) PASS/FAIL from ``suite.passed`` /
+    ``passed``."""
     value = doc.get("verdict")
     if isinstance(value, str) and value in _VERDICT_CLASS:
         return value
     if doc.get("format") == "rng-certify-rtp/v1":
+        if doc.get("live") is None:  # exact figures only: nothing was measured
+            return NO_VERDICT
         return "PASS" if rtp_passed(doc) else "FAIL"
     suite = doc.get("suite")
     passed = suite.get("passed") if isinstance(suite, Mapping) else doc.get("passed")
@@ -298,7 +310,8 @@ def document_verdict(doc: Mapping[str, Any]) -> str:
 
 def _verdict(verdict: str, text: str) -> str:
     cls = _VERDICT_CLASS.get(verdict, "failv")
-    return f'<p class="verdict {cls}">{_e(verdict)}: {_e(text)}</p>'
+    word = "No verdict" if verdict == NO_VERDICT else verdict
+    return f'<p class="verdict {cls}">{_e(word)}: {_e(text)}</p>'
 
 
 def _flatten(prefix: str, value: Any, rows: list[tuple[str, str]]) -> None:
@@ -372,8 +385,8 @@ def _evidence(doc: Mapping[str, Any]) -> str:
         )
         for item in inputs:
             name = item.get("path") or item.get("live") or item.get("lab_seed") or "?"
-            size = item.get("size_bytes", item.get("bytes_fed"))
-            digest = item.get("sha256", item.get("sha256_fed"))
+            size = item.get("size_bytes", item.get("bytes_fed", ""))
+            digest = item.get("sha256", item.get("sha256_fed", ""))
             out.append(
                 f"<tr><td class='l'><code>{_e(name)}</code></td><td>{_e(size)}</td>"
                 f"<td class='l'><code>{_e(digest)}</code></td></tr>"
@@ -382,7 +395,38 @@ def _evidence(doc: Mapping[str, Any]) -> str:
         for item in inputs:
             if item.get("raw_output_sessions"):
                 out.append(_sessions(item["raw_output_sessions"]))
+            if item.get("rounds"):
+                out.append(_live_rounds(item))
     return "".join(out)
+
+
+def _live_rounds(item: Mapping[str, Any]) -> str:
+    """``rng-certify rtp --live``: per game, the log indexes of its rounds' entries and the
+    receipt of the last one (its checkpoint covers them all)."""
+    rows = []
+    for g in item["rounds"]:
+        receipt = g.get("receipt")
+        shown = (
+            f"<details><summary>receipt of index {_e(receipt.get('index'))}</summary>"
+            f'<pre class="receipt">{_e(json.dumps(receipt, indent=1))}</pre></details>'
+            if receipt is not None
+            else "----"
+        )
+        ranges = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in g["log_index_ranges"])
+        wheel = f" ({g['wheel']})" if g.get("wheel") else ""
+        rows.append(
+            f"<tr><td>{_e(g['game'] + wheel)}</td><td>{_e(g['rounds'])}</td>"
+            f"<td>{_e(g['entries'])}</td><td class='l'>{_e(ranges)}</td><td>{shown}</td></tr>"
+        )
+    profile = item.get("service_profile") or {}
+    return (
+        f'<p class="note">Rounds of run {_e(item.get("run_id"))} drawn through '
+        f"{_e(item.get('live'))} under profile {_e(profile.get('name'))} (sha256 "
+        f"<code>{_e(profile.get('sha256'))}</code>).</p>"
+        '<table class="evidence rounds"><tr><th class="l">game</th><th>rounds</th>'
+        '<th>entries</th><th class="l">log indexes</th><th class="l">receipt</th></tr>'
+        f"{''.join(rows)}</table>"
+    )
 
 
 def _outcomes_section(doc: Mapping[str, Any]) -> str:
@@ -612,7 +656,14 @@ def render_html(
     if power is not None:
         body.append(_power_section(power))
     if rtp is not None:
-        body.append(render_rtp_section(rtp))
+        judged = document_verdict(rtp)
+        body.append(
+            render_rtp_section(
+                rtp,
+                verdict_html=_verdict(judged, rtp.get("verdict_reason") or ""),
+                appendix=(_criteria(rtp) if judged != NO_VERDICT else "") + _evidence(rtp),
+            )
+        )
     if dieharder is not None:
         body.append(_dieharder_section(dieharder))
     body.append("</body></html>\n")

@@ -33,7 +33,8 @@ def _conditions(row: Mapping[str, Any]) -> str:
 
 
 def rtp_passed(doc: Mapping[str, Any]) -> bool:
-    """True unless a live run found an exact RTP outside its family-wise interval."""
+    """For a document without a ``verdict`` member (made before verdicts): True unless a live
+    run found an exact RTP outside its family-wise interval."""
     live = doc.get("live")
     return live is None or bool(live["family"]["passed"])
 
@@ -74,36 +75,27 @@ def render_rtp_text(doc: Mapping[str, Any]) -> str:
                 f"(indexes {g['log_indexes']})"
             )
         family = live["family"]
-        verdict = "PASSED" if family["passed"] else "FAILED"
         lines.append(
-            f"{verdict}: {family['wagers']} measured wagers, {family['judged']} with rounds enough "
-            f"for a normal interval; every one of those has its exact RTP inside its family-wise "
-            f"99 % interval (z = {family['z']})"
-            if family["passed"]
-            else f"{verdict}: exact RTP outside its family-wise 99 % interval: "
-            + ", ".join(family["outside"])
+            f"family check: {family['wagers']} measured wagers, {family['judged']} with rounds "
+            f"enough for a normal interval (z = {family['z']}); outside: "
+            + (", ".join(family["outside"]) or "none")
         )
         lines.append(f"CPU {live['cpu_seconds']} s, wall {live['wall_seconds']} s")
     return "\n".join(lines) + "\n"
 
 
-def render_rtp_section(doc: Mapping[str, Any]) -> str:
-    """The report's "Return to player" section."""
+def render_rtp_section(doc: Mapping[str, Any], verdict_html: str = "", appendix: str = "") -> str:
+    """The report's "Return to player" section; ``verdict_html`` opens it and ``appendix``
+    (criteria and evidence, from :mod:`certification.report.html`) closes it."""
     live = doc.get("live")
-    out = ['<section id="rtp"><h2>Return to player</h2>']
+    out = ['<section id="rtp"><h2>Return to player</h2>', verdict_html]
     if live is not None:
         family = live["family"]
-        cls, word = ("pass", "PASSED") if family["passed"] else ("failv", "FAILED")
         out.append(
-            f'<p class="verdict {cls}">{word}: {family["wagers"]} wagers measured on rounds '
-            f"played through {_e(live['target'])}, {family['judged']} with rounds enough for a "
-            "normal interval; "
-            + (
-                "for each of those the exact RTP lies inside its family-wise 99 % interval"
-                if family["passed"]
-                else "outside their family-wise 99 % interval: " + _e(", ".join(family["outside"]))
-            )
-            + "</p>"
+            f'<p class="note">{family["wagers"]} wagers measured on rounds played through '
+            f"{_e(live['target'])}, {family['judged']} with rounds enough for a normal "
+            "interval; outside their family-wise 99 % interval: "
+            f"{_e(', '.join(family['outside']) or 'none')}.</p>"
         )
     profile = doc["profile"]
     out.append(
@@ -179,6 +171,7 @@ def render_rtp_section(doc: Mapping[str, Any]) -> str:
             f"</table><p class='note'>Run id {_e(live['run_id'])}; CPU {live['cpu_seconds']} s, "
             f"wall {live['wall_seconds']} s (client and, in process, server).</p>"
         )
+    out.append(appendix)
     out.append("</section>")
     return "".join(out)
 

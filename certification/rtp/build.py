@@ -3,21 +3,32 @@
 Owns: which paytables and profile are priced (the shipped paytables, replaced per game by
 ``--paytable`` documents; the Mega Fire Blaze profile: the service's with ``--live``, fetched
 by ``GetProfile`` and checked against its SHA-256, else ``--profile`` or the shipped
-example), the live plan (rounds per game), and the JSON document (docs/certification.md,
-"Return to player").
+example), the live plan (rounds per game), the verdict of a live run, and the JSON document
+(docs/certification.md, "Return to player").
+
+Verdict of a live run (:mod:`certification.verdict`, the rule of the other batteries): a
+wager is *judged* when its rounds reach its ``rounds_for_interval`` (below it the normal
+interval of the mean is not to be trusted: the minimum sample). **FAIL** when a judged wager's
+exact RTP lies outside its family-wise 99 % interval (Bonferroni over the judged wagers);
+else **INCONCLUSIVE** when some measured wager is not judged (the reason names the rounds
+each game needs); else **PASS**. Without ``--live`` nothing is measured: the document's
+verdict is null and the command exits 0.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from certification.evidence import evidence_record, file_facts
 from certification.rtp import exact
 from certification.rtp import live as play_live
 from certification.rtp.command import FORMAT
+from certification.verdict import Verdict
 from rng_service.errors import RngServiceError
 from rng_service.outcomes.profiles import (
     MegaFireBlazeProfile,
@@ -27,9 +38,13 @@ from rng_service.outcomes.profiles import (
 from rng_service.settlement.documents import document_from_canonical, load_document_file
 from rng_service.settlement.paytables import PaytableDocument, load_builtin_paytables
 
-__all__ = ["RtpInputError", "build_document"]
+__all__ = ["NO_VERDICT_REASON", "RtpInputError", "build_document", "live_verdict"]
 
 EXAMPLE_PROFILE = "mega_fire_blaze_example"
+NO_VERDICT_REASON = (
+    "exact figures only: nothing was measured, so nothing is judged (--live plays rounds "
+    "through a service and judges them)"
+)
 
 
 class RtpInputError(Exception):
@@ -119,9 +134,12 @@ def build_document(
     tls: tuple[Path | None, Path | None, Path | None] = (None, None, None),
     generated_at: str = "",
     progress: Callable[[str], None] | None = None,
+    argv: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The JSON document of ``rng-certify rtp`` (module docstring); ``live`` is the service's
-    address, None for the exact figures alone."""
+    address, None for the exact figures alone. ``argv`` (the command's arguments; None: this
+    process's) goes into the evidence record."""
+    files = [file_facts(p) for p in (*paytable_files, *([profile_file] if profile_file else []))]
     from rng_service.service.client import ClientError
 
     paytables = _paytables(paytable_files)
@@ -145,7 +163,13 @@ def build_document(
         except RngServiceError as e:
             raise RtpInputError(f"--profile {profile_file}: {e}") from e
         specs = exact.wager_specs(paytables, profile)
-        return _document(paytables, profile, exact.exact_rows(specs), generated_at)
+        document = _document(paytables, profile, exact.exact_rows(specs), generated_at)
+        document["verdict"] = None
+        document["verdict_reason"] = NO_VERDICT_REASON
+        document["evidence"] = evidence_record(
+            argv=argv, inputs=files, generated_at=generated_at or None
+        )
+        return document
     if profile_file is not None:
         raise RtpInputError("--profile is for the exact figures alone; --live uses the service's")
     client = _client(target, tls)
@@ -172,7 +196,79 @@ def build_document(
         raise RtpInputError(f"service at {target}: {e}") from e
     document = _document(paytables, profile, rows, generated_at)
     document["live"] = _measured(rows, played, target, run_id, cpu, wall)
+    verdict, reason = live_verdict(rows, document["live"]["family"])
+    document["verdict"] = verdict.value
+    document["verdict_reason"] = reason
+    document["criteria"] = {
+        "confidence_per_wager": 0.99,
+        "z_per_wager": document["live"]["z"],
+        "family_confidence": 0.99,
+        "multiple_testing": "Bonferroni over the judged wagers (z_family for 0.01 / judged, "
+        "two-sided)",
+        "z_family": document["live"]["family"]["z"],
+        "interval": "measured mean +- z * sigma / sqrt(rounds), sigma the wager's exact "
+        "standard deviation",
+        "minimum_sample": "a wager is judged at rounds >= its rounds_for_interval (every "
+        "return making up 1 % of the variance expected 5 times)",
+        "rule": "FAIL if a judged wager's exact RTP lies outside its family-wise interval; "
+        "INCONCLUSIVE if nothing is outside but some measured wager is not judged; PASS "
+        "otherwise",
+    }
+    drawn: dict[str, Any] = {
+        "live": target,
+        "run_id": run_id,
+        "service_profile": {"name": profile.id.name, "sha256": profile.id.sha256},
+        "rounds": [_rounds_evidence(g) for g in played],
+    }
+    document["evidence"] = evidence_record(
+        argv=argv, inputs=[*files, drawn], generated_at=generated_at or None
+    )
     return document
+
+
+def _rounds_evidence(g: play_live.GameRounds) -> dict[str, Any]:
+    """One game's rounds for the evidence record: every log index (as ranges) and the receipt
+    of the last entry, whose signed checkpoint covers them all."""
+    from rng_service.log.receipt import receipt_to_json
+
+    return {
+        "game": g.game,
+        "wheel": g.wheel,
+        "rounds": g.rounds,
+        "entries": len(g.indexes),
+        "log_index_ranges": play_live.index_ranges(g.indexes),
+        "receipt": (
+            None if g.last_receipt is None else json.loads(receipt_to_json(g.last_receipt))
+        ),
+    }
+
+
+def live_verdict(rows: Sequence[dict[str, Any]], family: dict[str, Any]) -> tuple[Verdict, str]:
+    """The verdict of a live run (module docstring) and its reason, from the rows' ``live``
+    members and the family check."""
+    measured = [r for r in rows if "live" in r]
+    if family["outside"]:
+        return Verdict.FAIL, (
+            f"{len(family['outside'])} of {family['judged']} judged wagers have their exact "
+            f"RTP outside the family-wise 99 % interval: {', '.join(family['outside'][:6])}"
+        )
+    short = [r for r in measured if not r["live"]["judged"]]
+    if not measured:
+        return Verdict.INCONCLUSIVE, "no wager was measured"
+    if short:
+        need: dict[str, int] = {}
+        for r in short:
+            need[r["game"]] = max(need.get(r["game"], 0), int(r["rounds_for_interval"]))
+        games = ", ".join(f"{g} {n:,}" for g, n in need.items())
+        return Verdict.INCONCLUSIVE, (
+            f"{len(short)} of {len(measured)} measured wagers had too few rounds for their "
+            f"interval to be judged (none judged is outside); rounds needed for every wager: "
+            f"{games} (--game NAME=N)"
+        )
+    return Verdict.PASS, (
+        f"all {len(measured)} measured wagers judged; each exact RTP lies inside its "
+        f"family-wise 99 % interval"
+    )
 
 
 def _document(

@@ -11,8 +11,10 @@ the exact RTP, house edge and variance per unit staked as fractions and decimals
 standard deviation (``certification.rtp.exact``). With ``--live``: the same, plus N rounds of
 each game played through the service (``certification.rtp.live``), the measured RTP and its
 99 % confidence interval, whether the exact figure lies inside, and the log indexes of the
-entries the rounds came from. Exit status: 0, or 1 when with ``--live`` some exact RTP lies
-outside its family-wise (Bonferroni) 99 % interval; 2 for usage and input errors.
+entries the rounds came from, and the verdict (``certification.rtp.build``). Exit status
+(:mod:`certification.verdict`): with ``--live`` 0 PASS, 1 FAIL (an exact RTP outside its
+family-wise 99 % interval), 3 INCONCLUSIVE (some wager had too few rounds to be judged);
+without ``--live`` 0 (nothing is judged); 2 for usage and input errors.
 
 This module only registers the command (``add_rtp_parser``); the work is imported when it
 runs, so the other commands do not load the settlement code.
@@ -119,6 +121,7 @@ def run_rtp(args: argparse.Namespace) -> int:
             tls=(args.ca, args.cert, args.key),
             generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
             progress=_progress,
+            argv=args.argv,
         )
     except build.RtpInputError as e:
         raise InputError(str(e)) from e
@@ -127,10 +130,12 @@ def run_rtp(args: argparse.Namespace) -> int:
         _write(args.json, json.dumps(document, indent=1, sort_keys=True) + "\n")
     if args.html is not None:
         _write(args.html, render_rtp_page(document))
-    live = document.get("live")
-    if live is not None and not live["family"]["passed"]:
-        return 1
-    return 0
+    from certification.verdict import Verdict, exit_code
+
+    verdict = document["verdict"]
+    word = "no verdict" if verdict is None else verdict
+    sys.stdout.write(f"RESULT: {word} ({document['verdict_reason']})\n")
+    return 0 if verdict is None else exit_code(Verdict[verdict])
 
 
 def _progress(line: str) -> None:

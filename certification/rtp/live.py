@@ -28,8 +28,8 @@ Every outcome is read from the receipt's canonical entry (what the log holds). T
 is mean +- z * sigma / sqrt(N), sigma the wager's exact standard deviation (the sample's
 understates it until the rare top payouts have come up), z = 2.5758 for 99 %: the normal
 approximation of the mean, so a wager whose return is dominated by rare payouts needs many
-rounds for it to hold; a family check with Bonferroni's z (99 % for all the measured wagers
-together) decides the exit status.
+rounds for it to hold; a family check with Bonferroni's z (99 % for all the judged wagers
+together) decides the verdict (``certification.rtp.build``).
 
 Must not: settle anything itself (``rng_service.settlement`` does), or contact a non-loopback
 address without mTLS.
@@ -67,6 +67,7 @@ __all__ = [
     "Z99",
     "GameRounds",
     "LiveError",
+    "index_ranges",
     "interval",
     "play",
     "summarise_indexes",
@@ -104,6 +105,9 @@ class GameRounds:
     returns: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
     indexes: list[int] = field(default_factory=list)
     seconds: float = 0.0
+    #: The receipt of the entry with the highest index: its checkpoint covers every entry the
+    #: rounds came from (None when no entry was drawn).
+    last_receipt: Any = None
 
 
 @dataclass
@@ -114,6 +118,7 @@ class _Context:
     deadline: float
     clock: Callable[[], float]
     indexes: list[int] = field(default_factory=list)
+    last_receipt: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def ids(self, name: str) -> dict[str, str]:
@@ -125,7 +130,10 @@ class _Context:
         if self.clock() > self.deadline:
             raise LiveError("the time limit ran out before every round was played")
         with self._lock:
-            self.indexes.append(int(result.receipt.index))
+            index = int(result.receipt.index)
+            self.indexes.append(index)
+            if self.last_receipt is None or index > self.last_receipt.index:
+                self.last_receipt = result.receipt
         entry = json.loads(result.receipt.entry)
         if not isinstance(entry, dict):
             raise LiveError("the service returned a receipt whose entry is not a JSON object")
@@ -332,6 +340,7 @@ def play(
         for wheel in LIVE_GAMES[game]:
             started = clock()
             ctx.indexes = []
+            ctx.last_receipt = None
             if game == "sic_bo":
                 returns = _sic_bo(ctx, doc, mine, n)
             elif game == "roulette_up":
@@ -351,6 +360,7 @@ def play(
                 returns=returns,
                 indexes=ctx.indexes,
                 seconds=clock() - started,
+                last_receipt=ctx.last_receipt,
             )
             results.append(played)
             if on_game is not None:
@@ -394,6 +404,11 @@ def summarise_indexes(indexes: Sequence[int], limit: int = 40) -> str:
     if len(ranges) > limit:
         text += f", ... ({len(ranges) - limit} more ranges)"
     return text
+
+
+def index_ranges(indexes: Sequence[int]) -> list[list[int]]:
+    """Every run of consecutive log indexes as ``[first, last]`` (none left out)."""
+    return [[a, b] for a, b in _ranges(sorted(set(indexes)))]
 
 
 def _ranges(values: Sequence[int]) -> Iterator[tuple[int, int]]:

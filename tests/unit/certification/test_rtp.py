@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 from certification.cli import main
-from certification.report.rtp import render_rtp_section
+from certification.report.html import render_html
 from certification.rtp import build, live
+from rng_service.log.receipt import Receipt
 from rng_service.outcomes.profiles import load_builtin_profile
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -127,12 +128,16 @@ class FakeLab:
         faces = [self.face() for _ in range(count * dice[0])]
         entry = json.dumps({"kind": "dice_roll_batch", "outcome": {"faces": faces}}).encode()
         self.index += 1
-        return SimpleNamespace(receipt=SimpleNamespace(index=self.index - 1, entry=entry))
+        receipt = Receipt(
+            index=self.index - 1, entry=entry, leaf_hash=bytes(32), inclusion_proof=(),
+            tree_size=self.index, checkpoint=f"fake checkpoint {self.index}\n", replayed=False,
+        )  # fmt: skip
+        return SimpleNamespace(receipt=receipt)
 
 
-def _measure(monkeypatch: pytest.MonkeyPatch, face: Any) -> dict[str, Any]:
+def _measure(monkeypatch: pytest.MonkeyPatch, face: Any, rounds: int = 20_000) -> dict[str, Any]:
     monkeypatch.setattr(build, "_client", lambda target, tls: FakeLab(face))
-    return build.build_document(live="127.0.0.1:1", games=[("sic_bo", 20_000)], run_id="fake")
+    return build.build_document(live="127.0.0.1:1", games=[("sic_bo", rounds)], run_id="fake")
 
 
 def test_fair_dice_pass_and_a_die_that_never_shows_six_fails(
@@ -141,18 +146,57 @@ def test_fair_dice_pass_and_a_die_that_never_shows_six_fails(
     fair = random.Random(1)
     doc = _measure(monkeypatch, lambda: fair.randint(1, 6))
     assert doc["live"]["family"]["passed"] is True
+    # 20,000 rounds reach every Sic Bo wager's rounds_for_interval (at most 1,080).
+    assert (doc["verdict"], doc["live"]["family"]["judged"]) == ("PASS", 44)
     # A bad generator written here: a die that never shows 6 makes Small win far more often.
     biased = random.Random(2)
     doc = _measure(monkeypatch, lambda: biased.randint(1, 5))
     family = doc["live"]["family"]
     assert family["passed"] is False
+    assert doc["verdict"] == "FAIL"
+    assert doc["verdict_reason"].startswith("42 of 44 judged wagers have their exact RTP outside")
     assert "sic_bo/A/small" in family["outside"]
     assert "sic_bo/A/big" in family["outside"]
     small = next(r for r in doc["rows"] if r["key"] == "sic_bo/A/small")
     assert small["live"]["exact_inside"] is False
-    page = render_rtp_section(doc)
-    assert "FAILED" in page
+    page = render_html(rtp=doc, generated_at="now")
+    assert "Return to player: <span class='failv'>FAIL</span>" in page
     assert "data-key=\"sic_bo/A/small\" class='fail'" in page
+
+
+def test_too_few_rounds_is_inconclusive_naming_the_rounds_needed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Fair dice, 500 rounds: the wagers whose rounds_for_interval exceeds 500 are not judged,
+    so the run cannot PASS; exit 3 and the rounds every Sic Bo wager needs (1,080)."""
+    fair = random.Random(3)
+    monkeypatch.setattr(build, "_client", lambda target, tls: FakeLab(lambda: fair.randint(1, 6)))
+    out = tmp_path / "rtp.json"
+    argv = ["rtp", "--live", "127.0.0.1:1", "--game", "sic_bo=500", "--run-id", "few",
+            "--json", str(out)]  # fmt: skip
+    assert main(argv) == 3
+    doc = json.loads(out.read_text())
+    need = max(r["rounds_for_interval"] for r in doc["rows"] if r["game"] == "sic_bo")
+    assert need == 1080
+    assert doc["verdict"] == "INCONCLUSIVE"
+    assert "sic_bo 1,080" in doc["verdict_reason"]
+    assert "RESULT: INCONCLUSIVE" in capsys.readouterr().out
+    assert doc["live"]["family"]["outside"] == []
+    # The evidence: the command line, and the rounds' log indexes with the last receipt.
+    evidence = doc["evidence"]
+    assert evidence["command_line"] == ["rng-certify", *argv]
+    drawn = evidence["inputs"][-1]
+    assert (drawn["live"], drawn["run_id"]) == ("127.0.0.1:1", "few")
+    assert drawn["service_profile"]["name"] == EXAMPLE
+    (game,) = drawn["rounds"]
+    assert (game["game"], game["rounds"], game["entries"]) == ("sic_bo", 500, 1)
+    assert game["log_index_ranges"] == [[0, 0]]
+    assert game["receipt"]["format"] == "rng-service-receipt/v1"
+    assert game["receipt"]["index"] == 0
+    assert doc["criteria"]["family_confidence"] == 0.99
+    # Enough rounds for every wager: PASS, exit 0.
+    assert main([*argv[:4], "sic_bo=2000", "--run-id", "enough", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["verdict"] == "PASS"
 
 
 def test_interval_uses_the_exact_standard_deviation() -> None:
@@ -175,8 +219,12 @@ def test_report_takes_the_rtp_document(exact_doc: dict[str, Any], tmp_path: Path
     source = tmp_path / "rtp.json"
     source.write_text(json.dumps(exact_doc))
     page = tmp_path / "report.html"
-    assert main(["report", "--rtp", str(source), "--html", str(page)]) == 0
+    # Exact figures judge nothing: no verdict, and a report of nothing else is INCONCLUSIVE.
+    assert exact_doc["verdict"] is None
+    assert main(["report", "--rtp", str(source), "--html", str(page)]) == 3
     html = page.read_text()
     assert '<section id="rtp">' in html
     assert html.count('<table class="rtp-table"') == 5
-    assert "Return to player: <span class='pass'>PASSED</span>" in html
+    assert "Return to player: <span class='noverdict'>NO VERDICT</span>" in html
+    assert "No verdict: exact figures only" in html
+    assert "rng-certify rtp --json" in html  # the evidence record's command line
