@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,8 @@ PLAN = {
     "multiball_3": 300,
     "card_shuffle": 300,
     "card_shoe_6": 270,
-    "mega_fire_blaze_bonus": 200,
+    # about 27 rounds (a Fire Number draw and a spin each) per bonus game: see collect_live
+    "mega_fire_blaze_bonus": 60,
     "uniform_int": 100,
     "uniform_int_distinct": 330,
     "weighted_choice": 100,
@@ -60,14 +62,28 @@ def collected(live_files: tuple[Path, Path]) -> Path:
 def test_the_log_export_holds_the_same_outcomes(live_files: tuple[Path, Path]) -> None:
     records, export = live_files
     collected = list(sources.read_records(records))
-    # the bonus games' Fire Number draws (request ids ending in -fire) are logged too; the
-    # collector keeps the bonus entries only
+    # the rounds played for the bonus games (request ids ending in -fire and -spin) are logged
+    # too; the collector keeps the bonus entries only
+    entries = list(sources.read_records(export))
     logged = [
         {"kind": e["kind"], "params": e["params"], "outcome": e["outcome"]}
-        for e in sources.read_records(export)
-        if not e["request_id"].endswith("-fire")
+        for e in entries
+        if not e["request_id"].endswith(("-fire", "-spin"))
     ]
     assert logged == collected
+    # Each bonus game follows a spin of its round that came to rest on one of the round's
+    # Fire Numbers (617b.7(f)); the rounds before it in its series had no such spin.
+    by_round: dict[str, dict[str, dict[str, Any]]] = {}
+    for e in entries:
+        if "mega_fire_blaze_bonus" in e["request_id"]:
+            by_round.setdefault(e["round_id"], {})[e["request_id"].rsplit("-", 1)[-1]] = e
+    bonuses = 0
+    for round_id, drawn in by_round.items():
+        numbers = drawn["fire"]["outcome"]["numbers"]
+        landed = drawn["spin"]["outcome"]["final"]["number"] in numbers
+        assert landed == any(e["kind"] == "mega_fire_blaze_bonus" for e in drawn.values())
+        bonuses += landed
+    assert bonuses == PLAN["mega_fire_blaze_bonus"]
 
 
 def test_live_records_are_the_logged_entries(collected: Path) -> None:
