@@ -132,9 +132,9 @@ KIND_PARAMS: dict[str, dict[str, Any]] = {
     "uniform_int_distinct": {"low": 1, "high": 80, "count": 20, "distinct": True},
     "weighted_choice": {"weights": [1, 2, 3, 4, 10], "count": 5},
 }
-#: Log entry kinds that are not outcomes: game profile registrations and raw-output
-#: sessions. The battery lists them and tests nothing in them.
-NOT_OUTCOME_KINDS = ("mega_fire_blaze", "raw_output_session")
+#: Log entry kinds that are not outcomes: game profile registrations, raw-output sessions and
+#: an operator's voided rounds (``VoidRound``). The battery lists them and tests nothing in them.
+NOT_OUTCOME_KINDS = ("mega_fire_blaze", "raw_output_session", "round_void")
 DEFAULT_LIVE_PLAN: dict[str, int] = {"roulette_double_zero": 2000}
 #: What ``rng-certify collect --lab-seed`` draws unless told otherwise (a few seconds).
 DEFAULT_LAB_PLAN: dict[str, int] = {

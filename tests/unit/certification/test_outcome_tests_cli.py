@@ -104,6 +104,29 @@ def test_export_file_is_read_like_entry_lines(records_file: Path, tmp_path: Path
     assert got == [json.loads(e) for e in entries]
 
 
+def test_entries_that_are_not_outcomes_are_counted_not_tested(
+    records_file: Path, tmp_path: Path
+) -> None:
+    """A log holds entries that are no outcome: profile registrations, raw-output sessions and
+    an operator's voided rounds (entry shapes as the service logs them). They are listed, and
+    neither tested nor reported as untested outcomes."""
+    extra = [
+        {"kind": "round_void", "params": {"reason": "dealer error", "operator": "pit-1"},
+         "outcome": {}},
+        {"kind": "raw_output_session",
+         "params": {"num_bytes": 1024, "chunk_size": 1024, "chunks": 1},
+         "outcome": {"generator": {"instance": "lab", "epoch": 0}}},
+    ]  # fmt: skip
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(records_file.read_text() + "".join(json.dumps(e) + "\n" for e in extra))
+    out = tmp_path / "o.json"
+    assert main(["outcomes", "--input", str(mixed), "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["not_outcome_kinds"] == {"round_void": 1, "raw_output_session": 1}
+    assert doc["untested_kinds"] == {}
+    assert doc["outcome_count"] == 6300
+
+
 def test_collect_refuses_a_remote_service(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
