@@ -331,8 +331,8 @@ def _family(assessment: SuiteAssessment) -> tuple[list[SuiteCheck], list[str]]:
             if d.sample_size == 0:
                 continue
             extreme, proportion = d.extreme_p_value, d.proportion_p_value
-            assert extreme is not None
-            assert proportion is not None
+            if extreme is None or proportion is None:  # set whenever a sequence applied
+                raise ValueError(f"{d.test}/{d.sub_test}: a decision without its P-values")
             family.append(SuiteCheck(d.test, d.sub_test, "extreme", extreme, d.sample_size))
             family.append(SuiteCheck(d.test, d.sub_test, "proportion", proportion, d.sample_size))
             if d.sample_size >= MIN_SEQUENCES and d.uniformity_ks_p_value is not None:

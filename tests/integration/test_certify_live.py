@@ -78,7 +78,7 @@ def test_the_log_export_holds_the_same_outcomes(live_files: tuple[Path, Path]) -
         if "mega_fire_blaze_bonus" in e["request_id"]:
             by_round.setdefault(e["round_id"], {})[e["request_id"].rsplit("-", 1)[-1]] = e
     bonuses = 0
-    for round_id, drawn in by_round.items():
+    for drawn in by_round.values():
         numbers = drawn["fire"]["outcome"]["numbers"]
         landed = drawn["spin"]["outcome"]["final"]["number"] in numbers
         assert landed == any(e["kind"] == "mega_fire_blaze_bonus" for e in drawn.values())
