@@ -784,9 +784,10 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser(
         "report",
         help="HTML evidence report from JSON results",
-        description="Renders the JSON documents of outcomes, nist, power and dieharder into "
-        "one HTML page with plots. Exits with the worst verdict: 1 if any FAILed, else 3 if "
-        "any is INCONCLUSIVE, else 0.",
+        description="Renders the JSON documents of outcomes, nist, power, dieharder and rtp "
+        "into one HTML page with plots. Exits with the worst verdict: 1 if any FAILed, else 3 "
+        "if any is INCONCLUSIVE (or none has a verdict: rtp without --live judges nothing), "
+        "else 0.",
     )
     report.add_argument(
         "--outcomes", type=Path, metavar="JSON", help="rng-certify outcomes --json output"
