@@ -70,7 +70,13 @@ from certification.verdict import (
 )
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from certification.sources import LiveTls
+
+    #: The ``rng-certify`` sub-command registry each ``_add_*_parser`` adds its command to
+    #: (argparse's class is generic only to type checkers).
+    _Commands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
 __all__ = [
     "EXIT_FAIL",
@@ -620,11 +626,8 @@ def _add_live_options(parser: argparse.ArgumentParser, *, time_limit: float) -> 
     live.add_argument("--run-id", help="request id prefix of the sessions (default: the time)")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="rng-certify", description="Statistical certification of random bit streams."
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def _add_nist_parser(commands: _Commands) -> None:
+    """``nist``: the NIST SP 800-22 battery on a bit file or a live raw-output stream."""
     nist = commands.add_parser(
         "nist",
         help="NIST SP 800-22 Rev.1a battery (agrees with sts-2.1.2)",
@@ -664,6 +667,9 @@ def _parser() -> argparse.ArgumentParser:
     _add_live_options(nist, time_limit=600.0)
     nist.set_defaults(handler=_cmd_nist)
 
+
+def _add_outcomes_parser(commands: _Commands) -> None:
+    """``outcomes``: the outcome-level battery on outcome records."""
     outcomes = commands.add_parser(
         "outcomes",
         help="outcome-level battery on outcome records (JSON Lines)",
@@ -698,6 +704,9 @@ def _parser() -> argparse.ArgumentParser:
     outcomes.add_argument("--html", type=Path, metavar="OUT", help="HTML report with plots")
     outcomes.set_defaults(handler=_cmd_outcomes)
 
+
+def _add_power_parser(commands: _Commands) -> None:
+    """``power``: the power study against known-bad generators."""
     pw = commands.add_parser(
         "power",
         help="power study: known-bad generators against the outcome battery",
@@ -720,6 +729,9 @@ def _parser() -> argparse.ArgumentParser:
     pw.add_argument("--html", type=Path, metavar="OUT", help="HTML report with plots")
     pw.set_defaults(handler=_cmd_power)
 
+
+def _add_collect_parser(commands: _Commands) -> None:
+    """``collect``: outcome records from the live service or the lab generator."""
     collect = commands.add_parser(
         "collect",
         help="collect outcome records from the live service or the lab generator",
@@ -781,6 +793,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     collect.set_defaults(handler=_cmd_collect)
 
+
+def _add_report_parser(commands: _Commands) -> None:
+    """``report``: the HTML evidence report from the JSON documents."""
     report = commands.add_parser(
         "report",
         help="HTML evidence report from JSON results",
@@ -803,6 +818,9 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--html", type=Path, required=True, metavar="OUT", help="the HTML page")
     report.set_defaults(handler=_cmd_report)
 
+
+def _add_everything_parser(commands: _Commands) -> None:
+    """``all``: both batteries into one evidence directory."""
     everything = commands.add_parser(
         "all",
         help="outcome battery and NIST battery into one evidence directory",
@@ -867,6 +885,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     everything.set_defaults(handler=_cmd_all)
 
+
+def _add_dieharder_parser(commands: _Commands) -> None:
+    """``dieharder``: a raw byte stream piped into dieharder."""
     dh = commands.add_parser(
         "dieharder",
         help="pipe a raw byte stream into dieharder -g 200",
@@ -913,6 +934,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     dh.add_argument("--json", type=Path, metavar="OUT", help="JSON report path")
     dh.set_defaults(handler=_cmd_dieharder)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rng-certify", description="Statistical certification of random bit streams."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_nist_parser(commands)
+    _add_outcomes_parser(commands)
+    _add_power_parser(commands)
+    _add_collect_parser(commands)
+    _add_report_parser(commands)
+    _add_everything_parser(commands)
+    _add_dieharder_parser(commands)
     add_rtp_parser(commands)
     return parser
 

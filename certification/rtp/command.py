@@ -104,7 +104,7 @@ def add_rtp_parser(commands: Any) -> None:
 
 
 def run_rtp(args: argparse.Namespace) -> int:
-    from certification.cli import InputError
+    from certification.errors import InputError
     from certification.report.rtp import render_rtp_page, render_rtp_text
     from certification.rtp import build
 
@@ -143,7 +143,7 @@ def _progress(line: str) -> None:
 
 
 def _write(path: Path, text: str) -> None:
-    from certification.cli import InputError
+    from certification.errors import InputError
 
     try:
         path.write_text(text, encoding="utf-8")
