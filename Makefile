@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml
 	@test -n "$(PY)" || { echo "error: Python 3.11 or newer is needed (python3.11 not found on PATH)"; exit 1; }
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip 2>&1 | { grep -v '^WARNING: Location' || true; }
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]' 2>&1 | { grep -v '^WARNING: Location' || true; }
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,certify]' 2>&1 | { grep -v '^WARNING: Location' || true; }
 	@touch $@
 
 install: $(STAMP)

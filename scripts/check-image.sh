@@ -8,6 +8,7 @@
 #      Debian snapshot and the base, and the Python packages in the image are exactly those of
 #      requirements/image.txt (the lock file this checkout has, also copied into the image);
 #   3. `rng-service --help` and the HEALTHCHECK's own `rng-service call ... health` parser exit 0;
+#      scipy is not importable and `rng-certify` exits 2 naming the `certify` extra;
 #   4. smoke test: in private mount and network namespaces, with the root filesystem read-only, a
 #      tmpfs on /tmp, a writable state directory on /var/lib/rng-service and a read-only
 #      /etc/rng-service (config.toml, keys/, and tls/ with development certificates that the
@@ -107,6 +108,15 @@ grep -q "usage: rng-service" "$work/help.txt" || fail "rng-service --help printe
 ok "rng-service --help exits 0 as uid $uid under chroot"
 in_image "$mnt" rng-service call --help >/dev/null || fail "rng-service call --help exited non-zero"
 ok "the HEALTHCHECK's command line parses (rng-service call --help)"
+# The certification suite's libraries (the `certify` extra) are not in the image: rng-certify
+# says what to install (exit 2), and nothing of the service imports them.
+if in_image "$mnt" /opt/rng-service/bin/python -c "import scipy" >/dev/null 2>&1; then
+  fail "scipy is importable in the image (the certify extra belongs to labs, not the service)"
+fi
+rc=0; in_image "$mnt" rng-certify --help >"$work/certify.txt" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q "rng-service\[certify\]" "$work/certify.txt" \
+  || { cat "$work/certify.txt" >&2; fail "rng-certify without the extra: exit $rc, expected 2 naming rng-service[certify]"; }
+ok "no scipy in the image; rng-certify exits 2 naming the certify extra"
 
 # --- 4. serve with a read-only root, over mTLS -------------------------------------------------
 # In private mount and network namespaces (unshare -m -n): the image's own ports (gRPC and 9464

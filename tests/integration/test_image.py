@@ -146,7 +146,23 @@ def test_the_lock_is_closed_under_dependencies() -> None:
             dep = canonicalize_name(req.name)
             assert dep in pins, f"{name}=={version} needs {req}, which the lock lacks: make lock"
             assert req.specifier.contains(pins[dep][0], prereleases=True), (name, req)
-    assert {"grpcio", "cryptography", "protobuf", "numpy", "scipy", "cffi"} <= set(checked)
+    assert {"grpcio", "cryptography", "protobuf", "numpy", "cffi"} <= set(checked)
+
+
+def test_the_lock_holds_nothing_of_the_certify_extra() -> None:
+    """The service's image is the service: the certification suite's libraries (pyproject's
+    ``certify`` extra, and what only they need) are not in its lock."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extra = {
+        canonicalize_name(Requirement(r).name)
+        for r in project["project"]["optional-dependencies"]["certify"]
+    }
+    assert {"scipy", "jinja2"} <= extra
+    base = {canonicalize_name(Requirement(r).name) for r in project["project"]["dependencies"]}
+    assert not extra & base
+    pins = lock_pins()
+    assert not extra & set(pins), "a certify package is in requirements/image.txt: make lock"
+    assert "markupsafe" not in pins  # jinja2's own dependency
 
 
 def test_the_base_is_a_digest_pinned_dated_debian_image_recorded_in_labels() -> None:
