@@ -1,5 +1,6 @@
 """Rendering of the ``rng-certify-rtp/v1`` document (``rng-certify rtp``): a text table for the
-terminal, and the "Return to player" section of the HTML evidence report.
+terminal, and the model of the "Return to player" section of the HTML evidence report (its
+markup is the ``rtp`` macro of ``templates/sections.html``, autoescaped).
 
 The section has one table per game: paytable, wager, the conditions the return depends on
 (wheel, reading of ambiguous text, profile), the exact RTP (decimal, with the fraction in the
@@ -14,15 +15,10 @@ Pure: no ``rng_service`` import, no I/O.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["render_rtp_page", "render_rtp_section", "render_rtp_text", "rtp_passed"]
-
-
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+__all__ = ["render_rtp_page", "render_rtp_text", "rtp_passed", "rtp_section"]
 
 
 def _conditions(row: Mapping[str, Any]) -> str:
@@ -84,96 +80,72 @@ def render_rtp_text(doc: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_rtp_section(doc: Mapping[str, Any], verdict_html: str = "", appendix: str = "") -> str:
-    """The report's "Return to player" section; ``verdict_html`` opens it and ``appendix``
-    (criteria and evidence, from :mod:`certification.report.html`) closes it."""
+def rtp_section(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The model of the report's "Return to player" section (its template is ``rtp`` in
+    ``certification/report/templates/sections.html``): every figure formatted here; the
+    verdict, criteria and evidence are added by :mod:`certification.report.html`."""
     live = doc.get("live")
-    out = ['<section id="rtp"><h2>Return to player</h2>', verdict_html]
+    games = []
+    for game, info in {g["game"]: g for g in doc["games"]}.items():
+        rows = [_rtp_row(r, live is not None) for r in doc["rows"] if r["game"] == game]
+        if rows:
+            games.append(
+                {"game": game, "title": info["title"], "paytables": info["paytables"], "rows": rows}
+            )
+    measured = None
     if live is not None:
         family = live["family"]
-        out.append(
-            f'<p class="note">{family["wagers"]} wagers measured on rounds played through '
-            f"{_e(live['target'])}, {family['judged']} with rounds enough for a normal "
-            "interval; outside their family-wise 99 % interval: "
-            f"{_e(', '.join(family['outside']) or 'none')}.</p>"
-        )
-    profile = doc["profile"]
-    out.append(
-        f'<p class="note">Mega Fire Blaze bonus under profile {_e(profile["name"])} '
-        f"v{_e(profile['version'])} (sha256 <code>{_e(profile['sha256'])}</code>"
-        f"{', EXAMPLE' if profile['example'] else ''}). Exact figures per unit staked from the "
-        "exact outcome distributions; SD is the standard deviation of the return.</p>"
-    )
-    games = {g["game"]: g for g in doc["games"]}
-    for game, info in games.items():
-        rows = [r for r in doc["rows"] if r["game"] == game]
-        if not rows:
-            continue
-        pt = info["paytables"]
-        out.append(
-            f'<h3 id="rtp-{_e(game)}">{_e(info["title"])}</h3>'
-            f'<p class="note">Paytables {_e(pt["name"])} v{_e(pt["version"])}, '
-            f"{_e(pt['citation'])}, sha256 <code>{_e(pt['sha256'])}</code></p>"
-        )
-        head = (
-            "<tr><th class='l'>Paytable</th><th class='l'>Wager</th><th class='l'>Conditions</th>"
-            "<th>RTP</th><th>House edge</th><th>SD</th>"
-        )
-        if live is not None:
-            head += "<th>Rounds</th><th>Measured</th><th>99 % interval</th><th>Exact inside</th>"
-        out.append(f'<table class="rtp-table" data-game="{_e(game)}">{head}</tr>')
-        for row in rows:
-            measured = row.get("live")
-            failed = (
-                measured is not None and measured["judged"] and not measured["exact_inside_family"]
-            )
-            fraction = _e(row["rtp"]["fraction"])
-            cells = (
-                f"<td class='l'>{_e(row['paytable'])}</td><td class='l'>{_e(row['wager'])}</td>"
-                f"<td class='l'>{_e(_conditions(row))}</td>"
-                f'<td title="{fraction}" data-fraction="{fraction}">'
-                f"{float(row['rtp']['decimal']):.6f}</td>"
-                f"<td>{float(row['house_edge']['decimal']):.6f}</td>"
-                f"<td>{float(row['standard_deviation']):.4f}</td>"
-            )
-            if live is not None:
-                if measured is None:
-                    cells += "<td colspan='4' class='l note'>not played live</td>"
-                else:
-                    lo, hi = measured["ci99"]
-                    cells += (
-                        f"<td>{measured['rounds']}</td><td>{float(measured['rtp']):.6f}</td>"
-                        f"<td>[{float(lo):.5f}, {float(hi):.5f}]</td>"
-                        f"<td>{'yes' if measured['exact_inside'] else 'no'}"
-                        + (
-                            ""
-                            if measured["judged"]
-                            else f" (not judged: needs {row['rounds_for_interval']:,} rounds)"
-                        )
-                        + "</td>"
-                    )
-            row_class = " class='fail'" if failed else ""
-            out.append(f'<tr data-key="{_e(row["key"])}"{row_class}>{cells}</tr>')
-        out.append("</table>")
-    if live is not None:
-        out.append("<h3>Live rounds and their log entries</h3><table><tr><th class='l'>Game</th>")
-        out.append(
-            "<th>Rounds</th><th>Entries</th><th class='l'>Log indexes</th><th>Seconds</th></tr>"
-        )
-        for g in live["games"]:
-            wheel = f" ({g['wheel']})" if g["wheel"] else ""
-            out.append(
-                f"<tr><td class='l'>{_e(g['game'] + wheel)}</td><td>{g['rounds']}</td>"
-                f"<td>{g['entries']}</td><td class='l'>{_e(g['log_indexes'])}</td>"
-                f"<td>{g['seconds']}</td></tr>"
-            )
-        out.append(
-            f"</table><p class='note'>Run id {_e(live['run_id'])}; CPU {live['cpu_seconds']} s, "
-            f"wall {live['wall_seconds']} s (client and, in process, server).</p>"
-        )
-    out.append(appendix)
-    out.append("</section>")
-    return "".join(out)
+        measured = {
+            "wagers": family["wagers"],
+            "judged": family["judged"],
+            "target": live["target"],
+            "outside": ", ".join(family["outside"]) or "none",
+            "run_id": live["run_id"],
+            "cpu_seconds": live["cpu_seconds"],
+            "wall_seconds": live["wall_seconds"],
+            "games": [
+                {
+                    "label": g["game"] + (f" ({g['wheel']})" if g["wheel"] else ""),
+                    "rounds": g["rounds"],
+                    "entries": g["entries"],
+                    "log_indexes": g["log_indexes"],
+                    "seconds": g["seconds"],
+                }
+                for g in live["games"]
+            ],
+        }
+    return {"live": measured, "profile": doc["profile"], "games": games}
+
+
+def _rtp_row(row: Mapping[str, Any], live: bool) -> dict[str, Any]:
+    measured = row.get("live")
+    shown = None
+    if live and measured is not None:
+        lo, hi = measured["ci99"]
+        inside = "yes" if measured["exact_inside"] else "no"
+        if not measured["judged"]:
+            inside += f" (not judged: needs {row['rounds_for_interval']:,} rounds)"
+        shown = {
+            "rounds": measured["rounds"],
+            "rtp": f"{float(measured['rtp']):.6f}",
+            "low": f"{float(lo):.5f}",
+            "high": f"{float(hi):.5f}",
+            "inside": inside,
+        }
+    return {
+        "key": row["key"],
+        "failed": measured is not None
+        and measured["judged"]
+        and not measured["exact_inside_family"],
+        "paytable": row["paytable"],
+        "wager": row["wager"],
+        "conditions": _conditions(row),
+        "fraction": row["rtp"]["fraction"],
+        "rtp": f"{float(row['rtp']['decimal']):.6f}",
+        "house_edge": f"{float(row['house_edge']['decimal']):.6f}",
+        "sd": f"{float(row['standard_deviation']):.4f}",
+        "measured": shown,
+    }
 
 
 def render_rtp_page(doc: Mapping[str, Any]) -> str:

@@ -62,3 +62,25 @@ def test_the_wheel_holds_only_the_two_packages(tmp_path: Path) -> None:
     dist_info = {name for name in top if name.endswith(".dist-info")}
     assert len(dist_info) == 1
     assert top - dist_info == {"rng_service", "certification"}
+
+
+def test_the_wheel_carries_the_report_templates_and_the_certify_extra(tmp_path: Path) -> None:
+    """A wheel install renders the HTML report (its templates are package data) and declares
+    scipy and jinja2 under the ``certify`` extra only, not as the service's dependencies."""
+    wheel = _build(tmp_path, "build_wheel")
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        requires = [
+            line.removeprefix("Requires-Dist: ")
+            for line in zf.read(metadata).decode().splitlines()
+            if line.startswith("Requires-Dist: ")
+        ]
+    templates = ROOT / "certification" / "report" / "templates"
+    shipped = {f"certification/report/templates/{p.name}" for p in templates.iterdir()}
+    assert {p.rsplit("/", 1)[1] for p in shipped} >= {"report.html", "sections.html", "charts.svg"}
+    assert shipped <= names
+    by_name = {r.split(">", 1)[0].split("<", 1)[0].split(";", 1)[0].strip(): r for r in requires}
+    for name in ("scipy", "jinja2"):
+        assert 'extra == "certify"' in by_name[name], by_name[name]
+    assert 'extra == "certify"' not in by_name["numpy"]  # the service's batch draws use it

@@ -5,6 +5,7 @@ of what a lab receives)."""
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import struct
 import subprocess
@@ -171,6 +172,19 @@ def test_report_escapes_text(documents: dict[str, Any]) -> None:
     assert "<script>" not in page
 
 
+def test_a_name_missing_from_a_model_fails_the_render() -> None:
+    """StrictUndefined: a template that uses a name its model lacks raises instead of printing
+    an empty string into the evidence."""
+    import jinja2
+
+    from certification.report import html
+
+    verdict = html._ENV.get_template("sections.html").module.verdict  # type: ignore[attr-defined]
+    assert "PASS: all good" in verdict({"css": "pass", "word": "PASS", "text": "all good"})
+    with pytest.raises(jinja2.UndefinedError, match="text"):
+        verdict({"css": "pass", "word": "PASS"})
+
+
 def test_report_renders_in_headless_chromium(documents: dict[str, Any], tmp_path: Path) -> None:
     page = tmp_path / "report.html"
     page.write_text(render_html(**documents, generated_at="t"))
@@ -182,3 +196,150 @@ def test_report_renders_in_headless_chromium(documents: dict[str, Any], tmp_path
     width, height = png_size(png)
     assert (width, height) == (1200, 2000)
     assert len(png) > 50_000, "the screenshot is nearly empty"
+
+
+# --- escaping: every text a document, the command line or an input file can carry ------------
+
+#: Markup, quotes of both kinds and an ampersand: as text it must show as written; as markup it
+#: would open a script, a bold element and (through the quotes) new attributes.
+HOSTILE = """<script>alert("x")</script><b onmouseover='y'>&amp;"""
+
+#: Strings the renderer decides on (not shown as text) stay as they are.
+_DECIDED = {"verdict", "format", "assessment"}
+
+#: Maps whose keys are names the report shows (tests, decisions, criteria, untested kinds).
+_NAMED_KEYS = {"tests", "decisions", "criteria", "untested_kinds"}
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _hostile(value: Any, key: str = "", *, named: bool = True) -> Any:
+    """Every string of a document made hostile (suffix HOSTILE), except figures the renderer
+    parses and the words it decides on; the keys of the maps whose keys it shows too."""
+    if isinstance(value, dict):
+        rename = named and key in _NAMED_KEYS
+        return {(k + HOSTILE if rename else k): _hostile(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hostile(v, key, named=False) for v in value]
+    if isinstance(value, str) and key not in _DECIDED and not _is_number(value):
+        return value + HOSTILE
+    return value
+
+
+class _Page(HTMLParser):
+    """Elements, attributes, and text with where it stood (in an ``svg`` or not)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: set[str] = set()
+        self.attributes: set[str] = set()
+        self.values: list[tuple[str, str, str, bool]] = []  # (tag, attribute, value, in svg)
+        self.texts: list[tuple[str, str, bool]] = []  # (enclosing tag, text, in svg)
+        self._stack: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        if tag not in {"meta", "line", "rect", "circle", "polyline"} or tag in self._stack:
+            self._stack.append(tag)
+        for name, value in attrs:
+            self.attributes.add(name)
+            self.values.append((tag, name, value or "", "svg" in self._stack))
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        for name, value in attrs:
+            self.attributes.add(name)
+            self.values.append((tag, name, value or "", "svg" in self._stack))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self._stack:
+            while self._stack and self._stack.pop() != tag:
+                pass
+
+    def handle_data(self, data: str) -> None:
+        where = self._stack[-1] if self._stack else ""
+        self.texts.append((where, data, "svg" in self._stack))
+
+
+@pytest.fixture(scope="module")
+def hostile_documents(documents: dict[str, Any]) -> dict[str, Any]:
+    from certification.rtp import build
+    from tests.unit.certification import test_rtp
+
+    fair = random.Random(5)
+    saved = build._client
+    build._client = lambda target, tls: test_rtp.FakeLab(lambda: fair.randint(1, 6))
+    try:
+        rtp = build.build_document(live="127.0.0.1:1", games=[("sic_bo", 1200)], run_id="r")
+    finally:
+        build._client = saved
+    receipt = {"format": "rng-service-receipt/v1", "index": 7, "checkpoint": "note"}
+    session = {"request_id": "raw-0", "log_index": 7, "generator_instance": "ab12",
+               "generator_epoch": 0, "num_bytes": 4096, "receipt": receipt}  # fmt: skip
+    dieharder = {
+        "tool": "dieharder", "source": "live", "verdict": "FAIL", "verdict_reason": "1 FAILED",
+        "criteria": {"weak_threshold": 0.005},
+        "results": [{"test": 0, "name": "diehard_birthdays", "ntuple": 0, "tsamples": 100,
+                     "psamples": 100, "p_value": 0.003, "assessment": "FAILED"}],
+        "raw_output_sessions": [session], "evidence": documents["outcomes"]["evidence"],
+    }  # fmt: skip
+    docs = json.loads(json.dumps({**documents, "rtp": rtp, "dieharder": dieharder}))
+    docs["power"]["evidence"] = docs["outcomes"]["evidence"]
+    for name in ("outcomes", "nist", "power", "dieharder"):
+        docs[name]["evidence"]["inputs"][0]["raw_output_sessions"] = [session]
+    return {name: _hostile(doc) for name, doc in docs.items()}
+
+
+def test_every_shown_text_is_escaped_in_html_text_attributes_and_svg(
+    hostile_documents: dict[str, Any],
+) -> None:
+    page = render_html(
+        **hostile_documents,
+        generated_at="2026-12-01" + HOSTILE,
+        inputs=["records.jsonl" + HOSTILE],
+        title="Lab report" + HOSTILE,
+    )
+    # As markup nothing of it survives: no script or b element, no new attribute.
+    assert "<script" not in page
+    assert "<b " not in page
+    parsed = _Page()
+    parsed.feed(page)
+    assert not {"script", "b"} & parsed.tags
+    assert "onmouseover" not in parsed.attributes
+    # As text it shows as written: in HTML text, in HTML attributes, in SVG text and attributes.
+    shown = [(tag, text, svg) for tag, text, svg in parsed.texts if HOSTILE in text]
+    attrs = [(tag, name, value, svg) for tag, name, value, svg in parsed.values if HOSTILE in value]
+    html_text = {tag for tag, _, svg in shown if not svg}
+    svg_text = {tag for tag, _, svg in shown if svg}
+    assert {"title", "h1", "code", "td", "p", "h3"} <= html_text
+    # receipts are shown as JSON (whose own escaping turns " into \\")
+    json_form = json.dumps(HOSTILE)[1:-1]
+    assert any(tag == "pre" and json_form in text for tag, text, _ in parsed.texts)
+    assert {"title", "text"} <= svg_text  # plot titles, axis and legend labels
+    html_attrs = {(t, n) for t, n, _, svg in attrs if not svg}
+    assert {("td", "title"), ("td", "data-fraction"), ("tr", "data-key"),
+            ("table", "data-game"), ("h3", "id")} <= html_attrs  # fmt: skip
+    svg_attrs = {(t, n) for t, n, _, svg in attrs if svg}
+    assert {("svg", "aria-label"), ("svg", "data-title")} <= svg_attrs
+    # Every field kind that is shown: test names (HTML and SVG), sources, notes, receipts ...
+    for needle in ("Lab report", "records.jsonl", "2026-12-01", "diehard_birthdays", "raw-0",
+                   "sic_bo", "Sic Bo", "Mega Fire Blaze"):  # fmt: skip
+        assert any(needle in text and HOSTILE in text for _, text, _ in shown) or any(
+            needle in value for *_, value, _ in attrs
+        ), needle
+    names = {t["name"] for t in hostile_documents["outcomes"]["tests"] if t["cells"]}
+    titles = {value for t, n, value, _ in attrs if (t, n) == ("svg", "data-title")}
+    assert all(any(name in title for title in titles) for name in names)
+    tested = {
+        name
+        for name, test in hostile_documents["nist"]["tests"].items()
+        if any(p is not None for row in test["p_values"] for p in row)
+    }
+    assert len(tested) >= 10
+    assert tested <= titles  # one histogram per SP 800-22 test with P-values, titled by name
