@@ -61,6 +61,7 @@ _PAD_T = 28
 _PAD_B = 52
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
 
+#: What a template is handed: names to strings (figures already formatted), flags, nested models.
 Model = dict[str, Any]
 
 
@@ -131,7 +132,8 @@ def _axes(width: int, height: int, y_max: float, y_label: str) -> Model:
 
 
 def p_value_histogram(title: str, p_values: Sequence[float], width: int = _W) -> Model:
-    """Ten-bin histogram of P-values; the dashed line is the count a fair generator expects."""
+    """Ten-bin histogram of P-values; the dashed line is the count a fair generator expects
+    (the model of ``histogram`` in ``charts.svg``)."""
     counts = [0] * 10
     for p in p_values:
         counts[min(int(p * 10), 9)] += 1
@@ -170,7 +172,7 @@ def p_value_histogram(title: str, p_values: Sequence[float], width: int = _W) ->
 
 
 def frequency_chart(title: str, cells: Sequence[Mapping[str, Any]]) -> Model:
-    """Observed (bars) against expected (red marks) counts per cell."""
+    """Observed (bars) against expected (red marks) counts per cell (``frequency``)."""
     width, height = _W, _H
     labels = [str(c["label"]) for c in cells]
     observed = [float(c["observed"]) for c in cells]
@@ -209,7 +211,7 @@ def frequency_chart(title: str, cells: Sequence[Mapping[str, Any]]) -> Model:
 
 
 def residual_chart(title: str, cells: Sequence[Mapping[str, Any]]) -> Model:
-    """Standardised residuals (O - E) / sqrt(E) per cell, with the +-3 band."""
+    """Standardised residuals (O - E) / sqrt(E) per cell, with the +-3 band (``residual``)."""
     width, height = _W, _H
     res = [
         (float(c["observed"]) - float(c["expected"])) / math.sqrt(float(c["expected"]))
@@ -247,7 +249,8 @@ def residual_chart(title: str, cells: Sequence[Mapping[str, Any]]) -> Model:
 
 
 def power_chart(generators: Sequence[Mapping[str, Any]], power_target: float) -> Model:
-    """Share of replicates rejected against sample size (log scale), one line per generator."""
+    """Share of replicates rejected against sample size (log scale), one line per generator
+    (``power``)."""
     width, height = _W, 320
     sizes = [t["size"] for g in generators for t in g["trials"]] or [1]
     lo, hi = math.log10(min(sizes)), math.log10(max(sizes))
