@@ -92,6 +92,7 @@ from rng_service.cli_support import (
     client_tls,
     quiet_grpc_core,
     refuse_option,
+    stdout_reader_went_away,
     verifier_keys,
     writable_file,
 )
@@ -925,6 +926,8 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, RngServiceError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # the reader went away (e.g. `| head`): no verdict was said
+        return stdout_reader_went_away()
     except OSError as e:
         print(f"error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return EXIT_USAGE

@@ -34,6 +34,7 @@ from rng_service.cli_support import (
     HelpFormatter,
     UsageError,
     format_address,
+    stdout_reader_went_away,
     verifier_keys,
 )
 from rng_service.config import Config, ConfigError, load_config
@@ -484,9 +485,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # the reader went away (e.g. `| head`): not an error of ours
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    except BrokenPipeError:  # the reader went away (e.g. `| head`)
+        return stdout_reader_went_away()
     except OSError as e:  # a file that could not be read or written after all
         print(f"error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return EXIT_USAGE

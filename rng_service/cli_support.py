@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONNECTION_OPTIONS",
     "EXIT_AFTER_DRAW",
+    "EXIT_BROKEN_PIPE",
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_USAGE",
@@ -66,6 +67,7 @@ __all__ = [
     "quiet_grpc_core",
     "refuse_option",
     "resolve_target",
+    "stdout_reader_went_away",
     "verifier_keys",
     "writable_file",
 ]
@@ -80,6 +82,10 @@ EXIT_USAGE = 2
 #: The outcome was drawn and logged, but a step after the draw failed (its receipt not written,
 #: or not verified): the outcome, its log index and request id are printed all the same.
 EXIT_AFTER_DRAW = 3
+#: Standard output's reader went away (``rng-audit verify ... | head``) before the command
+#: finished: 128 + SIGPIPE, as a tool killed by the signal would give. Not 0: a verification
+#: whose output was cut short has not said its verdict.
+EXIT_BROKEN_PIPE = 141
 
 #: The environment variable naming the service to call when no option does.
 TARGET_ENV = "RNG_TARGET"
@@ -313,6 +319,19 @@ def parse_time_ns(text: str) -> int:
         when = when.replace(tzinfo=dt.UTC)
     delta = when - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+
+
+def stdout_reader_went_away() -> int:
+    """What a command does when writing to standard output raised BrokenPipeError: points the
+    descriptor at /dev/null (so the interpreter's flush at exit does not fail again and print
+    "Exception ignored") and returns :data:`EXIT_BROKEN_PIPE`, with nothing on standard error:
+    the reader closing the pipe is not a failure of the command's own."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+    return EXIT_BROKEN_PIPE
 
 
 def quiet_grpc_core() -> None:
