@@ -185,9 +185,23 @@ def _cmd_pubkey(args: argparse.Namespace) -> int:
     from rng_service.log.keys import load_private_key
     from rng_service.log.note import Ed25519NoteSigner
 
+    _check_key_mode(Path(args.key_file))
     key = load_private_key(Path(args.key_file), _passphrase(args.passphrase_env))
     print(Ed25519NoteSigner(args.name, key).verifier_key())
     return 0
+
+
+def _check_key_mode(path: Path) -> None:
+    """The service's rule for a private key file it reads (rng_service.security.key_files):
+    world-writable refused (exit 2), group/world-readable a warning on standard error."""
+    from rng_service.security.key_files import KeyFilePermissionError, check_key_file
+
+    try:
+        warning = check_key_file(path, setting="--key-file", strict=False)
+    except KeyFilePermissionError as e:
+        raise UsageError(str(e)) from None
+    if warning is not None:
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 DEV_CA_BANNER = """\

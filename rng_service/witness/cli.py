@@ -27,7 +27,8 @@ from rng_service.clock import SystemClock
 from rng_service.errors import RngServiceError
 from rng_service.log.cosignature import CosignatureSigner
 from rng_service.log.keys import generate_key_pair, load_private_key
-from rng_service.witness.config import WitnessConfigError, load_witness_config
+from rng_service.security.key_files import KeyFilePermissionError, check_key_file
+from rng_service.witness.config import WitnessConfig, WitnessConfigError, load_witness_config
 from rng_service.witness.core import Witness
 from rng_service.witness.server import WitnessServer
 from rng_service.witness.state import WitnessState
@@ -59,6 +60,12 @@ def _cmd_keygen(args: argparse.Namespace) -> int:
 
 
 def _cmd_pubkey(args: argparse.Namespace) -> int:
+    try:
+        warning = check_key_file(Path(args.key_file), setting="--key-file", strict=False)
+    except KeyFilePermissionError as e:
+        raise WitnessConfigError(str(e)) from None
+    if warning is not None:
+        print(f"warning: {warning}", file=sys.stderr)
     key = load_private_key(Path(args.key_file), _passphrase(args.passphrase_env or ""))
     print(CosignatureSigner(args.name, key).verifier().verifier_key())
     return 0
@@ -86,12 +93,30 @@ def _cmd_state(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_key_files(config: WitnessConfig) -> None:
+    """The modes of the cosigning key and the TLS key (rng_service.security.key_files): a
+    refusal is a WitnessConfigError naming the setting; a warning is logged."""
+    strict = config.key_file_permissions == "strict"
+    for setting, path in (("key_file", config.key_file), ("tls.key_file", config.tls_key_file)):
+        if path is None:
+            continue
+        try:
+            warning = check_key_file(path, setting=setting, strict=strict)
+        except KeyFilePermissionError as e:
+            raise WitnessConfigError(str(e)) from None
+        if warning is not None:
+            message = f"{warning}; key_file_permissions = strict refuses it"
+            _log.warning({"event": "key_file_permissions", "setting": setting,
+                          "file": str(path), "message": message})  # fmt: skip
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     from rng_service import jsonlog
 
     jsonlog.configure()
     try:
         config = load_witness_config(Path(args.config))
+        _check_key_files(config)
         key = load_private_key(config.key_file, _passphrase(config.key_passphrase_env))
         signer = CosignatureSigner(config.name, key)
         config.state.parent.mkdir(parents=True, exist_ok=True)

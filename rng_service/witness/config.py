@@ -7,6 +7,7 @@ directory. Every error names the setting and what it allows (:class:`WitnessConf
 name = "witness.regulator.example/w1"   # the witness's key name (cosigner name)
 key_file = "witness.pem"                # Ed25519 private key (rng-witness keygen)
 key_passphrase_env = ""                 # variable holding the key's passphrase, if encrypted
+key_file_permissions = "warn"           # "strict": refuse group/world-readable key files too
 state = "witness-state.sqlite3"         # the witness's own SQLite state (back it up)
 host = "127.0.0.1"
 port = 7380                             # 0: any free port (tests)
@@ -35,11 +36,12 @@ from typing import Any
 from rng_service.errors import RngServiceError
 from rng_service.log.keys import load_verifier_keys
 from rng_service.log.note import NoteVerifier, is_valid_key_name
+from rng_service.security.key_files import KEY_FILE_PERMISSIONS
 
 __all__ = ["LogEntry", "WitnessConfig", "WitnessConfigError", "load_witness_config"]
 
-_TOP = ("name", "key_file", "key_passphrase_env", "state", "host", "port", "prefix",
-        "max_connections", "tls", "logs")  # fmt: skip
+_TOP = ("name", "key_file", "key_passphrase_env", "key_file_permissions", "state", "host",
+        "port", "prefix", "max_connections", "tls", "logs")  # fmt: skip
 
 
 class WitnessConfigError(Exception):
@@ -65,6 +67,9 @@ class WitnessConfig:
     tls_cert_file: Path | None
     tls_key_file: Path | None
     logs: tuple[LogEntry, ...]
+    #: What a key file readable by others than its owner gets (rng_service.security.key_files):
+    #: "warn" (a logged warning) or "strict" (refused); world-writable is always refused.
+    key_file_permissions: str = "warn"
 
     def trusted(self) -> Mapping[str, tuple[NoteVerifier, ...]]:
         return {log.origin: log.keys for log in self.logs}
@@ -103,6 +108,9 @@ def load_witness_config(path: Path) -> WitnessConfig:
     if not key_file:
         raise _fail("key_file", key_file, "the witness's private key file (rng-witness keygen)")
     passphrase_env = _string(raw, "key_passphrase_env", "", "key_passphrase_env")
+    permissions = _string(raw, "key_file_permissions", "warn", "key_file_permissions")
+    if permissions not in KEY_FILE_PERMISSIONS:
+        raise _fail("key_file_permissions", permissions, " or ".join(KEY_FILE_PERMISSIONS))
     state = _string(raw, "state", "witness-state.sqlite3", "state")
     host = _string(raw, "host", "127.0.0.1", "host")
     if host != "localhost":
@@ -159,4 +167,5 @@ def load_witness_config(path: Path) -> WitnessConfig:
         tls_cert_file=base / cert if cert else None,
         tls_key_file=base / tls_key if tls_key else None,
         logs=tuple(logs),
+        key_file_permissions=permissions,
     )
