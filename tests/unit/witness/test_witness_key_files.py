@@ -119,7 +119,8 @@ def test_pubkey_refuses_a_world_writable_key_and_warns_on_a_readable_one(
     assert run(argv) == 0
     out = capsys.readouterr()
     assert out.out.startswith("casino.example+")
-    assert "warning:" in out.err and "world-readable" in out.err
+    assert "warning:" in out.err
+    assert "world-readable" in out.err
 
     key.chmod(0o600)
     assert run(argv) == 0
