@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, NoReturn
 
 from rng_service import canonical
-from rng_service.audit.export import READ_FORMATS, ExportFormatError, ExportReader
+from rng_service.audit.export import READ_FORMATS, ExportFormatError, ExportHeader, ExportReader
 from rng_service.audit.witnesses import WitnessReport, check_witnesses
 from rng_service.errors import IntegrityError, InvalidArgument
 from rng_service.log.cosignature import CosignatureVerifier
@@ -659,11 +659,45 @@ def verify_export(
     Returns an :class:`ExportReport`; raises :class:`VerificationFailure` at the first problem,
     :class:`~rng_service.audit.export.ExportFormatError` or :class:`InvalidArgument` for
     malformed input.
+
+    The steps, in order: the header (:func:`_check_header`), the signed checkpoints
+    (:func:`_open_checkpoints`), their sizes (:func:`_heads_by_size`), one pass over the
+    entries (:func:`_walk_entries`: each entry's line, leaf hash and fields, the tree and its
+    roots at the checkpoints' sizes), the witnesses' cosignatures; then the report.
     """
     if not verifiers:
         raise InvalidArgument("key", "at least one verifier key is needed")
     reader = ExportReader(lines)
-    header = reader.header
+    header = _check_header(reader.header, origin=origin, allow_empty=allow_empty)
+    heads, notes = _open_checkpoints(reader, kept, verifiers, origin=header.origin)
+    tree = _TreeCheck(_heads_by_size(heads, header.tree_size), want_sizes)
+    fields = _EntryFields(header.format) if check_entries else None
+    leaves = _walk_entries(reader, header.tree_size, tree, fields, set(want_indices))
+    witnessed = None
+    if witnesses:
+        # After the tree: every checkpoint here is then known to be of the exported entries.
+        witnessed = check_witnesses(
+            notes, witnesses, min_witnesses=min_witnesses, now=_now() if now is None else now
+        )
+    return ExportReport(
+        origin=header.origin,
+        tree_size=tree.size,
+        root_hash=tree.root(),
+        heads=tuple(heads),
+        roots=tree.roots,
+        leaves=leaves,
+        kept=len(kept),
+        first_format_2=None if fields is None else fields.first_format_2,
+        witnessed=witnessed,
+        chains=None if fields is None else fields.chains.chains,
+    )
+
+
+def _check_header(
+    header: ExportHeader, *, origin: PinnedOrigin | None, allow_empty: bool
+) -> ExportHeader:
+    """Step 1: the export is of the expected log, and (unless ``allow_empty``) holds at least
+    one entry and one checkpoint."""
     if origin is not None:
         origin.check(header.origin, "the export")
     if not allow_empty and (header.tree_size == 0 or header.checkpoints == 0):
@@ -674,16 +708,33 @@ def verify_export(
             f"is accepted only with --allow-empty",
             index=0,
         )
+    return header
+
+
+def _open_checkpoints(
+    reader: ExportReader,
+    kept: Sequence[tuple[str, str | bytes]],
+    verifiers: Sequence[NoteVerifier],
+    *,
+    origin: str,
+) -> tuple[list[VerifiedHead], list[tuple[str, bytes]]]:
+    """Step 2: every checkpoint of the export, then every kept one, is signed by a given key
+    and of ``origin``; returns them and their notes (source, bytes) for the witnesses."""
     notes: list[tuple[str, bytes]] = []
     heads = []
     for c in reader.checkpoints():
         source = f"checkpoint at line {c.line}"
-        heads.append(open_head(c.note, verifiers, source=source, origin=header.origin))
+        heads.append(open_head(c.note, verifiers, source=source, origin=origin))
         notes.append((source, _bytes(c.note)))
     for src, note in kept:
-        heads.append(open_head(note, verifiers, source=src, origin=header.origin))
+        heads.append(open_head(note, verifiers, source=src, origin=origin))
         notes.append((src, _bytes(note)))
+    return heads, notes
 
+
+def _heads_by_size(heads: Sequence[VerifiedHead], tree_size: int) -> dict[int, list[VerifiedHead]]:
+    """Step 3: the checkpoints by tree size. Two of one size with different roots are a fork;
+    one beyond the export's ``tree_size`` entries means a truncated export."""
     by_size: dict[int, list[VerifiedHead]] = {}
     for head in heads:
         same = by_size.setdefault(head.checkpoint.size, [])
@@ -695,47 +746,70 @@ def verify_export(
             )
         same.append(head)
     for size, same in sorted(by_size.items()):
-        if size > header.tree_size:
+        if size > tree_size:
             raise VerificationFailure(
                 f"{same[0].source} is for tree size {size}, but the export has only "
-                f"{header.tree_size} entries: the export is truncated (or the checkpoint is "
+                f"{tree_size} entries: the export is truncated (or the checkpoint is "
                 f"from another log or a fork)",
-                index=header.tree_size,
+                index=tree_size,
             )
-    covered = max(by_size, default=0)
-    wanted_sizes = set(want_sizes)
-    wanted_indices = set(want_indices)
-    check_at = set(by_size) | wanted_sizes
-    roots: dict[int, bytes] = {}
-    leaves: dict[int, bytes] = {}
-    last_ok = 0
+    return by_size
 
-    def check_root(size: int, root: bytes) -> None:
-        nonlocal last_ok
-        roots[size] = root
-        for head in by_size.get(size, ()):
+
+class _TreeCheck:
+    """The RFC 6962 tree of the entries read so far (its right edge: the roots of the complete
+    subtrees, largest first, one for each 1 bit of their number; RFC 6962 section 2.1) and its
+    root at every checkpoint's size against the checkpoints of that size."""
+
+    def __init__(self, by_size: dict[int, list[VerifiedHead]], want_sizes: Iterable[int]) -> None:
+        self.by_size = by_size
+        self.covered = max(by_size, default=0)
+        """The newest checkpoint's size: no entry at or beyond it is signed."""
+        self.check_at = set(by_size).union(want_sizes)
+        self.roots: dict[int, bytes] = {}
+        self.stack: list[bytes] = []
+        self.size = 0
+        self._last_ok = 0
+        if 0 in self.check_at:
+            self.check_root(0, EMPTY_ROOT)
+
+    def root(self) -> bytes:
+        return _fold(self.stack)
+
+    def check_root(self, size: int, root: bytes) -> None:
+        """The root of the first ``size`` entries against every checkpoint of that size."""
+        self.roots[size] = root
+        for head in self.by_size.get(size, ()):
             if head.checkpoint.root_hash != root:
                 raise VerificationFailure(
                     f"{head.source} (tree size {size}) does not match the entries: they hash "
                     f"to root {root.hex()}, the checkpoint says "
-                    f"{head.checkpoint.root_hash.hex()}. An entry in [{last_ok}, {size}) was "
-                    f"changed, inserted, deleted or reordered, or the checkpoint is from a fork "
-                    f"(not consistent with the checkpoints before it)",
-                    index=last_ok,
+                    f"{head.checkpoint.root_hash.hex()}. An entry in [{self._last_ok}, {size}) "
+                    f"was changed, inserted, deleted or reordered, or the checkpoint is from a "
+                    f"fork (not consistent with the checkpoints before it)",
+                    index=self._last_ok,
                 )
-        if size in by_size:
-            last_ok = size
+        if size in self.by_size:
+            self._last_ok = size
 
-    if 0 in check_at:
-        check_root(0, EMPTY_ROOT)
-    # The right edge: the roots of the complete subtrees of the entries so far, largest first
-    # (one for each 1 bit of their number).
-    stack: list[bytes] = []
+
+def _walk_entries(
+    reader: ExportReader,
+    tree_size: int,
+    tree: _TreeCheck,
+    fields: _EntryFields | None,
+    wanted: set[int],
+) -> dict[int, bytes]:
+    """Step 4, the one pass over the entries: each line's index, its coverage by a checkpoint,
+    its leaf hash and (with ``fields``) the entry itself; each leaf onto the tree's right edge,
+    and the root at every size the tree checks. Returns the leaf hashes of the ``wanted``
+    indices. This loop is the verifier's hot path: its state stays in local variables."""
+    leaves: dict[int, bytes] = {}
+    stack = tree.stack
+    check_at = tree.check_at
+    limit = min(tree_size, tree.covered)
     sha256 = hashlib.sha256
-    entry_check = EntryChecker().inspect if check_entries else None
-    chains = ChainTracker()
-    first_format_2: int | None = None
-    limit = min(header.tree_size, covered)
+    check_fields = None if fields is None else fields.check
     position = 0
     for line, index, leaf_hash, data in reader.entry_rows():
         if index != position:
@@ -745,7 +819,7 @@ def verify_export(
                 index=position,
             )
         if position >= limit:
-            _beyond(position, line, header.tree_size, covered)
+            _beyond(position, line, tree_size, tree.covered)
         leaf = sha256(LEAF_PREFIX + data).digest()
         if leaf != leaf_hash:
             raise VerificationFailure(
@@ -753,40 +827,9 @@ def verify_export(
                 f"SHA-256(0x00 || entry) = {leaf.hex()}: the entry bytes were changed",
                 index=position,
             )
-        if entry_check is not None:
-            try:
-                shape = entry_check(data)
-            except EntryFormatError as e:
-                raise VerificationFailure(
-                    f"entry {position} (line {line}): not a canonical entry ({e}): the entry "
-                    f"was changed",
-                    index=position,
-                ) from e
-            version = shape.version
-            if shape.entry_index != position:
-                raise VerificationFailure(
-                    f"entry {position} (line {line}): the entry's own index field says "
-                    f"{shape.entry_index}: it was moved or forged",
-                    index=position,
-                )
-            # The log's format never goes back: format 2 from the first format-2 entry on
-            # (where every table chain starts; docs/log-format.md).
-            if version >= 2:
-                if header.format == _V1_EXPORT:
-                    raise ExportFormatError(
-                        line, "entry", f"a format {version} entry in an {_V1_EXPORT} file"
-                    )
-                if first_format_2 is None:
-                    first_format_2 = position
-                chains.add(position, line, shape)
-            elif first_format_2 is not None:
-                raise VerificationFailure(
-                    f"entry {position} (line {line}): a format {version} entry after the "
-                    f"format 2 entry {first_format_2}: the log's entry format never goes back, "
-                    "so it was inserted or forged",
-                    index=position,
-                )
-        if position in wanted_indices:
+        if check_fields is not None:
+            check_fields(position, line, data)
+        if position in wanted:
             leaves[position] = leaf
         # Push the leaf onto the right edge, merging equal-sized complete subtrees
         # (RFC 6962 section 2.1: MTH of a power-of-two range): one merge for each trailing
@@ -798,31 +841,61 @@ def verify_export(
         stack.append(value)
         position += 1
         if position in check_at:
-            check_root(position, _fold(stack))
-    if position != header.tree_size:
+            tree.check_root(position, _fold(stack))
+    tree.size = position
+    if position != tree_size:
         raise VerificationFailure(
             f"the export ends after {position} entries (line {reader.line}) but its header "
-            f"declares {header.tree_size}: the export is truncated",
+            f"declares {tree_size}: the export is truncated",
             index=position,
         )
-    witnessed = None
-    if witnesses:
-        # After the tree: every checkpoint here is then known to be of the exported entries.
-        witnessed = check_witnesses(
-            notes, witnesses, min_witnesses=min_witnesses, now=_now() if now is None else now
-        )
-    return ExportReport(
-        origin=header.origin,
-        tree_size=position,
-        root_hash=_fold(stack),
-        heads=tuple(heads),
-        roots=roots,
-        leaves=leaves,
-        kept=len(kept),
-        first_format_2=first_format_2,
-        witnessed=witnessed,
-        chains=chains.chains if check_entries else None,
-    )
+    return leaves
+
+
+class _EntryFields:
+    """Step 4's check of each entry's own bytes (``check_entries``): canonical form and the
+    fields of its format (:class:`EntryChecker`), its own index, a format that never goes back
+    from 2 to 1, and the (client, table) chains of format 2 (:class:`ChainTracker`)."""
+
+    def __init__(self, export_format: str) -> None:
+        self._inspect = EntryChecker().inspect
+        self._v1_export = export_format == _V1_EXPORT
+        self.chains = ChainTracker()
+        self.first_format_2: int | None = None
+
+    def check(self, position: int, line: int, data: bytes) -> None:
+        try:
+            shape = self._inspect(data)
+        except EntryFormatError as e:
+            raise VerificationFailure(
+                f"entry {position} (line {line}): not a canonical entry ({e}): the entry "
+                f"was changed",
+                index=position,
+            ) from e
+        if shape.entry_index != position:
+            raise VerificationFailure(
+                f"entry {position} (line {line}): the entry's own index field says "
+                f"{shape.entry_index}: it was moved or forged",
+                index=position,
+            )
+        # The log's format never goes back: format 2 from the first format-2 entry on
+        # (where every table chain starts; docs/log-format.md).
+        version = shape.version
+        if version >= 2:
+            if self._v1_export:
+                raise ExportFormatError(
+                    line, "entry", f"a format {version} entry in an {_V1_EXPORT} file"
+                )
+            if self.first_format_2 is None:
+                self.first_format_2 = position
+            self.chains.add(position, line, shape)
+        elif self.first_format_2 is not None:
+            raise VerificationFailure(
+                f"entry {position} (line {line}): a format {version} entry after the "
+                f"format 2 entry {self.first_format_2}: the log's entry format never goes "
+                "back, so it was inserted or forged",
+                index=position,
+            )
 
 
 def _bytes(note: str | bytes) -> bytes:
