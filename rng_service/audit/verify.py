@@ -41,6 +41,7 @@ from rng_service import canonical
 from rng_service.audit.export import READ_FORMATS, ExportFormatError, ExportHeader, ExportReader
 from rng_service.audit.witnesses import WitnessReport, check_witnesses
 from rng_service.errors import IntegrityError, InvalidArgument
+from rng_service.log import rounds
 from rng_service.log.cosignature import CosignatureVerifier
 from rng_service.log.entry import EntryFormatError
 from rng_service.log.merkle import (
@@ -367,10 +368,18 @@ def _t_shape(value: Any) -> bytes:
 _T_NONEMPTY_STRING = rb'"(?=[^"])' + _T_STRING[1:]
 
 
+#: String fields a template captures (group names): what the chains and rounds are read from.
+_T_CAPTURED = {
+    "client": b"client", "table_id": b"table", "round_id": b"round", "kind": b"kind",
+    "request_id": b"request",
+}  # fmt: skip
+
+
 def _t_entry(record: dict[str, Any]) -> bytes:
     """The template of an entry that passed the reference check: group ``index`` its index,
-    ``date`` its date, ``client`` and ``table`` the JSON strings of its client and table id,
-    and in format 2 ``seq`` and ``prev`` its table_seq and table_prev."""
+    ``date`` its date, ``client``, ``table``, ``round``, ``kind`` and ``request`` the JSON
+    strings of those fields (:data:`_T_CAPTURED`), and in format 2 ``slot`` its slot's JSON
+    string and ``seq`` and ``prev`` its table_seq and table_prev."""
     parts = []
     for key, value in record.items():  # in the entry's (sorted) order: index before time
         if key == "index":
@@ -380,15 +389,13 @@ def _t_entry(record: dict[str, Any]) -> bytes:
         elif key == "v":
             shape = b"(?P<v>" + str(value).encode("ascii") + b")"
         elif key == "slot":
-            shape = _T_NONEMPTY_STRING
+            shape = b"(?P<slot>" + _T_NONEMPTY_STRING + b")"
         elif key == "table_seq":
             shape = b"(?P<seq>" + _T_INT + b")"
         elif key == "table_prev":
             shape = b"(?P<prev>null|" + _T_INT + b")"
-        elif key == "client":
-            shape = b"(?P<client>" + _T_STRING + b")"
-        elif key == "table_id":
-            shape = b"(?P<table>" + _T_STRING + b")"
+        elif key in _T_CAPTURED:
+            shape = b"(?P<" + _T_CAPTURED[key] + b">" + _T_STRING + b")"
         else:
             shape = _t_shape(value)
         parts.append(_t_key(key) + shape)
@@ -468,16 +475,20 @@ class EntryChecker:
             active.remove(fullmatch)
             active.insert(0, fullmatch)
         version = int(match["v"])
+        client, table, round_id, kind, request = match.group(
+            "client", "table", "round", "kind", "request"
+        )
         if version < 2:
-            return EntryShape(int(index), version, None, None, None)
+            return EntryShape(
+                int(index), version, None, None, None, client, table, round_id, kind, request,
+                None,
+            )  # fmt: skip
         prev = match["prev"]
         return EntryShape(
-            int(index),
-            version,
-            (match["client"], match["table"]),
-            int(match["seq"]),
-            None if prev == b"null" else int(prev),
-        )
+            int(index), version, (client, table), int(match["seq"]),
+            None if prev == b"null" else int(prev), client, table, round_id, kind, request,
+            match["slot"],
+        )  # fmt: skip
 
     def _reference(self, data: bytes) -> EntryShape:
         record = _canonical_record(data)
@@ -486,12 +497,18 @@ class EntryChecker:
             self._learn(record)
         elif self._active:
             self._active.clear()
+        fields = tuple(_json_bytes(record[key]) for key in _T_CAPTURED)
+        client, table, round_id, kind, request = fields
         if record["v"] < 2:
-            return EntryShape(record["index"], record["v"], None, None, None)
-        chain = (_json_bytes(record["client"]), _json_bytes(record["table_id"]))
+            return EntryShape(
+                record["index"], record["v"], None, None, None, client, table, round_id, kind,
+                request, None,
+            )  # fmt: skip
         return EntryShape(
-            record["index"], record["v"], chain, record["table_seq"], record["table_prev"]
-        )
+            record["index"], record["v"], (client, table), record["table_seq"],
+            record["table_prev"], client, table, round_id, kind, request,
+            _json_bytes(record["slot"]),
+        )  # fmt: skip
 
     def _real_date(self, date: bytes) -> bool:
         try:
@@ -521,14 +538,23 @@ class EntryChecker:
 
 class EntryShape(NamedTuple):
     """What :meth:`EntryChecker.inspect` reads from a checked entry: its index and format
-    version, and for format 2 its chain: (client, table id) as their canonical JSON strings
-    (the bytes in the entry, quotes included: one spelling per value), table_seq, table_prev."""
+    version; for format 2 its chain: (client, table id), table_seq, table_prev; and the
+    fields its round is read from. Strings are their canonical JSON strings (the bytes in the
+    entry, quotes included: one spelling per value, so equal bytes are equal values, and the
+    concatenation of several is unambiguous)."""
 
     entry_index: int
     version: int
     chain: tuple[bytes, bytes] | None
     seq: int | None
     prev: int | None
+    client: bytes
+    table_id: bytes
+    round_id: bytes
+    kind: bytes
+    request_id: bytes
+    slot: bytes | None
+    """Format 2's slot; None for format 1."""
 
 
 def _json_bytes(value: str) -> bytes:
@@ -583,6 +609,210 @@ class ChainTracker:
                 index=position,
             )
         self._heads[chain] = (position, seq)
+
+
+def _at(position: int, line: int) -> str:
+    return f"entry {position} (line {line})"
+
+
+def _text(part: bytes) -> str:
+    """The value of a canonical JSON string of an entry (for messages)."""
+    value: str = json.loads(part)
+    return value
+
+
+_SLOT_OF_KIND = {_json_bytes(k): _json_bytes(v) for k, v in rounds.KIND_SLOTS.items()}
+_LEGACY_SLOT = {
+    _json_bytes(k): _json_bytes(v)
+    for k in (*rounds.KIND_SLOTS, *rounds.GENERIC_KINDS)
+    if (v := rounds.slot_of_legacy(k)) is not None
+}
+_LAB_KINDS = frozenset(_json_bytes(k) for k in rounds.LAB_KINDS)
+_RESERVED_SLOTS = frozenset(_json_bytes(s) for s in rounds.RESERVED_SLOTS)
+_LAB_SLOT = b'"' + rounds.LAB_SLOT_PREFIX.encode("ascii")
+_VOID_KIND = _json_bytes(rounds.VOID_KIND)
+_SPIN = _json_bytes(rounds.KIND_SLOTS[rounds.SPIN_KIND])
+_FIRE = _json_bytes(rounds.KIND_SLOTS[rounds.FIRE_NUMBERS_KIND])
+_SPIN_KIND = _json_bytes(rounds.SPIN_KIND)
+_FIRE_KIND = _json_bytes(rounds.FIRE_NUMBERS_KIND)
+_BONUS_KIND = _json_bytes(rounds.BONUS_KIND)
+
+
+class RoundTracker:
+    """The round rules over a whole log read in index order (docs/log-format.md, "Slots and
+    chains"; docs/outcomes-api.md, "Rounds and slots"), from the entries' signed bytes:
+
+    - each (client, table, round, slot) is filled at most once: a second entry for it is a game
+      event drawn twice (format 1 entries fill the slot of their kind, the first one of a round,
+      so a round begun before the upgrade is not drawn again after it; several format 1 entries
+      of one round are allowed, format 1 had no slots);
+    - each request id at most once per client (the idempotency key: a retry is answered with
+      the logged entry, never logged again);
+    - a slot agrees with its kind (a game kind its own slot, a lab entry ``lab/<request id>``,
+      a generic draw no game kind's slot), so that no entry escapes the first rule under
+      another slot name;
+    - nothing in a round after its void;
+    - Mega Fire Blaze (58 Pa. Code 617b.7): the Fire Numbers before the round's spin (e), that
+      spin on a single zero wheel (a), the bonus game after a Fire Number draw and a spin of its
+      round that came to rest on a Fire Number (f), naming both entries, under the draw's
+      profile and with its Fire Number count (g)(3).
+
+    Memory: two keys per entry (its round and slot, its client and request id: the entries' own
+    JSON strings, about 150 bytes an entry in all), plus the numbers of each Fire Number draw
+    and the final number of each spin of a round with Fire Numbers.
+    """
+
+    def __init__(self) -> None:
+        self._filled: dict[bytes, int] = {}
+        self._requests: dict[bytes, int] = {}
+        self._fire: dict[int, tuple[Any, Any, Any]] = {}  # index -> numbers, count, profile
+        self._final: dict[int, Any] = {}  # index of a spin of a round with Fire Numbers -> number
+        # Rounds with a void, with Fire Numbers: few, so that most entries look up nothing more.
+        self._voided: dict[bytes, int] = {}
+        self._fire_rounds: set[bytes] = set()
+
+    def add(self, position: int, line: int, shape: EntryShape, data: bytes) -> None:
+        """The next entry; raises :class:`VerificationFailure` at a broken rule."""
+        prior = self._requests.setdefault(shape.client + shape.request_id, position)
+        if prior != position:
+            raise VerificationFailure(
+                f"{_at(position, line)} has request id {_text(shape.request_id)!r} of client "
+                f"{_text(shape.client)!r}, which entry {prior} already has: a request id is "
+                f"logged once (a retry is answered with the logged entry), so one request was "
+                f"drawn twice",
+                index=position,
+            )
+        slot, kind = shape.slot, shape.kind
+        round_key = shape.client + shape.table_id + shape.round_id
+        filled = self._filled
+        if slot is None:  # format 1: the slot of its kind, if it has one, from its first entry
+            legacy = _LEGACY_SLOT.get(kind)
+            if legacy is None:
+                return
+            first = filled.setdefault(round_key + legacy, position)
+            if first == position and kind in _ORDERED:
+                self._remember(position, kind, round_key, _record(data))
+            return
+        if slot.startswith(_LAB_SLOT) or kind in _LAB_KINDS:
+            if kind not in _LAB_KINDS or slot != _LAB_SLOT + shape.request_id[1:]:
+                raise self._slot_of_kind(position, line, shape)
+            return  # a lab entry's slot is its own: no round rules
+        own = _SLOT_OF_KIND.get(kind)
+        if (own is not None and slot != own) or (own is None and slot in _RESERVED_SLOTS):
+            raise self._slot_of_kind(position, line, shape)
+        void = self._voided.get(round_key) if self._voided else None
+        if void is not None:
+            raise VerificationFailure(
+                f"{_at(position, line)} is in {self._slot_name(shape)}, but that round was "
+                f"voided at entry {void}: nothing is drawn in a round after its void",
+                index=position,
+            )
+        prior = filled.setdefault(round_key + slot, position)
+        if prior != position:
+            raise VerificationFailure(
+                f"{_at(position, line)} fills {self._slot_name(shape)}, which entry {prior} "
+                f"already filled: a game event was drawn twice",
+                index=position,
+            )
+        if kind == _VOID_KIND:
+            self._voided[round_key] = position
+        elif kind in _ORDERED and (kind != _SPIN_KIND or round_key in self._fire_rounds):
+            self._order(position, line, shape, round_key, data)
+
+    def _remember(self, position: int, kind: bytes, round_key: bytes, record: Any) -> None:
+        """What a later entry of the round is checked against: a Fire Number draw's numbers,
+        count and profile; the final number of a spin of a round with Fire Numbers."""
+        outcome = record["outcome"]
+        if kind == _FIRE_KIND:
+            self._fire_rounds.add(round_key)
+            self._fire[position] = (
+                outcome.get("numbers"), outcome.get("count"), record["profile_sha256"]
+            )  # fmt: skip
+        elif kind == _SPIN_KIND and round_key in self._fire_rounds:
+            final = outcome.get("final")
+            self._final[position] = final.get("number") if isinstance(final, dict) else None
+
+    def _order(
+        self, position: int, line: int, shape: EntryShape, round_key: bytes, data: bytes
+    ) -> None:
+        """Mega Fire Blaze's order within a round (58 Pa. Code 617b.7)."""
+        kind = shape.kind
+        fire = self._filled.get(round_key + _FIRE)
+        spin = self._filled.get(round_key + _SPIN)
+
+        def broken(why: str) -> VerificationFailure:
+            return VerificationFailure(
+                f"{_at(position, line)} ({_text(kind)}) in {self._slot_name(shape)} breaks the "
+                f"round's order: {why}",
+                index=position,
+            )
+
+        if kind == _FIRE_KIND and spin is not None:
+            raise broken(
+                f"the Fire Numbers come before the round's spin (58 Pa. Code 617b.7(e)), "
+                f"which is entry {spin}"
+            )
+        if fire is None and kind == _SPIN_KIND:
+            return  # a spin of a round without Fire Numbers: the common case, nothing to read
+        record = _record(data)
+        params = record["params"]
+        if kind == _SPIN_KIND and params.get("wheel") != "single_zero":
+            raise broken(
+                f"the round has Fire Numbers (entry {fire}), so it is spun on a single zero "
+                f"wheel (58 Pa. Code 617b.7(a)), not {params.get('wheel')!r}"
+            )
+        if kind == _BONUS_KIND:
+            if fire is None or spin is None:
+                missing = "no Fire Number draw" if fire is None else "no spin"
+                raise broken(
+                    "a bonus game follows the round's Fire Number draw and its spin (58 Pa. "
+                    f"Code 617b.7(e), (f)); the round has {missing} before it"
+                )
+            numbers, count, profile = self._fire.get(fire, (None, None, None))
+            number = self._final.get(spin)
+            links = (params.get("fire_numbers_index"), params.get("spin_index"))
+            if links != (fire, spin):
+                raise broken(
+                    f"it names Fire Number draw {links[0]} and spin {links[1]}, but the round's "
+                    f"are entries {fire} and {spin}"
+                )
+            if not isinstance(numbers, list) or number not in numbers:
+                raise broken(
+                    f"the round's spin (entry {spin}) came to rest on {number}, not on one of "
+                    f"its Fire Numbers {numbers} (entry {fire}): there is no bonus game "
+                    f"(58 Pa. Code 617b.7(f))"
+                )
+            if params.get("fire_number_count") != count or record["profile_sha256"] != profile:
+                raise broken(
+                    f"its Fire Number count or profile is not that of the round's Fire Number "
+                    f"draw (entry {fire}: {count} numbers; 58 Pa. Code 617b.7(g)(3))"
+                )
+        self._remember(position, kind, round_key, record)
+
+    @staticmethod
+    def _slot_name(shape: EntryShape) -> str:
+        slot = "?" if shape.slot is None else _text(shape.slot)
+        return (
+            f"slot {slot!r} of round {_text(shape.round_id)!r} of table "
+            f"{_text(shape.table_id)!r} (client {_text(shape.client)!r})"
+        )
+
+    def _slot_of_kind(self, position: int, line: int, shape: EntryShape) -> VerificationFailure:
+        return VerificationFailure(
+            f"{_at(position, line)} is a {_text(shape.kind)} entry in "
+            f"{self._slot_name(shape)}: that is not its kind's slot (a game kind fills its "
+            f"own, a lab entry 'lab/<request id>', a generic draw none of the game kinds' "
+            f"slots)",
+            index=position,
+        )
+
+
+_ORDERED = frozenset({_SPIN_KIND, _FIRE_KIND, _BONUS_KIND})
+
+
+def _record(data: bytes) -> Any:
+    """The decoded entry (its bytes were checked canonical before)."""
+    return json.loads(data)
 
 
 def _chain_ok(index: int, seq: int, prev: bytes) -> bool:
@@ -855,12 +1085,14 @@ def _walk_entries(
 class _EntryFields:
     """Step 4's check of each entry's own bytes (``check_entries``): canonical form and the
     fields of its format (:class:`EntryChecker`), its own index, a format that never goes back
-    from 2 to 1, and the (client, table) chains of format 2 (:class:`ChainTracker`)."""
+    from 2 to 1, the (client, table) chains of format 2 (:class:`ChainTracker`), and the round
+    rules across the whole log (:class:`RoundTracker`)."""
 
     def __init__(self, export_format: str) -> None:
         self._inspect = EntryChecker().inspect
         self._v1_export = export_format == _V1_EXPORT
         self.chains = ChainTracker()
+        self._rounds = RoundTracker().add
         self.first_format_2: int | None = None
 
     def check(self, position: int, line: int, data: bytes) -> None:
@@ -896,6 +1128,7 @@ class _EntryFields:
                 "back, so it was inserted or forged",
                 index=position,
             )
+        self._rounds(position, line, shape, data)
 
 
 def _bytes(note: str | bytes) -> bytes:

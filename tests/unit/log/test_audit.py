@@ -585,6 +585,11 @@ def test_verify_export_with_awkward_entries() -> None:
     entries = [e.replace(b'"index":%d' % (i % half + 7 + (i >= 3 * half) * half),
                          b'"index":%d' % i)
                for i, e in enumerate(v1 * 3 + v2 * 3)]  # fmt: skip
+    # Each repetition its own request and round, as the service logs them (a request id and a
+    # round's slot are logged once: RoundTracker).
+    entries = [e.replace(b'"request_id":"q', b'"request_id":"e%dq' % i)
+                .replace(b'"round_id":"R"', b'"round_id":"R%d"' % i)
+               for i, e in enumerate(entries)]  # fmt: skip
     # The format 2 entries as the sequencer numbers them: three of each (client, table) chain.
     for i in range(3 * half, 6 * half):
         r = (i - 3 * half) // half  # which repetition: seq r + 1, after entry i - half
