@@ -71,6 +71,7 @@ from rng_service.errors import (
     Unavailable,
 )
 from rng_service.log import rounds
+from rng_service.log.columns import LookupIntegrityError, check_range, check_record
 from rng_service.log.entry import GeneratorRef, JsonValue, LogEntry, format_time, request_digest
 from rng_service.log.merkle import leaf_hash
 from rng_service.log.note import Checkpoint, NoteSigner, parse_note, sign_note
@@ -82,8 +83,10 @@ from rng_service.storage.base import (
     CheckpointRecord,
     CommitUnknown,
     EntryRecord,
+    GroupState,
     LogStorage,
     ServerEpochs,
+    SlotRecord,
     StoreConnectionLost,
 )
 
@@ -316,6 +319,9 @@ class Appender:
         # tree is checked against the store before the next group then (``_check_server``).
         self._epochs = storage if isinstance(storage, ServerEpochs) else None
         self._epoch = 0 if self._epochs is None else self._epochs.server_epoch
+        # The head (table_seq, index) of each (client, table) chain as this writer appended
+        # it or last checked its row against its signed bytes (_checked_heads).
+        self._known_heads: dict[tuple[str, str], tuple[int, int]] = {}
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -567,6 +573,8 @@ class Appender:
                 published = True
         for p, error in [*plan.failed, *plan.deferred]:
             p.set_exception(error)
+        for _, entry in plan.new:
+            self._known_heads[(entry.client, entry.table_id)] = (entry.table_seq or 1, entry.index)
         if plan.pending is not None:
             results: list[AppendResult] = []
             for (p, entry), rec, proof in zip(plan.new, plan.records, proofs, strict=True):
@@ -869,7 +877,7 @@ class Appender:
         # One sequencing time per group, and one lookup of the store per group (_group_state).
         now = self._clock.now_ns() // 1000 * 1000  # entries carry microseconds
         time_text = format_time(now)
-        logged, state, chains, repeated = self._group_state(group)
+        logged, state, chains, repeated, tainted = self._group_state(group)
         for p in group:
             req = p.request
             key = (req.client_id, req.request_id)
@@ -880,6 +888,11 @@ class Appender:
                 else:
                     plan.followers.append((p, slot))
                 continue
+            if tainted:
+                error = _tainted(tainted, req)
+                if error is not None:  # a row it relies on disagrees with its signed bytes
+                    plan.failed.append((p, error))
+                    continue
             existing = logged.get(key)
             if existing is not None:
                 if existing.request_digest != req.digest:
@@ -983,12 +996,13 @@ class Appender:
         dict[tuple[str, str, str], dict[str, rounds.Filled]],
         dict[tuple[str, str], tuple[int, int]],
         set[tuple[str, str, str]],
+        dict[tuple[str, ...], IntegrityError],
     ]:
         """What the group needs of the stored log, in ONE query (``LogStorage.group_state``):
         the entries of its request ids already logged (by any replica), the filled slots of its
-        rounds (an entry is read only when a rule needs its outcome), and the last entry
-        (table_seq, index) of its tables' chains. Also the rounds that more than one request
-        of the group is for."""
+        rounds, and the last entry (table_seq, index) of its tables' chains. Also the rounds
+        that more than one request of the group is for, and the requests, rounds and tables
+        whose rows fail their check against their signed bytes (:meth:`_checked_rows`)."""
         requests: dict[tuple[str, str], None] = {}
         wanted: dict[tuple[str, str, str], int] = {}
         tables: dict[tuple[str, str], None] = {}
@@ -1000,9 +1014,13 @@ class Appender:
                 wanted[key] = wanted.get(key, 0) + 1
             tables[(req.client_id, req.table_id)] = None
         stored = self._storage.group_state(list(requests), list(wanted), list(tables))
+        tainted, rows = self._checked_rows(stored, tables)
         state: dict[tuple[str, str, str], dict[str, rounds.Filled]] = {}
         for rec in stored.slots:
-            load = functools.partial(self._stored_entry, rec.index)
+            data = rows.get(rec.index)
+            if data is None:  # its round is tainted: nothing of it is relied on
+                continue
+            load = functools.partial(LogEntry.decode, data)
             slot = rec.slot
             if slot is None:  # written before slots existed: the slot of its kind
                 slot = rounds.slot_of_legacy(load().kind)
@@ -1013,10 +1031,103 @@ class Appender:
                 slot, rounds.Filled(rec.index, load)
             )
         chains = {table: (head.table_seq, head.index) for table, head in stored.heads.items()}
-        return stored.logged, state, chains, {key for key, n in wanted.items() if n > 1}
+        repeated = {key for key, n in wanted.items() if n > 1}
+        return stored.logged, state, chains, repeated, tainted
 
-    def _stored_entry(self, index: int) -> LogEntry:
-        return LogEntry.decode(self._storage.entries(index, index + 1)[0].data)
+    def _checked_rows(
+        self, stored: GroupState, tables: Mapping[tuple[str, str], None]
+    ) -> tuple[dict[tuple[str, ...], IntegrityError], dict[int, bytes]]:
+        """The stored rows the group relies on, checked against their signed bytes
+        (:func:`rng_service.log.columns.check_record`), so that an edit of the live database's
+        columns cannot make the sequencer draw a game event again (docs/security.md, "An
+        edited store"): every logged entry of its request ids (its bytes are in the row), every
+        row of its rounds' filled slots (read by index: a round with nothing in it, the common
+        case, reads nothing), and each table's head unless it is the head this writer appended
+        or checked (:meth:`_checked_heads`). Returns the failures by ``("request", client,
+        request_id)``, ``("round", client, table, round)`` and ``("table", client, table)``,
+        and the checked rows' bytes by index. What this cannot see is a row whose columns were
+        changed so that the query does not return it at all: the start-up check, check-store
+        and rng-audit verify catch that."""
+        tainted: dict[tuple[str, ...], IntegrityError] = {}
+        for (client, request_id), rec in stored.logged.items():
+            try:
+                check_record(rec)
+            except LookupIntegrityError as e:
+                tainted[("request", client, request_id)] = _edited(e, "a retry of this request")
+        rows: dict[int, bytes] = {}
+        for slot in stored.slots:
+            key = ("round", slot.client_id, slot.table_id, slot.round_id)
+            if key in tainted:
+                continue
+            try:
+                rows[slot.index] = self._checked_slot(slot)
+            except LookupIntegrityError as e:
+                tainted[key] = _edited(e, "this round")
+        self._checked_heads(stored, tables, tainted)
+        return tainted, rows
+
+    def _checked_slot(self, slot: SlotRecord) -> bytes:
+        """The bytes of a filled slot's row, after checking that they are of that round and
+        slot."""
+        found = self._storage.entries(slot.index, slot.index + 1)
+        check_range(found, slot.index, slot.index + 1)
+        signed = check_record(found[0])
+        if (signed.client, signed.table_id, signed.round_id, signed.slot) != (
+            slot.client_id, slot.table_id, slot.round_id, slot.slot
+        ):  # fmt: skip
+            raise LookupIntegrityError(
+                f"entry {slot.index} was found in slot {slot.slot!r} of round "
+                f"{slot.round_id!r} of table {slot.table_id!r}, but its signed bytes say slot "
+                f"{signed.slot!r} of round {signed.round_id!r} of table {signed.table_id!r}",
+                check="columns",
+                index=slot.index,
+            )
+        return found[0].data
+
+    def _checked_heads(
+        self,
+        stored: GroupState,
+        tables: Mapping[tuple[str, str], None],
+        tainted: dict[tuple[str, ...], IntegrityError],
+    ) -> None:
+        """Each table's head against the one this writer knows: the same, nothing to read;
+        further on (another replica appended), its row is checked once; further back, or gone,
+        the chain lost its newest entries in the store."""
+        known_heads = self._known_heads
+        for table in tables:
+            head = stored.heads.get(table)
+            known = known_heads.get(table)
+            now = None if head is None else (head.table_seq, head.index)
+            if now == known:
+                continue
+            try:
+                if now is None or (known is not None and now[0] < known[0]):
+                    raise LookupIntegrityError(
+                        f"the chain of table {table[1]!r} of client {table[0]!r} ends in the "
+                        f"store at {'no entry' if now is None else f'seq {now[0]}'}, but this "
+                        f"writer appended or checked its seq {known and known[0]} at entry "
+                        f"{known and known[1]}: rows of the chain were deleted or their columns "
+                        f"changed",
+                        check="chain",
+                        index=known[1] if known is not None else 0,
+                    )
+                found = self._storage.entries(now[1], now[1] + 1)
+                check_range(found, now[1], now[1] + 1)
+                signed = check_record(found[0])
+                if (signed.client, signed.table_id, signed.table_seq) != (*table, now[0]):
+                    raise LookupIntegrityError(
+                        f"entry {now[1]} was found as seq {now[0]} of table {table[1]!r} of "
+                        f"client {table[0]!r}, but its signed bytes say seq {signed.table_seq} "
+                        f"of table {signed.table_id!r} of client {signed.client!r}",
+                        check="chain",
+                        index=now[1],
+                    )
+            except LookupIntegrityError as e:
+                tainted[("table", *table)] = _edited(e, "this table's next entry")
+                continue
+            if len(known_heads) >= _KNOWN_HEADS:
+                known_heads.clear()
+            known_heads[table] = now
 
     def _resolve_replays(self, replays: Sequence[tuple[_Pending, EntryRecord]]) -> None:
         for p, rec in replays:
@@ -1043,6 +1154,39 @@ class Appender:
 
 
 _NO_LINKS: Mapping[str, JsonValue] = MappingProxyType({})
+#: Table heads kept by :meth:`Appender._checked_heads` (forgotten all at once beyond it).
+_KNOWN_HEADS = 100_000
+
+
+def _edited(e: LookupIntegrityError, what: str) -> IntegrityError:
+    """The error of a request that relies on a row failing its check; logged once here."""
+    _log.error(
+        {
+            "event": "log_integrity_error",
+            "method": "sequencer",
+            "check": e.check,
+            "index": e.index,
+            "message": str(e),
+        }
+    )
+    return IntegrityError(
+        f"{e}. The sequencer relies on that row for {what}, so nothing was drawn: the log "
+        "store was edited under the running service (rng-service check-store names every "
+        "such row); stop and investigate"
+    )
+
+
+def _tainted(
+    tainted: Mapping[tuple[str, ...], IntegrityError], req: DrawRequest
+) -> IntegrityError | None:
+    """The error of a request relying on a row that failed its check, if any."""
+    return (
+        tainted.get(("request", req.client_id, req.request_id))
+        or tainted.get(("round", req.client_id, req.table_id, req.round_id))
+        or tainted.get(("table", req.client_id, req.table_id))
+    )
+
+
 #: The filled slots of a round that has none (shared: never written to).
 _NOTHING_FILLED: Mapping[str, rounds.Filled] = MappingProxyType({})
 

@@ -30,7 +30,7 @@ from rng_service.audit_cli import main as audit_main
 from rng_service.cli import main as cli_main
 from rng_service.log.keys import generate_key_pair
 from rng_service.log.storecheck import VERIFIED_CHECKPOINT_KEY
-from rng_service.service.client import RngClient
+from rng_service.service.client import ClientError, RngClient
 
 ORIGIN = "integrity.test.example/log"
 REPO = Path(__file__).resolve().parents[2]
@@ -405,3 +405,130 @@ def test_a_deleted_row_in_the_verified_part_fails_get_entries_and_the_export(
         assert not out_file.exists()
     finally:
         served.stop()
+
+
+# --- A game event drawn once, against edits of the running service's database (issue 19's gap)
+#
+# Round a10 of table T1 was spun at entry 10 (request a10). Each test edits that row's columns
+# with sqlite3 WHILE the service runs, as an operator with database access could, and asks for
+# the round's spin again under a new request id (what the service must refuse: slot filled).
+
+
+def _spin_again(served: Served, request_id: str = "redraw") -> Any:
+    with RngClient(served.target) as client:
+        return client.spin(wheel="double_zero", table_id="T1", round_id="a10",
+                           request_id=request_id)  # fmt: skip
+
+
+def _entry_count(db: Path) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("row", "edit", "says"),
+    [
+        (10, "slot = 'moved'", "slot 'moved'"),
+        (11, "round_id = 'a10', slot = 'multiball'", "round_id 'a10', slot 'multiball'"),
+        (10, "request_id = 'other'", "request_id 'other'"),
+    ],
+)
+def test_a_row_the_sequencer_finds_is_checked_against_its_signed_bytes(
+    log: tuple[Path, Path], row: int, edit: str, says: str
+) -> None:
+    """Each edited row is returned by the sequencer's query for round a10 (the spin's row with
+    its slot or request id changed, or entry 11 of round a11 moved into the round): the
+    sequencer checks it against its signed bytes before relying on it, so the draw is refused
+    with DATA_LOSS, nothing logged, one log_integrity_error line. Without the check the slot
+    edit would leave the spin slot looking empty and the spin would be drawn again."""
+    config, db = log
+    served = Served(config)
+    try:
+        sql(db, f"UPDATE entries SET {edit} WHERE idx = ?", row)
+        before = _entry_count(db)
+        with pytest.raises(ClientError) as info:
+            _spin_again(served)
+        assert _entry_count(db) == before  # nothing drawn, nothing logged
+    finally:
+        served.stop()
+    assert info.value.code == "DATA_LOSS", info.value
+    assert f"entry {row}: the store's lookup columns say {says}, but" in info.value.details
+    assert "so nothing was drawn" in info.value.details
+    events = [json.loads(x) for x in served.stderr.splitlines() if "log_integrity_error" in x]
+    assert [(e["method"], e["check"], e["index"]) for e in events] == [
+        ("sequencer", "columns", row)
+    ]
+
+
+def test_a_row_moved_out_of_its_round_lets_the_round_be_drawn_again_which_verify_names(
+    pristine: Pristine, log: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What the running service cannot prevent: entry 10's round column moved away, the round
+    looks empty to the sequencer (absence cannot be proven without reading the table's rows),
+    so a new request id draws its spin again. Caught after the fact: check-store names the
+    edited row, and the double draw is in the signed log for good, so rng-audit verify of an
+    export fails with exit 1 naming both entries (whatever is later done to the database)."""
+    config, db = log
+    served = Served(config)
+    try:
+        sql(db, "UPDATE entries SET round_id = 'hidden' WHERE idx = 10")
+        again = _spin_again(served)  # (i) drawn: the sequencer found no row of round a10
+    finally:
+        served.stop()  # publishes the final checkpoint, which covers the new entry
+    redrawn = again.receipt.index
+    assert redrawn == pristine.size
+    code, out = check_store(config, capsys)
+    assert code == 1
+    assert "entry 10: the store's lookup columns say round_id 'hidden'" in out
+    export = db.parent / "redrawn.export"
+    assert audit_main(["export", "--db", str(db), "--out", str(export)]) == 0
+    capsys.readouterr()
+    vkey = str(pristine.key) + ".vkey"
+    code = audit_main(["verify", str(export), "--key", vkey])
+    captured = capsys.readouterr()
+    assert code == 1, captured.out + captured.err  # (ii) the auditor's verify fails
+    with export.open(encoding="utf-8") as fh:
+        line = redrawn + 2 + int(json.loads(fh.readline())["checkpoints"])
+    assert (
+        f"entry {redrawn} (line {line}) fills slot 'spin' of round 'a10' of table 'T1' (client "
+        f"'default'), which entry 10 already filled: a game event was drawn twice"
+    ) in captured.err
+    assert audit_main(["verify", "--fast", str(export), "--key", vkey]) == 0  # rules need entries
+
+
+@pytest.mark.parametrize(
+    ("edit", "check", "says"),
+    [
+        ("table_seq = 99", "columns", "entry 44: the store's lookup columns say table_seq 99"),
+        (
+            "table_id = 'T9'",
+            "chain",
+            "the chain of table 'T1' of client 'default' ends in the store at seq 44, but this "
+            "writer appended or checked its seq 45 at entry 44",
+        ),
+    ],
+)
+def test_a_table_head_the_sequencer_did_not_write_is_checked(
+    log: tuple[Path, Path], edit: str, check: str, says: str
+) -> None:
+    """The sequencer numbers a table's next entry after its head. Entry 44 (T1's head, which
+    this service appended) edited while it runs: its table_seq raised (the next entry would
+    skip numbers), or moved to another table (the next entry would number seq 45 again): the
+    next draw on T1 is refused with DATA_LOSS, nothing logged."""
+    config, db = log
+    served = Served(config)
+    try:
+        served.spins("c", 1)  # entry 44: T1's head, as this writer appended it
+        sql(db, f"UPDATE entries SET {edit} WHERE idx = 44")
+        with pytest.raises(ClientError) as info:
+            served.spins("d", 1)
+        assert _entry_count(db) == 45
+    finally:
+        served.stop()
+    assert info.value.code == "DATA_LOSS", info.value
+    assert says in info.value.details
+    events = [json.loads(x) for x in served.stderr.splitlines() if "log_integrity_error" in x]
+    assert [(e["method"], e["check"], e["index"]) for e in events] == [("sequencer", check, 44)]
