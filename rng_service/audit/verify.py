@@ -14,7 +14,11 @@ complete subtrees, folded into a root only at the sizes that checkpoints name. I
   and its bytes decode as a canonical entry (docs/log-format.md, "Entries") whose own index is
   its position;
 - no entry lies beyond the newest checkpoint (it would be covered by no signature), and the
-  export holds as many entries as its header declares.
+  export holds as many entries as its header declares;
+- every (client, table) chain is unbroken (:class:`ChainTracker`), and the round rules hold
+  across the whole log, from the entries' signed bytes (:class:`RoundTracker`): each slot of a
+  round filled once, each request id once per client, a slot that agrees with its kind,
+  nothing after a void, Mega Fire Blaze in the order of 58 Pa. Code 617b.7.
 
 The canonical form is proven by :class:`EntryChecker`: the reference check
 (:func:`canonical_entry_index`, decode and re-encode) for the first entry of each shape, then a

@@ -5,10 +5,13 @@ submit validated :class:`DrawRequest` objects and get a future. The writer takes
 waiting, and for the whole group, in one pass:
 
 1. looks up, in ONE query for the group (``LogStorage.group_state``), its request ids already
-   logged, the filled slots of its rounds (from an index: no entry is read unless a rule needs
-   its outcome) and the last entry of each of its tables' chains; resolves idempotency: a
-   (client, request id) already in the log, or earlier in the same group, is answered with
-   that entry (ALREADY_EXISTS if the parameters differ) and draws nothing;
+   logged, the filled slots of its rounds (from an index) and the last entry of each of its
+   tables' chains; checks the rows it relies on against their signed bytes
+   (:meth:`Appender._checked_rows`: a row of a filled slot is read by its index, a round with
+   nothing in it reads nothing; an edited row refuses the requests relying on it with
+   DATA_LOSS); resolves idempotency: a (client, request id) already in the log, or earlier in
+   the same group, is answered with that entry (ALREADY_EXISTS if the parameters differ) and
+   draws nothing;
 2. checks each new request against its round (``rng_service.log.rounds``: a slot is filled
    once, the game's order rules, voided rounds), from those filled slots and the ones filled
    earlier in the group; a refusal draws nothing;

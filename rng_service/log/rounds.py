@@ -150,8 +150,8 @@ def slot_of_legacy(kind: str) -> str | None:
 
 @dataclass(slots=True)
 class Filled:
-    """A filled slot of a round: the entry's log index, and the entry itself, read and decoded
-    only when a rule needs its outcome or a refusal its request id."""
+    """A filled slot of a round: the entry's log index, and the entry itself, decoded only
+    when a rule needs its outcome or a refusal its request id."""
 
     index: int
     load: Callable[[], LogEntry]
