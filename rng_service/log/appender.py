@@ -1043,7 +1043,7 @@ class Appender:
         """The stored rows the group relies on, checked against their signed bytes
         (:func:`rng_service.log.columns.check_record`), so that an edit of the live database's
         columns cannot make the sequencer draw a game event again (docs/security.md, "An
-        edited store"): every logged entry of its request ids (its bytes are in the row), every
+        edited database"): every logged entry of its request ids (its bytes are in the row), every
         row of its rounds' filled slots (read by index: a round with nothing in it, the common
         case, reads nothing), and each table's head unless it is the head this writer appended
         or checked (:meth:`_checked_heads`). Returns the failures by ``("request", client,
