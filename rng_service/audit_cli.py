@@ -372,6 +372,13 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         + (" (entries not decoded: --fast)" if args.fast else "")
         + (" (an empty export: --allow-empty)" if report.tree_size == 0 else "")
     )
+    if report.chains is not None:
+        # docs/log-format.md, "Verifying an export" (step 3)
+        print(
+            f"table chains: {report.chains} followed, each unbroken; round rules held across "
+            f"the export: each slot of a round filled once, each request id logged once per "
+            f"client, nothing after a void, Mega Fire Blaze in the rules' order"
+        )
     first = report.first_format_2
     if first is not None and first > 0:
         # docs/log-format.md, "Format 1 and format 2 in one log"

@@ -159,6 +159,7 @@ def test_untouched_exports_verify(exported: Exported, capsys: pytest.CaptureFixt
     code, out = verify(exported, exported.export, capsys, "--checkpoint", str(exported.kept))
     assert code == 0, out
     assert f"OK: {ENTRIES} entries of {exported.origin}" in out
+    assert "; round rules held across the export: each slot of a round filled once" in out
     lines = exported.lines()
     assert header(lines)["tree_size"] == ENTRIES
     assert int(header(lines)["checkpoints"]) >= 5
