@@ -414,9 +414,9 @@ def test_a_deleted_row_in_the_verified_part_fails_get_entries_and_the_export(
 # the round's spin again under a new request id (what the service must refuse: slot filled).
 
 
-def _spin_again(served: Served, request_id: str = "redraw") -> Any:
+def _spin_again(served: Served, round_id: str = "a10", request_id: str = "redraw") -> Any:
     with RngClient(served.target) as client:
-        return client.spin(wheel="double_zero", table_id="T1", round_id="a10",
+        return client.spin(wheel="double_zero", table_id="T1", round_id=round_id,
                            request_id=request_id)  # fmt: skip
 
 
@@ -428,38 +428,46 @@ def _entry_count(db: Path) -> int:
         conn.close()
 
 
-@pytest.mark.parametrize(
-    ("row", "edit", "says"),
-    [
-        (10, "slot = 'moved'", "slot 'moved'"),
-        (11, "round_id = 'a10', slot = 'multiball'", "round_id 'a10', slot 'multiball'"),
-        (10, "request_id = 'other'", "request_id 'other'"),
-    ],
-)
 def test_a_row_the_sequencer_finds_is_checked_against_its_signed_bytes(
-    log: tuple[Path, Path], row: int, edit: str, says: str
+    log: tuple[Path, Path],
 ) -> None:
-    """Each edited row is returned by the sequencer's query for round a10 (the spin's row with
-    its slot or request id changed, or entry 11 of round a11 moved into the round): the
-    sequencer checks it against its signed bytes before relying on it, so the draw is refused
-    with DATA_LOSS, nothing logged, one log_integrity_error line. Without the check the slot
-    edit would leave the spin slot looking empty and the spin would be drawn again."""
+    """Each edited row is returned by the sequencer's query for the round asked again: the
+    spin's row of round a10 with its slot changed (without the check the spin slot would look
+    empty and the spin would be drawn again), entry 13 of round a13 moved into round a12 under
+    another slot, the spin's row of round a14 with its request id changed; and entry 15's
+    request id column set to the one a new request for round a15 then uses, its round column
+    moved away (so only the lookup by request id finds it: without the check the request would
+    be answered with entry 15, another request's outcome, as its replay). The sequencer checks
+    each row against its signed bytes before relying on it, so each request is refused with
+    DATA_LOSS, nothing logged, one log_integrity_error line each. (One service for all: each
+    edit is of its own round.)"""
     config, db = log
+    cases = [  # (row, edit, the round asked again, its request id, what the message says)
+        (10, "slot = 'moved'", "a10", "redraw-1", "slot 'moved'"),
+        (13, "round_id = 'a12', slot = 'multiball'", "a12", "redraw-2",
+         "round_id 'a12', slot 'multiball'"),
+        (14, "request_id = 'other'", "a14", "redraw-3", "request_id 'other'"),
+        (15, "request_id = 'stolen', round_id = 'a15x'", "a15", "stolen",
+         "request_id 'stolen', round_id 'a15x'"),
+    ]  # fmt: skip
+    refused: list[ClientError] = []
     served = Served(config)
     try:
-        sql(db, f"UPDATE entries SET {edit} WHERE idx = ?", row)
-        before = _entry_count(db)
-        with pytest.raises(ClientError) as info:
-            _spin_again(served)
-        assert _entry_count(db) == before  # nothing drawn, nothing logged
+        for row, edit, round_id, request_id, _ in cases:
+            sql(db, f"UPDATE entries SET {edit} WHERE idx = ?", row)
+            with pytest.raises(ClientError) as info:
+                _spin_again(served, round_id, request_id)
+            refused.append(info.value)
+        assert _entry_count(db) == 44  # nothing drawn, nothing logged
     finally:
         served.stop()
-    assert info.value.code == "DATA_LOSS", info.value
-    assert f"entry {row}: the store's lookup columns say {says}, but" in info.value.details
-    assert "so nothing was drawn" in info.value.details
+    for (row, *_, says), error in zip(cases, refused, strict=True):
+        assert error.code == "DATA_LOSS", error
+        assert f"entry {row}: the store's lookup columns say {says}, but" in error.details
+        assert "so nothing was drawn" in error.details
     events = [json.loads(x) for x in served.stderr.splitlines() if "log_integrity_error" in x]
     assert [(e["method"], e["check"], e["index"]) for e in events] == [
-        ("sequencer", "columns", row)
+        ("sequencer", "columns", row) for row, *_ in cases
     ]
 
 
