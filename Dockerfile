@@ -54,6 +54,7 @@ RUN python3 -m venv /opt/rng-service \
 COPY pyproject.toml README.md ./
 COPY rng_service ./rng_service
 COPY certification ./certification
+COPY web/verify ./web/verify
 # The project itself: built here from the locked setuptools and wheel, nothing fetched.
 RUN /opt/rng-service/bin/pip install --no-cache-dir --disable-pip-version-check \
       --no-index --no-deps --no-build-isolation . \

@@ -24,6 +24,7 @@ from __future__ import annotations
 import http.server
 import logging
 import socket
+import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -80,9 +81,15 @@ class PageFile:
     content_type: str
 
 
-def default_page_directory() -> Path:
-    """``web/verify`` of the checkout this package runs from (``make install`` is editable)."""
-    return Path(__file__).resolve().parent.parent / "web" / "verify"
+def default_page_directory(prefix: str | None = None) -> Path:
+    """Where the page is when ``verify_page.directory`` is empty: ``web/verify`` of the checkout
+    this package runs from (``make install`` is editable), else the copy a wheel install put
+    under ``<prefix>/share/rng-service/verify`` (pyproject's data-files: the container image,
+    ``pip install rng-service``). ``prefix``: the environment's, ``sys.prefix`` by default."""
+    checkout = Path(__file__).resolve().parent.parent / "web" / "verify"
+    if (checkout / "index.html").is_file():
+        return checkout
+    return Path(sys.prefix if prefix is None else prefix) / "share" / "rng-service" / "verify"
 
 
 def load_page(directory: Path) -> dict[str, PageFile]:

@@ -8,7 +8,8 @@
 #      Debian snapshot and the base, and the Python packages in the image are exactly those of
 #      requirements/image.txt (the lock file this checkout has, also copied into the image);
 #   3. `rng-service --help` and the HEALTHCHECK's own `rng-service call ... health` parser exit 0;
-#      scipy is not importable and `rng-certify` exits 2 naming the `certify` extra;
+#      scipy is not importable and `rng-certify` exits 2 naming the `certify` extra; the verify
+#      page is installed and is the one served by default;
 #   4. smoke test: in private mount and network namespaces, with the root filesystem read-only, a
 #      tmpfs on /tmp, a writable state directory on /var/lib/rng-service and a read-only
 #      /etc/rng-service (config.toml, keys/, and tls/ with development certificates that the
@@ -117,6 +118,13 @@ rc=0; in_image "$mnt" rng-certify --help >"$work/certify.txt" 2>&1 || rc=$?
 [ "$rc" -eq 2 ] && grep -q "rng-service\[certify\]" "$work/certify.txt" \
   || { cat "$work/certify.txt" >&2; fail "rng-certify without the extra: exit $rc, expected 2 naming rng-service[certify]"; }
 ok "no scipy in the image; rng-certify exits 2 naming the certify extra"
+# The receipt-verification page ships in the image (pyproject's data-files) and is the page the
+# service serves when verify_page.directory is empty.
+page=$(in_image "$mnt" /opt/rng-service/bin/python -c \
+  "from rng_service.verify_page import default_page_directory as d, load_page as l; p = d(); l(p); print(p)") \
+  || fail "the verify page is not in the image (share/rng-service/verify)"
+[ "$page" = /opt/rng-service/share/rng-service/verify ] || fail "the verify page resolves to $page"
+ok "the verify page is in the image: $page"
 
 # --- 4. serve with a read-only root, over mTLS -------------------------------------------------
 # In private mount and network namespaces (unshare -m -n): the image's own ports (gRPC and 9464

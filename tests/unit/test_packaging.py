@@ -29,6 +29,7 @@ print(getattr(build_meta, sys.argv[1])("dist"))
 def _build(tmp_path: Path, hook: str) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "web" / "verify", tmp_path / "web" / "verify")
     for package in ("rng_service", "certification"):
         shutil.copytree(
             ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
@@ -60,8 +61,10 @@ def test_the_wheel_holds_only_the_two_packages(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         top = {name.split("/")[0] for name in zf.namelist()}
     dist_info = {name for name in top if name.endswith(".dist-info")}
+    data = {name for name in top if name.endswith(".data")}  # the verify page (data-files)
     assert len(dist_info) == 1
-    assert top - dist_info == {"rng_service", "certification"}
+    assert len(data) == 1
+    assert top - dist_info - data == {"rng_service", "certification"}
 
 
 def test_the_wheel_carries_the_report_templates_and_the_certify_extra(tmp_path: Path) -> None:
@@ -84,3 +87,46 @@ def test_the_wheel_carries_the_report_templates_and_the_certify_extra(tmp_path: 
     for name in ("scipy", "jinja2"):
         assert 'extra == "certify"' in by_name[name], by_name[name]
     assert 'extra == "certify"' not in by_name["numpy"]  # the service's batch draws use it
+
+
+def test_an_installed_wheel_serves_the_verify_page_from_its_prefix(tmp_path: Path) -> None:
+    """Outside a checkout (the container image, ``pip install``), the page the service serves
+    by default is the wheel's copy under <prefix>/share/rng-service/verify: every file of
+    web/verify, found by rng_service.verify_page with no web/ beside the package."""
+    (tmp_path / "build").mkdir()
+    wheel = _build(tmp_path / "build", "build_wheel")
+    site, prefix = tmp_path / "site", tmp_path / "prefix"
+    with zipfile.ZipFile(wheel) as zf:
+        for name in zf.namelist():
+            head, _, rest = name.partition("/")
+            target = prefix / rest.removeprefix("data/") if head.endswith(".data") else site / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(zf.read(name))
+    page = ROOT / "web" / "verify"
+    expected = sorted(str(p.relative_to(page)) for p in page.rglob("*") if p.is_file())
+    installed_page = prefix / "share" / "rng-service" / "verify"
+    got = sorted(
+        str(p.relative_to(installed_page)) for p in installed_page.rglob("*") if p.is_file()
+    )
+    assert got == expected
+    for name in expected:
+        assert (installed_page / name).read_bytes() == (page / name).read_bytes()
+    probe = (
+        "import sys; from rng_service import verify_page as v; "
+        "d = v.default_page_directory(sys.argv[1]); files = v.load_page(d); "
+        "print(v.__file__); print(d); print(len(files))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", probe, str(prefix)],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    module, directory, count = proc.stdout.splitlines()
+    assert module.startswith(str(site))  # the installed copy, not the checkout's package
+    assert directory == str(installed_page)
+    assert int(count) >= 1
