@@ -5,13 +5,10 @@ submit validated :class:`DrawRequest` objects and get a future. The writer takes
 waiting, and for the whole group, in one pass:
 
 1. looks up, in ONE query for the group (``LogStorage.group_state``), its request ids already
-   logged, the filled slots of its rounds (from an index) and the last entry of each of its
-   tables' chains; checks the rows it relies on against their signed bytes
-   (:meth:`Appender._checked_rows`: a row of a filled slot is read by its index, a round with
-   nothing in it reads nothing; an edited row refuses the requests relying on it with
-   DATA_LOSS); resolves idempotency: a (client, request id) already in the log, or earlier in
-   the same group, is answered with that entry (ALREADY_EXISTS if the parameters differ) and
-   draws nothing;
+   logged, the filled slots of its rounds (from an index: no entry is read unless a rule needs
+   its outcome) and the last entry of each of its tables' chains; resolves idempotency: a
+   (client, request id) already in the log, or earlier in the same group, is answered with
+   that entry (ALREADY_EXISTS if the parameters differ) and draws nothing;
 2. checks each new request against its round (``rng_service.log.rounds``: a slot is filled
    once, the game's order rules, voided rounds), from those filled slots and the ones filled
    earlier in the group; a refusal draws nothing;
@@ -74,7 +71,6 @@ from rng_service.errors import (
     Unavailable,
 )
 from rng_service.log import rounds
-from rng_service.log.columns import LookupIntegrityError, check_range, check_record
 from rng_service.log.entry import GeneratorRef, JsonValue, LogEntry, format_time, request_digest
 from rng_service.log.merkle import leaf_hash
 from rng_service.log.note import Checkpoint, NoteSigner, parse_note, sign_note
@@ -86,10 +82,8 @@ from rng_service.storage.base import (
     CheckpointRecord,
     CommitUnknown,
     EntryRecord,
-    GroupState,
     LogStorage,
     ServerEpochs,
-    SlotRecord,
     StoreConnectionLost,
 )
 
@@ -268,6 +262,46 @@ class _Plan:
     batch: AppendBatch | None = None
 
 
+class _Draft:
+    """What ``Appender._plan`` works from while it decides one group: the stored log at
+    ``size`` entries (``Appender._group_state``) and what the group has added so far."""
+
+    __slots__ = (
+        "chains",
+        "encoded",
+        "logged",
+        "next_index",
+        "now",
+        "repeated",
+        "seen",
+        "size",
+        "state",
+        "time_text",
+    )
+
+    def __init__(
+        self,
+        size: int,
+        now: int,
+        time_text: str,
+        logged: dict[tuple[str, str], EntryRecord],
+        state: dict[tuple[str, str, str], dict[str, rounds.Filled]],
+        chains: dict[tuple[str, str], tuple[int, int]],
+        repeated: set[tuple[str, str, str]],
+    ) -> None:
+        self.size = size
+        self.now = now  # the group's one sequencing time (microseconds, in nanoseconds)
+        self.time_text = time_text
+        self.logged = logged  # request ids already in the log
+        self.state = state  # the filled slots of the group's rounds
+        self.chains = chains  # (client, table) -> (table_seq, index) of the chain's last entry
+        self.repeated = repeated  # rounds that more than one request of the group is for
+        self.next_index = size
+        #: (client, request id) -> (digest, its place in the plan's new entries)
+        self.seen: dict[tuple[str, str], tuple[bytes, int]] = {}
+        self.encoded: list[bytes] = []  # the canonical bytes of the plan's new entries
+
+
 _STOP = object()
 
 
@@ -322,9 +356,6 @@ class Appender:
         # tree is checked against the store before the next group then (``_check_server``).
         self._epochs = storage if isinstance(storage, ServerEpochs) else None
         self._epoch = 0 if self._epochs is None else self._epochs.server_epoch
-        # The head (table_seq, index) of each (client, table) chain as this writer appended
-        # it or last checked its row against its signed bytes (_checked_heads).
-        self._known_heads: dict[tuple[str, str], tuple[int, int]] = {}
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -576,8 +607,6 @@ class Appender:
                 published = True
         for p, error in [*plan.failed, *plan.deferred]:
             p.set_exception(error)
-        for _, entry in plan.new:
-            self._known_heads[(entry.client, entry.table_id)] = (entry.table_seq or 1, entry.index)
         if plan.pending is not None:
             results: list[AppendResult] = []
             for (p, entry), rec, proof in zip(plan.new, plan.records, proofs, strict=True):
@@ -863,6 +892,28 @@ class Appender:
     def _plan(self, group: Sequence[_Pending], size: int) -> _Plan:
         """Decides the group against the log as stored at ``size`` entries, drawing the new
         outcomes: nothing is resolved here, because the transaction may still fail."""
+        self._catch_up(size)
+        plan = _Plan()
+        # One sequencing time per group, and one lookup of the store per group (_group_state).
+        now = self._clock.now_ns() // 1000 * 1000  # entries carry microseconds
+        draft = _Draft(size, now, format_time(now), *self._group_state(group))
+        for p in group:
+            if self._answered(plan, draft, p):
+                continue
+            checked = self._check_round(plan, draft, p)
+            if checked is None:
+                continue
+            drawn = self._draw(plan, p, checked[1])
+            if drawn is not None:
+                self._add_entry(plan, draft, p, checked[0], *drawn)
+        if plan.new:
+            self._seal(plan, draft)
+        return plan
+
+    def _catch_up(self, size: int) -> None:
+        """Checks that the store still holds every entry this writer has seen, and continues
+        the tree with what another writer (a replica sharing the store, or a commit whose
+        outcome was unknown) appended since this one last did."""
         tree_size = self._tree.size
         if size < tree_size:
             raise StoreDiverged(
@@ -870,114 +921,136 @@ class Appender:
                 "stored entries were lost; refusing to append"
             )
         self._check_server()
-        # Another writer (a replica sharing the store, or a commit whose outcome was unknown)
-        # may have appended since this one last did: continue its tree.
         self._tree.advance(size)
-        plan = _Plan()
-        encoded: list[bytes] = []
-        next_index = size
-        seen: dict[tuple[str, str], tuple[bytes, int]] = {}  # key -> (digest, slot in new)
-        # One sequencing time per group, and one lookup of the store per group (_group_state).
-        now = self._clock.now_ns() // 1000 * 1000  # entries carry microseconds
-        time_text = format_time(now)
-        logged, state, chains, repeated, tainted = self._group_state(group)
-        for p in group:
-            req = p.request
-            key = (req.client_id, req.request_id)
-            if key in seen:
-                digest, slot = seen[key]
-                if digest != req.digest:
-                    plan.failed.append((p, _conflict(req)))
-                else:
-                    plan.followers.append((p, slot))
-                continue
-            if tainted:
-                error = _tainted(tainted, req)
-                if error is not None:  # a row it relies on disagrees with its signed bytes
-                    plan.failed.append((p, error))
-                    continue
-            existing = logged.get(key)
-            if existing is not None:
-                if existing.request_digest != req.digest:
-                    plan.failed.append((p, _conflict(req)))
-                else:
-                    plan.replays.append((p, existing))
-                continue
-            slot_name = rounds.effective_slot(req.kind, req.slot, req.request_id)
-            round_key = (req.client_id, req.table_id, req.round_id)
-            filled = state.get(round_key, _NOTHING_FILLED)
-            try:
-                links = (
-                    _NO_LINKS
-                    if not filled and req.kind not in rounds.NEED_A_FILLED_ROUND
-                    else rounds.check(
-                        kind=req.kind,
-                        slot=slot_name,
-                        table_id=req.table_id,
-                        round_id=req.round_id,
-                        params=req.params,
-                        profile_sha256=req.profile_sha256,
-                        filled=filled,
-                    )
-                )
-            except RoundRefused as e:
-                # A refusal that an entry of this group caused stands only if the group commits.
-                in_group = any(f.index >= size for f in filled.values())
-                (plan.deferred if in_group else plan.failed).append((p, e))
-                continue
-            params, draw = req.params, req.draw
-            try:
-                if links:
-                    if req.link is not None:
-                        params, draw = req.link(links)
-                    else:
-                        params = {**req.params, **links}
-                # A fresh RandomSource per outcome: its bytes come from the generator now, so
-                # the epoch recorded below is the one that produced them.
-                outcome = draw(RandomSource(self._generator))
-                gen = GeneratorRef(
-                    instance=self._generator.instance_id,
-                    epoch=self._generator.epoch,
-                    lab_mode=self._generator.lab_mode,
-                )
-            except RngServiceError as e:  # fails this request only, never its group
-                plan.failed.append((p, e))
-                continue
-            chain = (req.client_id, req.table_id)
-            head = chains.get(chain)
-            entry = LogEntry(
-                index=next_index,
-                timestamp_ns=now,
+
+    def _answered(self, plan: _Plan, draft: _Draft, p: _Pending) -> bool:
+        """Idempotency: a request id earlier in the group (a follower) or already logged (a
+        replay) is answered with that entry, or ALREADY_EXISTS if its parameters differ; it
+        draws nothing. Whether ``p`` was settled so."""
+        req = p.request
+        key = (req.client_id, req.request_id)
+        earlier = draft.seen.get(key)
+        if earlier is not None:
+            digest, slot = earlier
+            if digest != req.digest:
+                plan.failed.append((p, _conflict(req)))
+            else:
+                plan.followers.append((p, slot))
+            return True
+        existing = draft.logged.get(key)
+        if existing is None:
+            return False
+        if existing.request_digest != req.digest:
+            plan.failed.append((p, _conflict(req)))
+        else:
+            plan.replays.append((p, existing))
+        return True
+
+    def _check_round(
+        self, plan: _Plan, draft: _Draft, p: _Pending
+    ) -> tuple[str, Mapping[str, JsonValue]] | None:
+        """The request's slot and the links its round gives it (``rounds.check``), or None if
+        its round refuses it (recorded in ``plan``; nothing drawn)."""
+        req = p.request
+        slot_name = rounds.effective_slot(req.kind, req.slot, req.request_id)
+        filled = draft.state.get((req.client_id, req.table_id, req.round_id), _NOTHING_FILLED)
+        if not filled and req.kind not in rounds.NEED_A_FILLED_ROUND:
+            return slot_name, _NO_LINKS
+        try:
+            links = rounds.check(
                 kind=req.kind,
-                params=params,
-                outcome=outcome,
-                client=req.client_id,
+                slot=slot_name,
                 table_id=req.table_id,
                 round_id=req.round_id,
-                session_id=req.session_id,
-                request_id=req.request_id,
-                generator=gen,
+                params=req.params,
                 profile_sha256=req.profile_sha256,
-                slot=slot_name,
-                table_seq=1 if head is None else head[0] + 1,
-                table_prev=None if head is None else head[1],
-                time_text=time_text,
+                filled=filled,
             )
-            chains[chain] = (entry.table_seq or 1, next_index)
-            if round_key in repeated and not rounds.is_lab_slot(slot_name):
-                # Another request of this group is for the same round: it must see this one.
-                state.setdefault(round_key, {})[slot_name] = rounds.Filled(
-                    next_index, _loaded(entry), entry
-                )
-            seen[key] = (req.digest, len(plan.new))
-            plan.new.append((p, entry))
-            encoded.append(entry.encode())
-            next_index += 1
-        if not plan.new:
-            return plan
+        except RoundRefused as e:
+            # A refusal that an entry of this group caused stands only if the group commits.
+            in_group = any(f.index >= draft.size for f in filled.values())
+            (plan.deferred if in_group else plan.failed).append((p, e))
+            return None
+        return slot_name, links
+
+    def _draw(
+        self, plan: _Plan, p: _Pending, links: Mapping[str, JsonValue]
+    ) -> tuple[Mapping[str, JsonValue], Mapping[str, JsonValue], GeneratorRef] | None:
+        """The entry's params, the outcome drawn now and the generator that drew it; None if
+        the draw failed (that request only, recorded in ``plan``; never its group)."""
+        req = p.request
+        params, draw = req.params, req.draw
+        try:
+            if links:
+                if req.link is not None:
+                    params, draw = req.link(links)
+                else:
+                    params = {**req.params, **links}
+            # A fresh RandomSource per outcome: its bytes come from the generator now, so
+            # the epoch recorded below is the one that produced them.
+            outcome = draw(RandomSource(self._generator))
+            gen = GeneratorRef(
+                instance=self._generator.instance_id,
+                epoch=self._generator.epoch,
+                lab_mode=self._generator.lab_mode,
+            )
+        except RngServiceError as e:
+            plan.failed.append((p, e))
+            return None
+        return params, outcome, gen
+
+    def _add_entry(
+        self,
+        plan: _Plan,
+        draft: _Draft,
+        p: _Pending,
+        slot_name: str,
+        params: Mapping[str, JsonValue],
+        outcome: Mapping[str, JsonValue],
+        gen: GeneratorRef,
+    ) -> None:
+        """The request's log entry at the next index: its place in its table's chain, the
+        slot it fills for later requests of the group, and its canonical bytes."""
+        req = p.request
+        index = draft.next_index
+        chain = (req.client_id, req.table_id)
+        head = draft.chains.get(chain)
+        entry = LogEntry(
+            index=index,
+            timestamp_ns=draft.now,
+            kind=req.kind,
+            params=params,
+            outcome=outcome,
+            client=req.client_id,
+            table_id=req.table_id,
+            round_id=req.round_id,
+            session_id=req.session_id,
+            request_id=req.request_id,
+            generator=gen,
+            profile_sha256=req.profile_sha256,
+            slot=slot_name,
+            table_seq=1 if head is None else head[0] + 1,
+            table_prev=None if head is None else head[1],
+            time_text=draft.time_text,
+        )
+        draft.chains[chain] = (entry.table_seq or 1, index)
+        round_key = (req.client_id, req.table_id, req.round_id)
+        if round_key in draft.repeated and not rounds.is_lab_slot(slot_name):
+            # Another request of this group is for the same round: it must see this one.
+            draft.state.setdefault(round_key, {})[slot_name] = rounds.Filled(
+                index, _loaded(entry), entry
+            )
+        draft.seen[(req.client_id, req.request_id)] = (req.digest, len(plan.new))
+        plan.new.append((p, entry))
+        draft.encoded.append(entry.encode())
+        draft.next_index = index + 1
+
+    def _seal(self, plan: _Plan, draft: _Draft) -> None:
+        """The group's storage batch: its records, the new Merkle nodes, and the signed
+        checkpoint when the publication interval has passed."""
         plan.records = [
-            _record(p.request, entry, data, next_index)
-            for (p, entry), data in zip(plan.new, encoded, strict=True)
+            _record(p.request, entry, data, draft.next_index)
+            for (p, entry), data in zip(plan.new, draft.encoded, strict=True)
         ]
         pending = self._tree.prepare([r.leaf_hash for r in plan.records])
         checkpoint: CheckpointRecord | None = None
@@ -990,7 +1063,6 @@ class Appender:
             )
         plan.pending = pending
         plan.batch = AppendBatch(plan.records, pending.nodes, checkpoint)
-        return plan
 
     def _group_state(
         self, group: Sequence[_Pending]
@@ -999,13 +1071,12 @@ class Appender:
         dict[tuple[str, str, str], dict[str, rounds.Filled]],
         dict[tuple[str, str], tuple[int, int]],
         set[tuple[str, str, str]],
-        dict[tuple[str, ...], IntegrityError],
     ]:
         """What the group needs of the stored log, in ONE query (``LogStorage.group_state``):
         the entries of its request ids already logged (by any replica), the filled slots of its
-        rounds, and the last entry (table_seq, index) of its tables' chains. Also the rounds
-        that more than one request of the group is for, and the requests, rounds and tables
-        whose rows fail their check against their signed bytes (:meth:`_checked_rows`)."""
+        rounds (an entry is read only when a rule needs its outcome), and the last entry
+        (table_seq, index) of its tables' chains. Also the rounds that more than one request
+        of the group is for."""
         requests: dict[tuple[str, str], None] = {}
         wanted: dict[tuple[str, str, str], int] = {}
         tables: dict[tuple[str, str], None] = {}
@@ -1017,13 +1088,9 @@ class Appender:
                 wanted[key] = wanted.get(key, 0) + 1
             tables[(req.client_id, req.table_id)] = None
         stored = self._storage.group_state(list(requests), list(wanted), list(tables))
-        tainted, rows = self._checked_rows(stored, tables)
         state: dict[tuple[str, str, str], dict[str, rounds.Filled]] = {}
         for rec in stored.slots:
-            data = rows.get(rec.index)
-            if data is None:  # its round is tainted: nothing of it is relied on
-                continue
-            load = functools.partial(LogEntry.decode, data)
+            load = functools.partial(self._stored_entry, rec.index)
             slot = rec.slot
             if slot is None:  # written before slots existed: the slot of its kind
                 slot = rounds.slot_of_legacy(load().kind)
@@ -1034,103 +1101,10 @@ class Appender:
                 slot, rounds.Filled(rec.index, load)
             )
         chains = {table: (head.table_seq, head.index) for table, head in stored.heads.items()}
-        repeated = {key for key, n in wanted.items() if n > 1}
-        return stored.logged, state, chains, repeated, tainted
+        return stored.logged, state, chains, {key for key, n in wanted.items() if n > 1}
 
-    def _checked_rows(
-        self, stored: GroupState, tables: Mapping[tuple[str, str], None]
-    ) -> tuple[dict[tuple[str, ...], IntegrityError], dict[int, bytes]]:
-        """The stored rows the group relies on, checked against their signed bytes
-        (:func:`rng_service.log.columns.check_record`), so that an edit of the live database's
-        columns cannot make the sequencer draw a game event again (docs/security.md, "An
-        edited database"): every logged entry of its request ids (its bytes are in the row), every
-        row of its rounds' filled slots (read by index: a round with nothing in it, the common
-        case, reads nothing), and each table's head unless it is the head this writer appended
-        or checked (:meth:`_checked_heads`). Returns the failures by ``("request", client,
-        request_id)``, ``("round", client, table, round)`` and ``("table", client, table)``,
-        and the checked rows' bytes by index. What this cannot see is a row whose columns were
-        changed so that the query does not return it at all: the start-up check, check-store
-        and rng-audit verify catch that."""
-        tainted: dict[tuple[str, ...], IntegrityError] = {}
-        for (client, request_id), rec in stored.logged.items():
-            try:
-                check_record(rec)
-            except LookupIntegrityError as e:
-                tainted[("request", client, request_id)] = _edited(e, "a retry of this request")
-        rows: dict[int, bytes] = {}
-        for slot in stored.slots:
-            key = ("round", slot.client_id, slot.table_id, slot.round_id)
-            if key in tainted:
-                continue
-            try:
-                rows[slot.index] = self._checked_slot(slot)
-            except LookupIntegrityError as e:
-                tainted[key] = _edited(e, "this round")
-        self._checked_heads(stored, tables, tainted)
-        return tainted, rows
-
-    def _checked_slot(self, slot: SlotRecord) -> bytes:
-        """The bytes of a filled slot's row, after checking that they are of that round and
-        slot."""
-        found = self._storage.entries(slot.index, slot.index + 1)
-        check_range(found, slot.index, slot.index + 1)
-        signed = check_record(found[0])
-        if (signed.client, signed.table_id, signed.round_id, signed.slot) != (
-            slot.client_id, slot.table_id, slot.round_id, slot.slot
-        ):  # fmt: skip
-            raise LookupIntegrityError(
-                f"entry {slot.index} was found in slot {slot.slot!r} of round "
-                f"{slot.round_id!r} of table {slot.table_id!r}, but its signed bytes say slot "
-                f"{signed.slot!r} of round {signed.round_id!r} of table {signed.table_id!r}",
-                check="columns",
-                index=slot.index,
-            )
-        return found[0].data
-
-    def _checked_heads(
-        self,
-        stored: GroupState,
-        tables: Mapping[tuple[str, str], None],
-        tainted: dict[tuple[str, ...], IntegrityError],
-    ) -> None:
-        """Each table's head against the one this writer knows: the same, nothing to read;
-        further on (another replica appended), its row is checked once; further back, or gone,
-        the chain lost its newest entries in the store."""
-        known_heads = self._known_heads
-        for table in tables:
-            head = stored.heads.get(table)
-            known = known_heads.get(table)
-            now = None if head is None else (head.table_seq, head.index)
-            if now == known:
-                continue
-            try:
-                if now is None or (known is not None and now[0] < known[0]):
-                    raise LookupIntegrityError(
-                        f"the chain of table {table[1]!r} of client {table[0]!r} ends in the "
-                        f"store at {'no entry' if now is None else f'seq {now[0]}'}, but this "
-                        f"writer appended or checked its seq {known and known[0]} at entry "
-                        f"{known and known[1]}: rows of the chain were deleted or their columns "
-                        f"changed",
-                        check="chain",
-                        index=known[1] if known is not None else 0,
-                    )
-                found = self._storage.entries(now[1], now[1] + 1)
-                check_range(found, now[1], now[1] + 1)
-                signed = check_record(found[0])
-                if (signed.client, signed.table_id, signed.table_seq) != (*table, now[0]):
-                    raise LookupIntegrityError(
-                        f"entry {now[1]} was found as seq {now[0]} of table {table[1]!r} of "
-                        f"client {table[0]!r}, but its signed bytes say seq {signed.table_seq} "
-                        f"of table {signed.table_id!r} of client {signed.client!r}",
-                        check="chain",
-                        index=now[1],
-                    )
-            except LookupIntegrityError as e:
-                tainted[("table", *table)] = _edited(e, "this table's next entry")
-                continue
-            if len(known_heads) >= _KNOWN_HEADS:
-                known_heads.clear()
-            known_heads[table] = now
+    def _stored_entry(self, index: int) -> LogEntry:
+        return LogEntry.decode(self._storage.entries(index, index + 1)[0].data)
 
     def _resolve_replays(self, replays: Sequence[tuple[_Pending, EntryRecord]]) -> None:
         for p, rec in replays:
@@ -1157,39 +1131,6 @@ class Appender:
 
 
 _NO_LINKS: Mapping[str, JsonValue] = MappingProxyType({})
-#: Table heads kept by :meth:`Appender._checked_heads` (forgotten all at once beyond it).
-_KNOWN_HEADS = 100_000
-
-
-def _edited(e: LookupIntegrityError, what: str) -> IntegrityError:
-    """The error of a request that relies on a row failing its check; logged once here."""
-    _log.error(
-        {
-            "event": "log_integrity_error",
-            "method": "sequencer",
-            "check": e.check,
-            "index": e.index,
-            "message": str(e),
-        }
-    )
-    return IntegrityError(
-        f"{e}. The sequencer relies on that row for {what}, so nothing was drawn: the log "
-        "store was edited under the running service (rng-service check-store names every "
-        "such row); stop and investigate"
-    )
-
-
-def _tainted(
-    tainted: Mapping[tuple[str, ...], IntegrityError], req: DrawRequest
-) -> IntegrityError | None:
-    """The error of a request relying on a row that failed its check, if any."""
-    return (
-        tainted.get(("request", req.client_id, req.request_id))
-        or tainted.get(("round", req.client_id, req.table_id, req.round_id))
-        or tainted.get(("table", req.client_id, req.table_id))
-    )
-
-
 #: The filled slots of a round that has none (shared: never written to).
 _NOTHING_FILLED: Mapping[str, rounds.Filled] = MappingProxyType({})
 
