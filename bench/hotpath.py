@@ -16,7 +16,9 @@ under callgrind (docs/performance.md), once with N and once with 0::
 
 The writer groups exactly 32 requests (``max_group_size`` 32, and a group wait long enough
 that every group fills), so each run makes the same groups. ``--gc``: leave the cyclic
-garbage collector on (off by default: its passes land at different calls from run to run).
+garbage collector on (off by default: its passes land at different calls from run to run);
+``--defaults``: the writer's default grouping instead (what the service does; the groups then
+depend on timing, so use it for CPU figures, not instruction counts).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from pathlib import Path
 IN_FLIGHT = 32
 
 
-def _config(tmp: Path) -> object:
+def _config(tmp: Path, defaults: bool) -> object:
     from rng_service.config import load_config
     from rng_service.log.keys import generate_key_pair
 
@@ -42,27 +44,29 @@ def _config(tmp: Path) -> object:
         "RNG_SERVICE__STORAGE__PATH": str(tmp / "log.sqlite3"),
         "RNG_SERVICE__LOG__KEY_FILE": str(tmp / "key.pem"),
         "RNG_SERVICE__LOG__KEY_NAME": "bench",
-        "RNG_SERVICE__LOG__MAX_GROUP_SIZE": str(IN_FLIGHT),
     }
+    if not defaults:
+        environ["RNG_SERVICE__LOG__MAX_GROUP_SIZE"] = str(IN_FLIGHT)
     config = load_config(None, environ=environ, base_dir=tmp)
     generate_key_pair(config.log.key_file, name="bench", passphrase=None)
     return config
 
 
-async def _run(n: int, tmp: Path) -> tuple[os.times_result, tuple[float, float]]:
+async def _run(n: int, tmp: Path, defaults: bool) -> tuple[os.times_result, tuple[float, float]]:
     from rng_service._proto.rng.v1 import common_pb2, outcomes_pb2
     from rng_service.app import Service
     from rng_service.service.drain import Drain
     from rng_service.service.servicers import OutcomeServicer
 
-    service = Service(_config(tmp))  # type: ignore[arg-type]
+    service = Service(_config(tmp, defaults))  # type: ignore[arg-type]
     keys = service._load_keys()
     storage, tree = service._open_checked_store(keys)
     generator = service._start_generators()
     appender = service._start_appender(storage, tree, generator, keys)
-    # Every group waits until it has 32 requests (the setting's bound is 0.1 s, which a run
-    # under callgrind can exceed), so every run makes the same groups.
-    appender._group_wait, appender._last_group = 600.0, IN_FLIGHT
+    if not defaults:
+        # Every group waits until it has 32 requests (the setting's bound is 0.1 s, which a
+        # run under callgrind can exceed), so every run makes the same groups.
+        appender._group_wait, appender._last_group = 600.0, IN_FLIGHT
     servicer = OutcomeServicer(
         appender=appender,
         client_id=service.config.server.default_client_id,
@@ -90,7 +94,7 @@ async def _run(n: int, tmp: Path) -> tuple[os.times_result, tuple[float, float]]
     await asyncio.gather(*(call(b) for b in bodies[:IN_FLIGHT]))
     writer = appender._thread
     tid = writer.native_id if writer is not None else None
-    cpu, wcpu = os.times(), _thread_cpu(tid)
+    cpu, wcpu, switches = os.times(), _thread_cpu(tid), _switches()
     it = iter(bodies[IN_FLIGHT:])
 
     async def worker() -> None:
@@ -98,9 +102,10 @@ async def _run(n: int, tmp: Path) -> tuple[os.times_result, tuple[float, float]]
             await call(data)
 
     await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
-    cpu2, wcpu2 = os.times(), _thread_cpu(tid)
+    cpu2, wcpu2, switches2 = os.times(), _thread_cpu(tid), _switches()
     used = os.times_result(tuple(b - a for a, b in zip(cpu, cpu2, strict=True)))
     wused = (wcpu2[0] - wcpu[0], wcpu2[1] - wcpu[1])
+    print(f"context switches a call: {(switches2 - switches) / max(n, 1):.2f} (all threads)")
     await asyncio.to_thread(appender.stop)
     storage.close()
     return used, wused
@@ -113,6 +118,20 @@ def _thread_cpu(tid: int | None) -> tuple[float, float]:
     fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
     tick = os.sysconf("SC_CLK_TCK")
     return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def _switches() -> int:
+    """Voluntary and involuntary context switches of every thread of this process."""
+    total = 0
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            text = (task / "status").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.endswith("ctxt_switches:") or "ctxt_switches:" in line:
+                total += int(line.split()[1])
+    return total
 
 
 class _Context:
@@ -130,6 +149,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.hotpath")
     parser.add_argument("n", type=int, help="calls after the warm-up (a multiple of 32)")
     parser.add_argument("--gc", action="store_true", help="leave the cyclic GC on")
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="the log writer's default grouping (2 ms wait, up to 512): timing-dependent groups",
+    )
     args = parser.parse_args()
     if not args.gc:
         gc.disable()
@@ -137,7 +161,7 @@ def main() -> int:
     import uvloop
 
     with tempfile.TemporaryDirectory(prefix="rng-hotpath-") as tmp:
-        used, wused = uvloop.run(_run(args.n, Path(tmp)))
+        used, wused = uvloop.run(_run(args.n, Path(tmp), args.defaults))
     per = 1e6 / max(args.n, 1)
     user, system = used.user * per, used.system * per
     wuser, wsystem = wused[0] * per, wused[1] * per

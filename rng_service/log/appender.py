@@ -48,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import functools
 import logging
 import queue
@@ -57,7 +58,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from rng_service.clock import Clock
 from rng_service.errors import (
@@ -71,7 +72,14 @@ from rng_service.errors import (
     Unavailable,
 )
 from rng_service.log import rounds
-from rng_service.log.entry import GeneratorRef, JsonValue, LogEntry, format_time, request_digest
+from rng_service.log.entry import (
+    FORMAT_VERSION,
+    GeneratorRef,
+    JsonValue,
+    LogEntry,
+    format_time,
+    request_digest,
+)
 from rng_service.log.merkle import leaf_hash
 from rng_service.log.note import Checkpoint, NoteSigner, parse_note, sign_note
 from rng_service.log.receipt import Receipt
@@ -99,6 +107,57 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+
+T = TypeVar("T")
+
+
+def _maker(cls: type[T], order: str) -> Callable[..., T]:
+    """A cheaper constructor of the frozen slotted dataclass ``cls``: ``_maker(cls, order)(v1,
+    v2, ...)`` equals ``cls(v1, v2, ...)`` given every field positionally, in field order.
+    ``order`` names the fields as the callers pass them: a class whose fields were reordered
+    or changed fails here, at import, never by putting a value in the wrong field.
+
+    A frozen dataclass's generated ``__init__`` sets each field with ``object.__setattr__(self,
+    name, value)``, which looks the name up in the class every time: about twice the cost of
+    a plain class's ``__init__``, and the writer builds a ``LogEntry``, an ``EntryRecord``, a
+    ``Receipt`` and an ``AppendResult`` for every outcome (docs/performance.md). The maker sets
+    the slots through their own descriptors, found once: the same object (same class and
+    values, still frozen), for about half the cost. Only for classes without
+    ``__post_init__`` or fields outside ``__init__`` (refused here), called with every field
+    (it applies no default)."""
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is None or not params.frozen or "__slots__" not in vars(cls):
+        raise TypeError(f"{cls.__name__}: not a frozen slotted dataclass")
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    if hasattr(cls, "__post_init__") or not all(f.init for f in fields):
+        raise TypeError(f"{cls.__name__}: __post_init__ or a field outside __init__")
+    names = [f.name for f in fields]
+    if names != order.split():
+        raise TypeError(f"{cls.__name__}: the fields are {names}, not {order.split()}")
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    lines = [f"def make({', '.join(names)}):", "    self = _new(_cls)"]
+    for i, name in enumerate(names):
+        namespace[f"_set{i}"] = vars(cls)[name].__set__  # the slot's member descriptor
+        lines.append(f"    _set{i}(self, {name})")
+    exec("\n".join([*lines, "    return self"]), namespace)  # noqa: S102  # the class's field names
+    made: Callable[..., T] = namespace["make"]
+    return made
+
+
+_new_entry = _maker(
+    LogEntry,
+    "index timestamp_ns kind params outcome client table_id round_id session_id request_id "
+    "generator profile_sha256 slot table_seq table_prev version time_text",
+)
+_new_record = _maker(
+    EntryRecord,
+    "index data leaf_hash client_id request_id request_digest kind table_id round_id "
+    "session_id timestamp_ns commit_size slot table_seq",
+)
+_new_receipt = _maker(
+    Receipt, "index entry leaf_hash inclusion_proof tree_size checkpoint replayed"
+)
 
 
 class GeneratorLike(Protocol):
@@ -201,6 +260,9 @@ class DrawRequest:
 class AppendResult:
     entry: LogEntry
     receipt: Receipt
+
+
+_new_result = _maker(AppendResult, "entry receipt")
 
 
 class _Pending:
@@ -346,6 +408,7 @@ class Appender:
         self._stopped = False
         self._last_publish = -float("inf")
         self._note_cache: tuple[int, str] | None = None
+        self._gen_ref: GeneratorRef | None = None  # see _generator_ref
         self._sign_lock = threading.Lock()
         self._stopping = False  # the writer has taken the stop marker off the queue
         # Non-empty while the writer recovers from a lost or diverged store: why. Submissions
@@ -610,16 +673,10 @@ class Appender:
         if plan.pending is not None:
             results: list[AppendResult] = []
             for (p, entry), rec, proof in zip(plan.new, plan.records, proofs, strict=True):
-                receipt = Receipt(
-                    index=rec.index,
-                    entry=rec.data,
-                    leaf_hash=rec.leaf_hash,
-                    inclusion_proof=tuple(proof),
-                    tree_size=size,
-                    checkpoint=note_text,
-                    replayed=False,
+                receipt = _new_receipt(
+                    rec.index, rec.data, rec.leaf_hash, tuple(proof), size, note_text, False
                 )
-                result = AppendResult(entry=entry, receipt=receipt)
+                result = _new_result(entry, receipt)
                 results.append(result)
                 p.set_result(result)
             for p, slot in plan.followers:
@@ -989,15 +1046,26 @@ class Appender:
             # A fresh RandomSource per outcome: its bytes come from the generator now, so
             # the epoch recorded below is the one that produced them.
             outcome = draw(RandomSource(self._generator))
-            gen = GeneratorRef(
-                instance=self._generator.instance_id,
-                epoch=self._generator.epoch,
-                lab_mode=self._generator.lab_mode,
-            )
+            gen = self._generator_ref()
         except RngServiceError as e:
             plan.failed.append((p, e))
             return None
         return params, outcome, gen
+
+    def _generator_ref(self) -> GeneratorRef:
+        """The generator's identifiers now (after the draw): the same object while they stay
+        the same (a new epoch at each reseed), not a new one per outcome."""
+        g = self._generator
+        instance, epoch, lab_mode = g.instance_id, g.epoch, g.lab_mode
+        ref = self._gen_ref
+        if (
+            ref is None
+            or ref.epoch != epoch
+            or ref.instance != instance
+            or ref.lab_mode is not lab_mode
+        ):
+            ref = self._gen_ref = GeneratorRef(instance=instance, epoch=epoch, lab_mode=lab_mode)
+        return ref
 
     def _add_entry(
         self,
@@ -1015,25 +1083,13 @@ class Appender:
         index = draft.next_index
         chain = (req.client_id, req.table_id)
         head = draft.chains.get(chain)
-        entry = LogEntry(
-            index=index,
-            timestamp_ns=draft.now,
-            kind=req.kind,
-            params=params,
-            outcome=outcome,
-            client=req.client_id,
-            table_id=req.table_id,
-            round_id=req.round_id,
-            session_id=req.session_id,
-            request_id=req.request_id,
-            generator=gen,
-            profile_sha256=req.profile_sha256,
-            slot=slot_name,
-            table_seq=1 if head is None else head[0] + 1,
-            table_prev=None if head is None else head[1],
-            time_text=draft.time_text,
-        )
-        draft.chains[chain] = (entry.table_seq or 1, index)
+        table_seq = 1 if head is None else head[0] + 1
+        entry = _new_entry(
+            index, draft.now, req.kind, params, outcome, req.client_id, req.table_id,
+            req.round_id, req.session_id, req.request_id, gen, req.profile_sha256, slot_name,
+            table_seq, None if head is None else head[1], FORMAT_VERSION, draft.time_text,
+        )  # fmt: skip
+        draft.chains[chain] = (table_seq, index)
         round_key = (req.client_id, req.table_id, req.round_id)
         if round_key in draft.repeated and not rounds.is_lab_slot(slot_name):
             # Another request of this group is for the same round: it must see this one.
@@ -1194,19 +1250,8 @@ def _replayed(receipt: Receipt) -> Receipt:
 
 
 def _record(req: DrawRequest, entry: LogEntry, data: bytes, commit_size: int) -> EntryRecord:
-    return EntryRecord(
-        index=entry.index,
-        data=data,
-        leaf_hash=leaf_hash(data),
-        client_id=req.client_id,
-        request_id=req.request_id,
-        request_digest=req.digest,
-        kind=req.kind,
-        table_id=req.table_id,
-        round_id=req.round_id,
-        session_id=req.session_id,
-        timestamp_ns=entry.timestamp_ns,
-        commit_size=commit_size,
-        slot=entry.slot,
-        table_seq=entry.table_seq,
-    )
+    return _new_record(
+        entry.index, data, leaf_hash(data), req.client_id, req.request_id, req.digest,
+        req.kind, req.table_id, req.round_id, req.session_id, entry.timestamp_ns, commit_size,
+        entry.slot, entry.table_seq,
+    )  # fmt: skip
