@@ -51,7 +51,7 @@ from typing import Any, Protocol
 
 from rng_service import errors as _errors
 from rng_service.errors import RngServiceError, Unavailable
-from rng_service.log.appender import AppendResult, DrawRequest
+from rng_service.log.appender import AppendResult, DrawRequest, Waiter
 from rng_service.log.entry import GeneratorRef, LogEntry
 from rng_service.log.receipt import Receipt
 from rng_service.storage.base import CheckpointRecord
@@ -80,7 +80,7 @@ _STATUS_ID = -1  # unsolicited: (generator status, store status)
 class WriterLike(Protocol):
     """What the writer side serves (``rng_service.log.appender.Appender``)."""
 
-    def submit_async(self, request: DrawRequest) -> asyncio.Future[AppendResult]: ...
+    def submit_waiter(self, request: DrawRequest, waiter: Waiter) -> None: ...
     def checkpoint_note(self, size: int) -> str: ...
     def publish_checkpoint(self) -> CheckpointRecord: ...
     def sync(self) -> int: ...
@@ -104,10 +104,11 @@ def _decode_error(encoded: tuple[str, tuple[Any, ...], dict[str, Any]]) -> RngSe
 
 
 def _rebuild(cls: type, values: tuple[Any, ...]) -> Any:
-    """Unpickles a slotted frozen dataclass from its field values (see ``_DISPATCH``)."""
+    """Unpickles a slotted frozen dataclass from its field values (see ``_DISPATCH``): sets
+    its slots through their own descriptors (``_SETTERS``), as its pickled state would."""
     obj: Any = object.__new__(cls)
-    for name, value in zip(_FIELDS[cls], values, strict=True):
-        object.__setattr__(obj, name, value)
+    for put, value in zip(_SETTERS[cls], values, strict=True):
+        put(obj, value)
     return obj
 
 
@@ -124,6 +125,11 @@ _FIELDS: dict[type, tuple[str, ...]] = {
     for cls in (DrawRequest, AppendResult, LogEntry, GeneratorRef, Receipt, CheckpointRecord)
 }
 _DISPATCH = {cls: _reducer(cls) for cls in _FIELDS}
+#: Each field's slot descriptor ``__set__``, in field order (``object.__setattr__`` would look
+#: the name up in the class for every field of every object).
+_SETTERS: dict[type, tuple[Callable[[Any, Any], None], ...]] = {
+    cls: tuple(vars(cls)[name].__set__ for name in names) for cls, names in _FIELDS.items()
+}
 
 
 def _frame(messages: list[tuple[Any, ...]]) -> memoryview:
@@ -253,11 +259,9 @@ class WriterEndpoint(_Framed):
         for rid, op, arg in messages:
             if op == _DRAW:
                 try:
-                    waiter = self._writer.submit_async(arg)
+                    self._writer.submit_waiter(arg, _Answer(self, rid, loop))
                 except RngServiceError as e:  # overloaded, shutting down: nothing queued
                     self.send((rid, False, _encode_error(e)))
-                    continue
-                waiter.add_done_callback(self._answerer(rid))
             elif op == _NOTE:
                 loop.run_in_executor(None, self._writer.checkpoint_note, arg).add_done_callback(
                     self._answerer(rid)
@@ -291,6 +295,34 @@ class WriterEndpoint(_Framed):
                 self.send((rid, True, fut.result()))
 
         return answer
+
+
+class _Answer:
+    """A request's waiter in the writer (``Appender.submit_waiter``): settled on the event
+    loop once its group is durable (or failed), it queues the answer on the channel at once,
+    with no asyncio future and done-callback per request."""
+
+    __slots__ = ("_endpoint", "_loop", "_rid", "_settled")
+
+    def __init__(self, endpoint: WriterEndpoint, rid: int, loop: asyncio.AbstractEventLoop) -> None:
+        self._endpoint = endpoint
+        self._rid = rid
+        self._loop = loop
+        self._settled = False
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def done(self) -> bool:
+        return self._settled
+
+    def set_result(self, result: AppendResult, /) -> None:
+        self._settled = True
+        self._endpoint.send((self._rid, True, result))
+
+    def set_exception(self, error: BaseException, /) -> None:
+        self._settled = True
+        self._endpoint.send((self._rid, False, _encode_error(error)))
 
 
 async def serve_front_end(

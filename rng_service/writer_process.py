@@ -7,7 +7,7 @@ writer thread, the store check, the witnesses) and serves no gRPC itself. This m
 N gRPC front ends (``rng_service.frontend``) as fresh interpreters (``subprocess``, never a
 bare fork: grpc objects must not cross a fork), each with its end of a socketpair and the
 owner's lock descriptors, and serves each channel (``rng_service.ipc.WriterEndpoint``) on
-the writer's event loop: requests go to ``Appender.submit_async``, answers come back when
+the writer's event loop: requests go to ``Appender.submit_waiter``, answers come back when
 their group has committed.
 
 The first front end binds the configured port (port 0: the kernel picks one) with

@@ -104,6 +104,7 @@ __all__ = [
     "Appender",
     "DrawRequest",
     "GeneratorLike",
+    "Waiter",
 ]
 
 _log = logging.getLogger(__name__)
@@ -265,6 +266,16 @@ class AppendResult:
 _new_result = _maker(AppendResult, "entry receipt")
 
 
+class Waiter(Protocol):
+    """What the writer settles a request's outcome into, on the waiter's event loop (an
+    ``asyncio.Future`` is one): ``done()`` once settled or cancelled."""
+
+    def get_loop(self) -> asyncio.AbstractEventLoop: ...
+    def done(self) -> bool: ...
+    def set_result(self, result: AppendResult, /) -> None: ...
+    def set_exception(self, error: BaseException, /) -> None: ...
+
+
 class _Pending:
     """One submitted request and the slots its outcome goes into.
 
@@ -281,7 +292,7 @@ class _Pending:
     def __init__(
         self,
         request: DrawRequest,
-        waiter: asyncio.Future[AppendResult] | None,
+        waiter: Waiter | None,
         future: concurrent.futures.Future[AppendResult] | None,
     ) -> None:
         self.request = request
@@ -481,6 +492,12 @@ class Appender:
         waiter: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
         self._enqueue(_Pending(request, waiter, None))
         return waiter
+
+    def submit_waiter(self, request: DrawRequest, waiter: Waiter) -> None:
+        """:meth:`submit_async` with the caller's own ``waiter`` (settled on its event loop,
+        once, as ``submit_async``'s future is): the log writer process's channel answers
+        through one without an asyncio future and callback per request (``rng_service.ipc``)."""
+        self._enqueue(_Pending(request, waiter, None))
 
     def _enqueue(self, pending: _Pending) -> None:
         if self._stopped:

@@ -15,19 +15,21 @@ import json
 import socket
 from typing import Any
 
+import grpc
 import pytest
+from grpc import aio
 
 from rng_service.clock import FakeClock
 from rng_service.errors import InvalidArgument, SlotFilled, Unavailable
 from rng_service.ipc import WriterClient, _decode_error, _encode_error, serve_front_end
-from rng_service.log.appender import Appender, AppendResult, DrawRequest
+from rng_service.log.appender import Appender, DrawRequest, Waiter
 from rng_service.log.entry import LogEntry
 from rng_service.log.tree import MerkleTree
 from rng_service.metrics import MergedCollector
 from rng_service.service.profiles import ProfileRegistry
 from rng_service.service.servicers import OutcomeServicer
 from rng_service.storage.memory import MemoryStorage
-from tests.unit.service.conftest import CLIENT, SIGNER, FakeContext
+from tests.unit.service.conftest import CLIENT, SIGNER, Aborted, FakeContext
 from tests.unit.service.test_outcome_vectors import (
     VECTORS,
     _lab_generator,
@@ -53,8 +55,11 @@ async def _through_the_channel(calls: list[tuple[str, Any]]) -> list[Any]:
         )
         out = []
         for method, request in calls:
+            context = FakeContext()
             try:
-                out.append(await getattr(servicer, method)(request, FakeContext()))
+                out.append(await getattr(servicer, method)(request, context))
+            except aio.AbortError:  # the status the servicer answered with
+                out.append(Aborted(context.status, context.details))
             except Exception as e:  # the test compares what came back
                 out.append(e)
         client.close()
@@ -81,6 +86,22 @@ def test_every_outcome_kind_logs_its_known_answer_through_the_channel() -> None:
         assert entry.outcome == expected, kind
 
 
+def test_the_writers_refusals_and_replays_come_back_through_the_channel() -> None:
+    """What the sequencer decides crosses as it decided it: the same request id with other
+    parameters is ALREADY_EXISTS with its message, a retry is the logged answer replayed."""
+    spin = _request("roulette_spin", {"wheel": "double_zero"}, "r1")
+    other = _request("roulette_spin", {"wheel": "single_zero"}, "r1")
+    first, retried, conflict = asyncio.run(_through_the_channel([spin, spin, other]))
+    assert not isinstance(first, BaseException)
+    assert not isinstance(retried, BaseException)
+    assert retried.receipt.replayed
+    assert retried.receipt.entry == first.receipt.entry
+    # The servicer aborted with the status of the writer's AlreadyExists and its message.
+    assert isinstance(conflict, Aborted)
+    assert conflict.code == grpc.StatusCode.ALREADY_EXISTS
+    assert "already used with different parameters" in str(conflict)
+
+
 def test_domain_errors_cross_with_their_class_and_fields() -> None:
     e = _decode_error(_encode_error(InvalidArgument("wheel", "is unknown", allowed="a, b")))
     assert isinstance(e, InvalidArgument)
@@ -101,9 +122,8 @@ class _NeverAnswers:
     def __init__(self) -> None:
         self.got: list[DrawRequest] = []
 
-    def submit_async(self, request: DrawRequest) -> asyncio.Future[AppendResult]:
+    def submit_waiter(self, request: DrawRequest, waiter: Waiter) -> None:
         self.got.append(request)
-        return asyncio.get_running_loop().create_future()
 
     def checkpoint_note(self, size: int) -> str:
         raise AssertionError
