@@ -105,6 +105,7 @@ __all__ = [
     "DrawRequest",
     "GeneratorLike",
     "Waiter",
+    "draw_request",
 ]
 
 _log = logging.getLogger(__name__)
@@ -113,7 +114,7 @@ _log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def _maker(cls: type[T], order: str) -> Callable[..., T]:
+def _maker(cls: type[T], order: str, *, post_init: bool = True) -> Callable[..., T]:
     """A cheaper constructor of the frozen slotted dataclass ``cls``: ``_maker(cls, order)(v1,
     v2, ...)`` equals ``cls(v1, v2, ...)`` given every field positionally, in field order.
     ``order`` names the fields as the callers pass them: a class whose fields were reordered
@@ -126,12 +127,13 @@ def _maker(cls: type[T], order: str) -> Callable[..., T]:
     the slots through their own descriptors, found once: the same object (same class and
     values, still frozen), for about half the cost. Only for classes without
     ``__post_init__`` or fields outside ``__init__`` (refused here), called with every field
-    (it applies no default)."""
+    (it applies no default). ``post_init=False``: for a class whose ``__post_init__`` only
+    fills in a field that the maker's caller computes the same way (``draw_request``)."""
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or "__slots__" not in vars(cls):
         raise TypeError(f"{cls.__name__}: not a frozen slotted dataclass")
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-    if hasattr(cls, "__post_init__") or not all(f.init for f in fields):
+    if (post_init and hasattr(cls, "__post_init__")) or not all(f.init for f in fields):
         raise TypeError(f"{cls.__name__}: __post_init__ or a field outside __init__")
     names = [f.name for f in fields]
     if names != order.split():
@@ -255,6 +257,44 @@ class DrawRequest:
                     slot=self.slot,
                 ),
             )
+
+
+_set_request = _maker(
+    DrawRequest,
+    "client_id request_id table_id round_id session_id kind params draw profile_sha256 slot "
+    "link digest",
+    post_init=False,
+)
+
+
+def draw_request(
+    *,
+    client_id: str,
+    request_id: str,
+    table_id: str,
+    round_id: str,
+    session_id: str,
+    kind: str,
+    params: Mapping[str, JsonValue],
+    draw: DrawFn,
+    profile_sha256: str = "",
+    slot: str = "",
+    link: LinkFn | None = None,
+) -> DrawRequest:
+    """``DrawRequest(...)`` (its digest computed from these fields, as its ``__post_init__``
+    does), built for about half the cost: the servicers make one for every outcome call."""
+    digest = request_digest(
+        kind=kind,
+        params=dict(params),
+        table_id=table_id,
+        round_id=round_id,
+        session_id=session_id,
+        slot=slot,
+    )
+    return _set_request(
+        client_id, request_id, table_id, round_id, session_id, kind, params, draw,
+        profile_sha256, slot, link, digest,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -672,50 +712,70 @@ class Appender:
         that a recovery may call this again."""
         published = False
         if plan.pending is not None:
-            size = plan.pending.size
-            self._tree.commit(plan.pending)
-            checkpoint = plan.batch.checkpoint if plan.batch is not None else None
-            note_text = (
-                checkpoint.note.decode("utf-8")
-                if checkpoint is not None
-                else self.checkpoint_note(size)
-            )
-            proofs = self._tree.inclusion_proofs([rec.index for rec in plan.records], size)
-            if checkpoint is not None:
-                self._last_publish = self._clock.monotonic()
-                self._note_cache = (size, note_text)
-                published = True
+            size, note_text, proofs, published = self._commit_tree(plan, plan.pending)
         for p, error in [*plan.failed, *plan.deferred]:
             p.set_exception(error)
         if plan.pending is not None:
-            results: list[AppendResult] = []
-            for (p, entry), rec, proof in zip(plan.new, plan.records, proofs, strict=True):
-                receipt = _new_receipt(
-                    rec.index, rec.data, rec.leaf_hash, tuple(proof), size, note_text, False
-                )
-                result = _new_result(entry, receipt)
-                results.append(result)
-                p.set_result(result)
-            for p, slot in plan.followers:
-                first = results[slot]
-                p.set_result(AppendResult(entry=first.entry, receipt=_replayed(first.receipt)))
+            self._settle_new(plan, size, note_text, proofs)
         self._resolve_replays(plan.replays)
-        if self._observer is not None:
-            kinds: dict[tuple[str, str], int] = {}
-            for _, entry in plan.new:
-                key = (entry.kind, entry.client)
-                kinds[key] = kinds.get(key, 0) + 1
-            replay_kinds: dict[str, int] = {}
-            for p in [*(p for p, _ in plan.followers), *(p for p, _ in plan.replays)]:
-                replay_kinds[p.request.kind] = replay_kinds.get(p.request.kind, 0) + 1
-            self._observer.committed(
-                entries=len(plan.new),
-                replays_by_kind=replay_kinds,
-                kinds=kinds,
-                seconds=time.perf_counter() - started,
-                tree_size=self._tree.size,
-                published=published,
+        self._report(plan, started, published)
+
+    def _commit_tree(
+        self, plan: _Plan, pending: PendingAppend
+    ) -> tuple[int, str, list[list[bytes]], bool]:
+        """Adds the stored group to the tree: its size, the signed note of that size (the
+        one stored with the group when it was published), the entries' inclusion proofs, and
+        whether the group published its checkpoint."""
+        size = pending.size
+        self._tree.commit(pending)
+        checkpoint = plan.batch.checkpoint if plan.batch is not None else None
+        note_text = (
+            checkpoint.note.decode("utf-8")
+            if checkpoint is not None
+            else self.checkpoint_note(size)
+        )
+        proofs = self._tree.inclusion_proofs([rec.index for rec in plan.records], size)
+        if checkpoint is not None:
+            self._last_publish = self._clock.monotonic()
+            self._note_cache = (size, note_text)
+        return size, note_text, proofs, checkpoint is not None
+
+    def _settle_new(
+        self, plan: _Plan, size: int, note_text: str, proofs: list[list[bytes]]
+    ) -> None:
+        """Each new entry's caller gets its entry and receipt; a caller that sent the same
+        request id later in the group gets that answer, marked replayed."""
+        results: list[AppendResult] = []
+        for (p, entry), rec, proof in zip(plan.new, plan.records, proofs, strict=True):
+            receipt = _new_receipt(
+                rec.index, rec.data, rec.leaf_hash, tuple(proof), size, note_text, False
             )
+            result = _new_result(entry, receipt)
+            results.append(result)
+            p.set_result(result)
+        for p, slot in plan.followers:
+            first = results[slot]
+            p.set_result(AppendResult(entry=first.entry, receipt=_replayed(first.receipt)))
+
+    def _report(self, plan: _Plan, started: float, published: bool) -> None:
+        """The committed group for the observer (metrics, the store's health)."""
+        if self._observer is None:
+            return
+        kinds: dict[tuple[str, str], int] = {}
+        for _, entry in plan.new:
+            key = (entry.kind, entry.client)
+            kinds[key] = kinds.get(key, 0) + 1
+        replay_kinds: dict[str, int] = {}
+        for p in [*(p for p, _ in plan.followers), *(p for p, _ in plan.replays)]:
+            replay_kinds[p.request.kind] = replay_kinds.get(p.request.kind, 0) + 1
+        self._observer.committed(
+            entries=len(plan.new),
+            replays_by_kind=replay_kinds,
+            kinds=kinds,
+            seconds=time.perf_counter() - started,
+            tree_size=self._tree.size,
+            published=published,
+        )
 
     # --- recovery from a lost or diverged store --------------------------------------------
 
@@ -767,19 +827,7 @@ class Appender:
                     self._unresolved(group, held, e)
                     _wake_waiters(group)
                     held = None
-                reason = f"the log store diverged: {e}"
-                if reason != diverged_logged[0] or time.monotonic() - diverged_logged[1] > 60:
-                    _log.critical(
-                        {
-                            "event": "store_diverged",
-                            "reason": str(e),
-                            "message": "refusing to append or sign checkpoints: the store "
-                            "does not hold the log this service acknowledged (docs/"
-                            "operations.md, 'Failover'); an operator must act",
-                        }
-                    )
-                    diverged_logged = (reason, time.monotonic())
-                self._set_down(reason)
+                diverged_logged = self._refuse_diverged(e, diverged_logged)
                 delay = DIVERGED_RETRY_SECONDS
             except RngServiceError as e:  # still unreachable (or busy): try again soon
                 _log.debug("store still unavailable: %s", e)
@@ -787,9 +835,30 @@ class Appender:
         if held is not None:  # stopped before the store could be read
             self._unresolved(group, held, StorageUnavailable("the service is stopping"))
         self._down_reason = ""
-        seconds = time.monotonic() - lost_at
-        if self._stopped:
-            return
+        if not self._stopped:
+            self._recovered(time.monotonic() - lost_at)
+
+    def _refuse_diverged(
+        self, error: IntegrityError, logged: tuple[str, float]
+    ) -> tuple[str, float]:
+        """The store diverged: says so (critical, at most once a minute for the same reason;
+        ``logged`` is the last reason said and when) and refuses groups meanwhile."""
+        reason = f"the log store diverged: {error}"
+        if reason != logged[0] or time.monotonic() - logged[1] > 60:
+            _log.critical(
+                {
+                    "event": "store_diverged",
+                    "reason": str(error),
+                    "message": "refusing to append or sign checkpoints: the store does not "
+                    "hold the log this service acknowledged (docs/operations.md, 'Failover'); "
+                    "an operator must act",
+                }
+            )
+            logged = (reason, time.monotonic())
+        self._set_down(reason)
+        return logged
+
+    def _recovered(self, seconds: float) -> None:
         if self._observer is not None:
             self._observer.store_recovered(seconds=seconds)
         _log.warning(

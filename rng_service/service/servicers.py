@@ -27,7 +27,7 @@ from grpc import aio
 from rng_service._proto.rng.v1 import outcomes_pb2, outcomes_pb2_grpc
 from rng_service.errors import InvalidArgument
 from rng_service.log import rounds
-from rng_service.log.appender import Appender, AppendResult, DrawFn, DrawRequest, LinkFn
+from rng_service.log.appender import Appender, AppendResult, DrawFn, LinkFn, draw_request
 from rng_service.log.entry import JsonValue
 from rng_service.outcomes import (
     cards,
@@ -278,7 +278,7 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
         session_id: str | None = None,
     ) -> AppendResult:
         waiter = self._appender.submit_async(
-            DrawRequest(
+            draw_request(
                 client_id=caller_id(self._client_id) if client_id is None else client_id,
                 request_id=ids.request_id if request_id is None else request_id,
                 table_id=ids.table_id,

@@ -32,6 +32,14 @@ _RECEIPT = {
 }  # fmt: skip
 
 
+def _draw(src: object) -> dict[str, object]:
+    return {}
+
+
+def _link(links: object) -> tuple[dict[str, object], object]:
+    return {}, _draw
+
+
 @pytest.mark.parametrize(
     ("make", "cls", "values"),
     [
@@ -86,3 +94,22 @@ def test_maker_refuses_what_it_cannot_build_alike() -> None:
     for cls in (Mutable, Checked, Unslotted):
         with pytest.raises(TypeError):
             appender._maker(cls, "a")
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"slot": "fire_numbers", "profile_sha256": "ab" * 32, "link": _link}, {"session_id": ""}],
+)
+def test_draw_request_is_the_request_the_class_builds(extra: dict) -> None:
+    fields = {
+        "client_id": "gs", "request_id": "q1", "table_id": "T1", "round_id": "R1",
+        "session_id": "S1", "kind": "roulette_spin", "params": {"wheel": "double_zero"},
+        "draw": _draw, **extra,
+    }  # fmt: skip
+    built, expected = appender.draw_request(**fields), appender.DrawRequest(**fields)
+    assert type(built) is appender.DrawRequest
+    assert built == expected
+    # The digest (compare=False) is what idempotency compares: the class's own, computed
+    # from the same fields.
+    assert built.digest == expected.digest
+    assert built.link is expected.link
