@@ -245,18 +245,29 @@ class DrawRequest:
 
     def __post_init__(self) -> None:
         if not self.digest:
-            object.__setattr__(
-                self,
-                "digest",
-                request_digest(
-                    kind=self.kind,
-                    params=dict(self.params),
-                    table_id=self.table_id,
-                    round_id=self.round_id,
-                    session_id=self.session_id,
-                    slot=self.slot,
-                ),
+            digest = _digest(
+                self.kind, self.params, self.table_id, self.round_id, self.session_id, self.slot
             )
+            object.__setattr__(self, "digest", digest)
+
+
+def _digest(
+    kind: str,
+    params: Mapping[str, JsonValue],
+    table_id: str,
+    round_id: str,
+    session_id: str,
+    slot: str,
+) -> bytes:
+    """A request's digest: what idempotency compares (``rng_service.log.entry``)."""
+    return request_digest(
+        kind=kind,
+        params=dict(params),
+        table_id=table_id,
+        round_id=round_id,
+        session_id=session_id,
+        slot=slot,
+    )
 
 
 _set_request = _maker(
@@ -283,14 +294,7 @@ def draw_request(
 ) -> DrawRequest:
     """``DrawRequest(...)`` (its digest computed from these fields, as its ``__post_init__``
     does), built for about half the cost: the servicers make one for every outcome call."""
-    digest = request_digest(
-        kind=kind,
-        params=dict(params),
-        table_id=table_id,
-        round_id=round_id,
-        session_id=session_id,
-        slot=slot,
-    )
+    digest = _digest(kind, params, table_id, round_id, session_id, slot)
     return _set_request(
         client_id, request_id, table_id, round_id, session_id, kind, params, draw,
         profile_sha256, slot, link, digest,
