@@ -62,3 +62,15 @@ def test_replicas_benchmark_reports_nothing_without_postgresql(
     out = capsys.readouterr().out
     assert "skipped" in out, out
     assert "Debian package `postgresql`" in out, out
+
+
+def test_the_hot_path_harness_runs_and_reports_per_call_cpu() -> None:
+    """``bench/hotpath.py`` (the callgrind harness of docs/performance.md) still runs the
+    service's real parts: 64 spins answered, the per-call figures printed."""
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.hotpath", "64"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "calls 64 in " in result.stdout, result.stdout
+    assert "the writer thread user" in result.stdout, result.stdout
