@@ -58,7 +58,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from rng_service.clock import Clock
 from rng_service.errors import (
@@ -111,56 +111,120 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 
-T = TypeVar("T")
-
-
-def _maker(cls: type[T], order: str, *, post_init: bool = True) -> Callable[..., T]:
-    """A cheaper constructor of the frozen slotted dataclass ``cls``: ``_maker(cls, order)(v1,
-    v2, ...)`` equals ``cls(v1, v2, ...)`` given every field positionally, in field order.
-    ``order`` names the fields as the callers pass them: a class whose fields were reordered
-    or changed fails here, at import, never by putting a value in the wrong field.
+def _setters(cls: type, order: str, *, post_init: bool = True) -> tuple[Any, ...]:
+    """The slot descriptors' ``__set__`` of the frozen slotted dataclass ``cls``, in the
+    field order ``order`` names, for a cheaper constructor of it (``_new_entry`` and the
+    others below): the same object as ``cls(...)`` given every field (same class and values,
+    still frozen), for about half the cost.
 
     A frozen dataclass's generated ``__init__`` sets each field with ``object.__setattr__(self,
-    name, value)``, which looks the name up in the class every time: about twice the cost of
-    a plain class's ``__init__``, and the writer builds a ``LogEntry``, an ``EntryRecord``, a
-    ``Receipt`` and an ``AppendResult`` for every outcome (docs/performance.md). The maker sets
-    the slots through their own descriptors, found once: the same object (same class and
-    values, still frozen), for about half the cost. Only for classes without
-    ``__post_init__`` or fields outside ``__init__`` (refused here), called with every field
-    (it applies no default). ``post_init=False``: for a class whose ``__post_init__`` only
-    fills in a field that the maker's caller computes the same way (``draw_request``)."""
+    name, value)``, which looks the name up in the class every time (and the entries were
+    built with 17 keyword arguments); the writer builds a ``LogEntry``, an ``EntryRecord``, a
+    ``Receipt`` and an ``AppendResult`` for every outcome (docs/performance.md). Checked when
+    the module loads, so that a class whose fields were reordered or changed fails at import,
+    never by a value in the wrong field: ``order`` must be the class's fields, none outside
+    ``__init__``, and no ``__post_init__`` unless ``post_init=False`` says the constructor
+    computes what it would (``draw_request``)."""
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or "__slots__" not in vars(cls):
         raise TypeError(f"{cls.__name__}: not a frozen slotted dataclass")
-    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    fields = dataclasses.fields(cls)
     if (post_init and hasattr(cls, "__post_init__")) or not all(f.init for f in fields):
         raise TypeError(f"{cls.__name__}: __post_init__ or a field outside __init__")
     names = [f.name for f in fields]
     if names != order.split():
         raise TypeError(f"{cls.__name__}: the fields are {names}, not {order.split()}")
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    lines = [f"def make({', '.join(names)}):", "    self = _new(_cls)"]
-    for i, name in enumerate(names):
-        namespace[f"_set{i}"] = vars(cls)[name].__set__  # the slot's member descriptor
-        lines.append(f"    _set{i}(self, {name})")
-    exec("\n".join([*lines, "    return self"]), namespace)  # noqa: S102  # the class's field names
-    made: Callable[..., T] = namespace["make"]
-    return made
+    return tuple(vars(cls)[name].__set__ for name in names)
 
 
-_new_entry = _maker(
+_new = object.__new__
+_ENTRY = _setters(
     LogEntry,
     "index timestamp_ns kind params outcome client table_id round_id session_id request_id "
     "generator profile_sha256 slot table_seq table_prev version time_text",
 )
-_new_record = _maker(
+
+
+def _new_entry(
+    index: int, timestamp_ns: int, kind: str, params: Mapping[str, JsonValue],
+    outcome: Mapping[str, JsonValue], client: str, table_id: str, round_id: str,
+    session_id: str, request_id: str, generator: GeneratorRef, profile_sha256: str,
+    slot: str | None, table_seq: int | None, table_prev: int | None, version: int,
+    time_text: str,
+) -> LogEntry:  # fmt: skip
+    """``LogEntry(...)`` with every field, in field order (``_setters``)."""
+    s = _ENTRY
+    self: LogEntry = _new(LogEntry)
+    s[0](self, index)
+    s[1](self, timestamp_ns)
+    s[2](self, kind)
+    s[3](self, params)
+    s[4](self, outcome)
+    s[5](self, client)
+    s[6](self, table_id)
+    s[7](self, round_id)
+    s[8](self, session_id)
+    s[9](self, request_id)
+    s[10](self, generator)
+    s[11](self, profile_sha256)
+    s[12](self, slot)
+    s[13](self, table_seq)
+    s[14](self, table_prev)
+    s[15](self, version)
+    s[16](self, time_text)
+    return self
+
+
+_RECORD = _setters(
     EntryRecord,
     "index data leaf_hash client_id request_id request_digest kind table_id round_id "
     "session_id timestamp_ns commit_size slot table_seq",
 )
-_new_receipt = _maker(
-    Receipt, "index entry leaf_hash inclusion_proof tree_size checkpoint replayed"
-)
+
+
+def _new_record(
+    index: int, data: bytes, leaf_hash: bytes, client_id: str, request_id: str,
+    request_digest: bytes, kind: str, table_id: str, round_id: str, session_id: str,
+    timestamp_ns: int, commit_size: int, slot: str | None, table_seq: int | None,
+) -> EntryRecord:  # fmt: skip
+    """``EntryRecord(...)`` with every field, in field order (``_setters``)."""
+    s = _RECORD
+    self: EntryRecord = _new(EntryRecord)
+    s[0](self, index)
+    s[1](self, data)
+    s[2](self, leaf_hash)
+    s[3](self, client_id)
+    s[4](self, request_id)
+    s[5](self, request_digest)
+    s[6](self, kind)
+    s[7](self, table_id)
+    s[8](self, round_id)
+    s[9](self, session_id)
+    s[10](self, timestamp_ns)
+    s[11](self, commit_size)
+    s[12](self, slot)
+    s[13](self, table_seq)
+    return self
+
+
+_RECEIPT = _setters(Receipt, "index entry leaf_hash inclusion_proof tree_size checkpoint replayed")
+
+
+def _new_receipt(
+    index: int, entry: bytes, leaf_hash: bytes, inclusion_proof: tuple[bytes, ...],
+    tree_size: int, checkpoint: str, replayed: bool,
+) -> Receipt:  # fmt: skip
+    """``Receipt(...)`` with every field, in field order (``_setters``)."""
+    s = _RECEIPT
+    self: Receipt = _new(Receipt)
+    s[0](self, index)
+    s[1](self, entry)
+    s[2](self, leaf_hash)
+    s[3](self, inclusion_proof)
+    s[4](self, tree_size)
+    s[5](self, checkpoint)
+    s[6](self, replayed)
+    return self
 
 
 class GeneratorLike(Protocol):
@@ -270,7 +334,7 @@ def _digest(
     )
 
 
-_set_request = _maker(
+_REQUEST = _setters(
     DrawRequest,
     "client_id request_id table_id round_id session_id kind params draw profile_sha256 slot "
     "link digest",
@@ -295,10 +359,21 @@ def draw_request(
     """``DrawRequest(...)`` (its digest computed from these fields, as its ``__post_init__``
     does), built for about half the cost: the servicers make one for every outcome call."""
     digest = _digest(kind, params, table_id, round_id, session_id, slot)
-    return _set_request(
-        client_id, request_id, table_id, round_id, session_id, kind, params, draw,
-        profile_sha256, slot, link, digest,
-    )  # fmt: skip
+    s = _REQUEST
+    self: DrawRequest = _new(DrawRequest)
+    s[0](self, client_id)
+    s[1](self, request_id)
+    s[2](self, table_id)
+    s[3](self, round_id)
+    s[4](self, session_id)
+    s[5](self, kind)
+    s[6](self, params)
+    s[7](self, draw)
+    s[8](self, profile_sha256)
+    s[9](self, slot)
+    s[10](self, link)
+    s[11](self, digest)
+    return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,7 +382,15 @@ class AppendResult:
     receipt: Receipt
 
 
-_new_result = _maker(AppendResult, "entry receipt")
+_RESULT = _setters(AppendResult, "entry receipt")
+
+
+def _new_result(entry: LogEntry, receipt: Receipt) -> AppendResult:
+    """``AppendResult(entry, receipt)`` (``_setters``)."""
+    self: AppendResult = _new(AppendResult)
+    _RESULT[0](self, entry)
+    _RESULT[1](self, receipt)
+    return self
 
 
 class Waiter(Protocol):

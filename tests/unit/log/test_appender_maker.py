@@ -1,4 +1,4 @@
-"""The log writer's cheaper constructors of its frozen dataclasses (``appender._maker``)."""
+"""The log writer's cheaper constructors of its frozen dataclasses (``appender._setters``)."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_append_result_maker() -> None:
 
 def test_maker_refuses_what_it_cannot_build_alike() -> None:
     with pytest.raises(TypeError, match="fields are"):  # reordered: never a silent swap
-        appender._maker(Receipt, "entry index leaf_hash inclusion_proof tree_size checkpoint "
+        appender._setters(Receipt, "entry index leaf_hash inclusion_proof tree_size checkpoint "
                         "replayed")  # fmt: skip
 
     @dataclass(slots=True)
@@ -93,7 +93,7 @@ def test_maker_refuses_what_it_cannot_build_alike() -> None:
 
     for cls in (Mutable, Checked, Unslotted):
         with pytest.raises(TypeError):
-            appender._maker(cls, "a")
+            appender._setters(cls, "a")
 
 
 @pytest.mark.parametrize(
