@@ -5,10 +5,13 @@ submit validated :class:`DrawRequest` objects and get a future. The writer takes
 waiting, and for the whole group, in one pass:
 
 1. looks up, in ONE query for the group (``LogStorage.group_state``), its request ids already
-   logged, the filled slots of its rounds (from an index: no entry is read unless a rule needs
-   its outcome) and the last entry of each of its tables' chains; resolves idempotency: a
-   (client, request id) already in the log, or earlier in the same group, is answered with
-   that entry (ALREADY_EXISTS if the parameters differ) and draws nothing;
+   logged, the filled slots of its rounds (from an index) and the last entry of each of its
+   tables' chains; checks the rows it relies on against their signed bytes
+   (:meth:`Appender._checked_rows`: a row of a filled slot is read by its index, a round with
+   nothing in it reads nothing; an edited row refuses the requests relying on it with
+   DATA_LOSS); resolves idempotency: a (client, request id) already in the log, or earlier in
+   the same group, is answered with that entry (ALREADY_EXISTS if the parameters differ) and
+   draws nothing;
 2. checks each new request against its round (``rng_service.log.rounds``: a slot is filled
    once, the game's order rules, voided rounds), from those filled slots and the ones filled
    earlier in the group; a refusal draws nothing;
@@ -72,6 +75,7 @@ from rng_service.errors import (
     Unavailable,
 )
 from rng_service.log import rounds
+from rng_service.log.columns import LookupIntegrityError, check_range, check_record
 from rng_service.log.entry import (
     FORMAT_VERSION,
     GeneratorRef,
@@ -90,8 +94,10 @@ from rng_service.storage.base import (
     CheckpointRecord,
     CommitUnknown,
     EntryRecord,
+    GroupState,
     LogStorage,
     ServerEpochs,
+    SlotRecord,
     StoreConnectionLost,
 )
 
@@ -476,6 +482,7 @@ class _Draft:
         "seen",
         "size",
         "state",
+        "tainted",
         "time_text",
     )
 
@@ -488,6 +495,7 @@ class _Draft:
         state: dict[tuple[str, str, str], dict[str, rounds.Filled]],
         chains: dict[tuple[str, str], tuple[int, int]],
         repeated: set[tuple[str, str, str]],
+        tainted: dict[tuple[str, ...], IntegrityError],
     ) -> None:
         self.size = size
         self.now = now  # the group's one sequencing time (microseconds, in nanoseconds)
@@ -496,6 +504,8 @@ class _Draft:
         self.state = state  # the filled slots of the group's rounds
         self.chains = chains  # (client, table) -> (table_seq, index) of the chain's last entry
         self.repeated = repeated  # rounds that more than one request of the group is for
+        #: requests, rounds and tables whose stored rows failed their check (_checked_rows)
+        self.tainted = tainted
         self.next_index = size
         #: (client, request id) -> (digest, its place in the plan's new entries)
         self.seen: dict[tuple[str, str], tuple[bytes, int]] = {}
@@ -557,6 +567,9 @@ class Appender:
         # tree is checked against the store before the next group then (``_check_server``).
         self._epochs = storage if isinstance(storage, ServerEpochs) else None
         self._epoch = 0 if self._epochs is None else self._epochs.server_epoch
+        # The head (table_seq, index) of each (client, table) chain as this writer appended
+        # it or last checked its row against its signed bytes (_checked_heads).
+        self._known_heads: dict[tuple[str, str], tuple[int, int]] = {}
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -802,6 +815,8 @@ class Appender:
             size, note_text, proofs, published = self._commit_tree(plan, plan.pending)
         for p, error in [*plan.failed, *plan.deferred]:
             p.set_exception(error)
+        for _, entry in plan.new:
+            self._known_heads[(entry.client, entry.table_id)] = (entry.table_seq or 1, entry.index)
         if plan.pending is not None:
             self._settle_new(plan, size, note_text, proofs)
         self._resolve_replays(plan.replays)
@@ -1156,7 +1171,8 @@ class Appender:
     def _answered(self, plan: _Plan, draft: _Draft, p: _Pending) -> bool:
         """Idempotency: a request id earlier in the group (a follower) or already logged (a
         replay) is answered with that entry, or ALREADY_EXISTS if its parameters differ; it
-        draws nothing. Whether ``p`` was settled so."""
+        draws nothing. A request relying on a stored row that failed its check against its
+        signed bytes is refused (DATA_LOSS). Whether ``p`` was settled so."""
         req = p.request
         key = (req.client_id, req.request_id)
         earlier = draft.seen.get(key)
@@ -1167,6 +1183,11 @@ class Appender:
             else:
                 plan.followers.append((p, slot))
             return True
+        if draft.tainted:
+            error = _tainted(draft.tainted, req)
+            if error is not None:  # a row it relies on disagrees with its signed bytes
+                plan.failed.append((p, error))
+                return True
         existing = draft.logged.get(key)
         if existing is None:
             return False
@@ -1300,12 +1321,13 @@ class Appender:
         dict[tuple[str, str, str], dict[str, rounds.Filled]],
         dict[tuple[str, str], tuple[int, int]],
         set[tuple[str, str, str]],
+        dict[tuple[str, ...], IntegrityError],
     ]:
         """What the group needs of the stored log, in ONE query (``LogStorage.group_state``):
         the entries of its request ids already logged (by any replica), the filled slots of its
-        rounds (an entry is read only when a rule needs its outcome), and the last entry
-        (table_seq, index) of its tables' chains. Also the rounds that more than one request
-        of the group is for."""
+        rounds, and the last entry (table_seq, index) of its tables' chains. Also the rounds
+        that more than one request of the group is for, and the requests, rounds and tables
+        whose rows fail their check against their signed bytes (:meth:`_checked_rows`)."""
         requests: dict[tuple[str, str], None] = {}
         wanted: dict[tuple[str, str, str], int] = {}
         tables: dict[tuple[str, str], None] = {}
@@ -1317,9 +1339,13 @@ class Appender:
                 wanted[key] = wanted.get(key, 0) + 1
             tables[(req.client_id, req.table_id)] = None
         stored = self._storage.group_state(list(requests), list(wanted), list(tables))
+        tainted, rows = self._checked_rows(stored, tables)
         state: dict[tuple[str, str, str], dict[str, rounds.Filled]] = {}
         for rec in stored.slots:
-            load = functools.partial(self._stored_entry, rec.index)
+            data = rows.get(rec.index)
+            if data is None:  # its round is tainted: nothing of it is relied on
+                continue
+            load = functools.partial(LogEntry.decode, data)
             slot = rec.slot
             if slot is None:  # written before slots existed: the slot of its kind
                 slot = rounds.slot_of_legacy(load().kind)
@@ -1330,10 +1356,103 @@ class Appender:
                 slot, rounds.Filled(rec.index, load)
             )
         chains = {table: (head.table_seq, head.index) for table, head in stored.heads.items()}
-        return stored.logged, state, chains, {key for key, n in wanted.items() if n > 1}
+        repeated = {key for key, n in wanted.items() if n > 1}
+        return stored.logged, state, chains, repeated, tainted
 
-    def _stored_entry(self, index: int) -> LogEntry:
-        return LogEntry.decode(self._storage.entries(index, index + 1)[0].data)
+    def _checked_rows(
+        self, stored: GroupState, tables: Mapping[tuple[str, str], None]
+    ) -> tuple[dict[tuple[str, ...], IntegrityError], dict[int, bytes]]:
+        """The stored rows the group relies on, checked against their signed bytes
+        (:func:`rng_service.log.columns.check_record`), so that an edit of the live database's
+        columns cannot make the sequencer draw a game event again (docs/security.md, "An
+        edited database"): every logged entry of its request ids (its bytes are in the row), every
+        row of its rounds' filled slots (read by index: a round with nothing in it, the common
+        case, reads nothing), and each table's head unless it is the head this writer appended
+        or checked (:meth:`_checked_heads`). Returns the failures by ``("request", client,
+        request_id)``, ``("round", client, table, round)`` and ``("table", client, table)``,
+        and the checked rows' bytes by index. What this cannot see is a row whose columns were
+        changed so that the query does not return it at all: the start-up check, check-store
+        and rng-audit verify catch that."""
+        tainted: dict[tuple[str, ...], IntegrityError] = {}
+        for (client, request_id), rec in stored.logged.items():
+            try:
+                check_record(rec)
+            except LookupIntegrityError as e:
+                tainted[("request", client, request_id)] = _edited(e, "a retry of this request")
+        rows: dict[int, bytes] = {}
+        for slot in stored.slots:
+            key = ("round", slot.client_id, slot.table_id, slot.round_id)
+            if key in tainted:
+                continue
+            try:
+                rows[slot.index] = self._checked_slot(slot)
+            except LookupIntegrityError as e:
+                tainted[key] = _edited(e, "this round")
+        self._checked_heads(stored, tables, tainted)
+        return tainted, rows
+
+    def _checked_slot(self, slot: SlotRecord) -> bytes:
+        """The bytes of a filled slot's row, after checking that they are of that round and
+        slot."""
+        found = self._storage.entries(slot.index, slot.index + 1)
+        check_range(found, slot.index, slot.index + 1)
+        signed = check_record(found[0])
+        if (signed.client, signed.table_id, signed.round_id, signed.slot) != (
+            slot.client_id, slot.table_id, slot.round_id, slot.slot
+        ):  # fmt: skip
+            raise LookupIntegrityError(
+                f"entry {slot.index} was found in slot {slot.slot!r} of round "
+                f"{slot.round_id!r} of table {slot.table_id!r}, but its signed bytes say slot "
+                f"{signed.slot!r} of round {signed.round_id!r} of table {signed.table_id!r}",
+                check="columns",
+                index=slot.index,
+            )
+        return found[0].data
+
+    def _checked_heads(
+        self,
+        stored: GroupState,
+        tables: Mapping[tuple[str, str], None],
+        tainted: dict[tuple[str, ...], IntegrityError],
+    ) -> None:
+        """Each table's head against the one this writer knows: the same, nothing to read;
+        further on (another replica appended), its row is checked once; further back, or gone,
+        the chain lost its newest entries in the store."""
+        known_heads = self._known_heads
+        for table in tables:
+            head = stored.heads.get(table)
+            known = known_heads.get(table)
+            now = None if head is None else (head.table_seq, head.index)
+            if now == known:
+                continue
+            try:
+                if now is None or (known is not None and now[0] < known[0]):
+                    raise LookupIntegrityError(
+                        f"the chain of table {table[1]!r} of client {table[0]!r} ends in the "
+                        f"store at {'no entry' if now is None else f'seq {now[0]}'}, but this "
+                        f"writer appended or checked its seq {known and known[0]} at entry "
+                        f"{known and known[1]}: rows of the chain were deleted or their columns "
+                        f"changed",
+                        check="chain",
+                        index=known[1] if known is not None else 0,
+                    )
+                found = self._storage.entries(now[1], now[1] + 1)
+                check_range(found, now[1], now[1] + 1)
+                signed = check_record(found[0])
+                if (signed.client, signed.table_id, signed.table_seq) != (*table, now[0]):
+                    raise LookupIntegrityError(
+                        f"entry {now[1]} was found as seq {now[0]} of table {table[1]!r} of "
+                        f"client {table[0]!r}, but its signed bytes say seq {signed.table_seq} "
+                        f"of table {signed.table_id!r} of client {signed.client!r}",
+                        check="chain",
+                        index=now[1],
+                    )
+            except LookupIntegrityError as e:
+                tainted[("table", *table)] = _edited(e, "this table's next entry")
+                continue
+            if len(known_heads) >= _KNOWN_HEADS:
+                known_heads.clear()
+            known_heads[table] = now
 
     def _resolve_replays(self, replays: Sequence[tuple[_Pending, EntryRecord]]) -> None:
         for p, rec in replays:
@@ -1360,6 +1479,39 @@ class Appender:
 
 
 _NO_LINKS: Mapping[str, JsonValue] = MappingProxyType({})
+#: Table heads kept by :meth:`Appender._checked_heads` (forgotten all at once beyond it).
+_KNOWN_HEADS = 100_000
+
+
+def _edited(e: LookupIntegrityError, what: str) -> IntegrityError:
+    """The error of a request that relies on a row failing its check; logged once here."""
+    _log.error(
+        {
+            "event": "log_integrity_error",
+            "method": "sequencer",
+            "check": e.check,
+            "index": e.index,
+            "message": str(e),
+        }
+    )
+    return IntegrityError(
+        f"{e}. The sequencer relies on that row for {what}, so nothing was drawn: the log "
+        "store was edited under the running service (rng-service check-store names every "
+        "such row); stop and investigate"
+    )
+
+
+def _tainted(
+    tainted: Mapping[tuple[str, ...], IntegrityError], req: DrawRequest
+) -> IntegrityError | None:
+    """The error of a request relying on a row that failed its check, if any."""
+    return (
+        tainted.get(("request", req.client_id, req.request_id))
+        or tainted.get(("round", req.client_id, req.table_id, req.round_id))
+        or tainted.get(("table", req.client_id, req.table_id))
+    )
+
+
 #: The filled slots of a round that has none (shared: never written to).
 _NOTHING_FILLED: Mapping[str, rounds.Filled] = MappingProxyType({})
 
