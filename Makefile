@@ -7,6 +7,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CONFIG ?= config/dev.toml
 PYTEST_ARGS ?=
+# make test's pytest worker processes (pytest-xdist; 0 = one process). --dist loadscope keeps
+# a module's tests, and so its module-scoped fixtures (a started service, a collected log), on
+# one worker; each worker starts its own PostgreSQL cluster (tests/postgres_cluster.py).
+TEST_WORKERS ?= 2
 
 # The image's Python lock (make lock): resolved for the image's Python, 3.11 on Debian bookworm.
 LOCK := requirements/image.txt
@@ -53,7 +57,7 @@ lint: install
 	$(BIN)/lint-imports --no-logo --no-cache
 
 test: install system-deps lint
-	$(BIN)/python -m pytest -m "not soak" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not soak" -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 test-fast: install
 	$(BIN)/python -m pytest -m "not soak and not slow" -x -q $(PYTEST_ARGS)
