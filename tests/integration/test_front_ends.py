@@ -217,11 +217,17 @@ def test_two_front_ends_serve_one_log_and_stop_gracefully(tmp_path: Path, key: P
         refused = serve_refused(write_config(other, key, port=port, lock_dir=locks))
         assert f"held by pid {served.proc.pid}" in refused["error"]
         # Metrics: the writer's (entries, outcomes) and the front ends' (RPCs), one endpoint.
-        time.sleep(1.5)  # front ends push their metrics every second
-        metrics = _metrics(served.metrics_port)
+        # Front ends push their metrics every second: read until every front end's count is
+        # in (at most 10 s), then the sum must be exact.
+        deadline = time.monotonic() + 10
+        while True:
+            metrics = _metrics(served.metrics_port)
+            ok = [x for x in metrics.splitlines() if x.startswith("rng_rpc_duration_seconds_count")
+                  and 'method="SpinRoulette"' in x and 'code="OK"' in x]  # fmt: skip
+            if (ok and float(ok[0].rsplit(" ", 1)[1]) >= 24.0) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         assert "rng_log_entries 12.0" in metrics
-        ok = [x for x in metrics.splitlines() if x.startswith("rng_rpc_duration_seconds_count")
-              and 'method="SpinRoulette"' in x and 'code="OK"' in x]  # fmt: skip
         assert ok
         assert float(ok[0].rsplit(" ", 1)[1]) == 24.0  # 12 first answers + 12 replays
         front_ends = served.front_ends

@@ -87,7 +87,13 @@ def test_sigterm_under_load_keeps_every_acknowledged_outcome(tmp_path: Path) -> 
         threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
         for t in threads:
             t.start()
-        time.sleep(1.5)
+        # Under load: the stop comes once more than 50 calls were acknowledged (bounded).
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with lock:
+                if len(acked) > 50:
+                    break
+            time.sleep(0.02)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0, proc.stderr.read()
         for t in threads:
