@@ -66,7 +66,9 @@ from tests.integration.test_replicas_postgres import (
 )
 from tests.postgres_cluster import Cluster, find_bindir
 
-pytestmark = pytest.mark.postgres
+# serial: make test runs these after the parallel part, alone (a PostgreSQL outage under
+# load must not share the two cores with another test worker; see the Makefile).
+pytestmark = [pytest.mark.postgres, pytest.mark.serial]
 
 IN_FLIGHT = 32  # client threads, each with one call in flight
 PER_THREAD = 5000  # calls per client thread at most

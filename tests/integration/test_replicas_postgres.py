@@ -47,7 +47,9 @@ from rng_service.storage.base import EntryRecord
 from rng_service.storage.postgres import PostgresStorage
 from tests.postgres_cluster import Cluster
 
-pytestmark = pytest.mark.postgres
+# serial: make test runs these after the parallel part, alone (a PostgreSQL outage under
+# load must not share the two cores with another test worker; see the Makefile).
+pytestmark = [pytest.mark.postgres, pytest.mark.serial]
 
 REPO = Path(__file__).resolve().parents[2]
 ORIGIN = "replicas.test.example/log"
