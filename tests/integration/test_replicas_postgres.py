@@ -500,6 +500,30 @@ def test_postgres_restart_under_load_recovers_without_loss(
             t.start()
         not_serving: set[int] = set()  # replicas whose health said NOT_SERVING in the outage
 
+        def probe(which: int) -> None:
+            """A new call to a replica that says NOT_SERVING: it fails at once with
+            UNAVAILABLE (the writer takes no group while the store is lost), even when every
+            client thread's call is held in the commit that was in flight at the loss (held
+            until the store can be read: then no client call fails during the outage)."""
+            req = _req(100 + which, 0, prefix="probe")
+            started = time.monotonic()
+            try:
+                response = req.call(replicas[which], timeout=15)
+            except grpc.RpcError as e:
+                now = time.monotonic()
+                with lock:
+                    if e.code() == grpc.StatusCode.UNAVAILABLE:
+                        unavailable.append(Failed(req, which, now, now - started))
+                        probes.append(now - started)
+                    else:
+                        other_errors.append(f"{req.rid}: {e.code()} {e.details()}")
+                return
+            with lock:
+                other_errors.append(f"{req.rid} was answered while its replica said NOT_SERVING")
+                acked[req.rid] = (time.monotonic(), which, response)
+
+        probes: list[float] = []  # seconds each probe took to fail
+
         def health_of(which: int) -> int:
             request = health_pb2.HealthCheckRequest()
             return int(replicas[which].health.Check(request, timeout=5).status)
@@ -522,8 +546,11 @@ def test_postgres_restart_under_load_recovers_without_loss(
                     and time.monotonic() < down_at + OUTAGE_SECONDS_MAX
                 ):
                     for which in range(len(replicas)):
+                        if which in not_serving:
+                            continue
                         if health_of(which) == health_pb2.HealthCheckResponse.NOT_SERVING:
                             not_serving.add(which)
+                            probe(which)
                     time.sleep(0.1)
             finally:
                 pg_cluster.start()
@@ -548,6 +575,8 @@ def test_postgres_restart_under_load_recovers_without_loss(
         assert not_serving == set(range(len(replicas))), not_serving
         during = [f for f in unavailable if down_at <= f.at]
         assert during, "no outcome call failed while PostgreSQL was down"
+        assert len(probes) == len(replicas), probes  # each NOT_SERVING replica refused at once
+        assert max(probes) < 5, f"a call to a NOT_SERVING replica took {max(probes):.1f} s"
         slowest = max(f.seconds for f in unavailable)
         assert slowest < 10, f"a failing call took {slowest:.1f} s"
         assert len({f.req.rid for f in unavailable}) == len(unavailable)
