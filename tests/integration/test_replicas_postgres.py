@@ -470,26 +470,31 @@ def test_postgres_restart_under_load_recovers_without_loss(
     with _replicas(tmp_path, _env(tmp_path, dsn), ["replica0", "replica1"], args) as replicas:
         hard_stop = time.monotonic() + 45
 
+        def send(req: Req, which: int) -> Failed | None:
+            """One call, recorded: acknowledged, UNAVAILABLE (returned), or another error."""
+            started = time.monotonic()
+            try:
+                response = req.call(replicas[which], timeout=15)
+            except grpc.RpcError as e:
+                now = time.monotonic()
+                with lock:
+                    if e.code() != grpc.StatusCode.UNAVAILABLE:
+                        other_errors.append(f"{req.rid}: {e.code()} {e.details()}")
+                        return None
+                    failed = Failed(req, which, now, now - started)
+                    unavailable.append(failed)
+                    return failed
+            with lock:
+                acked[req.rid] = (time.monotonic(), which, response)
+            return None
+
         def client(n: int) -> None:
             for i in range(OUTAGE_PER_THREAD):
                 if stopping.is_set() or time.monotonic() > hard_stop:
                     return
                 req = _req(n, i)
-                which = (n + i) % len(replicas)
-                started = time.monotonic()
-                try:
-                    response = req.call(replicas[which], timeout=15)
-                except grpc.RpcError as e:
-                    now = time.monotonic()
-                    with lock:
-                        if e.code() == grpc.StatusCode.UNAVAILABLE:
-                            unavailable.append(Failed(req, which, now, now - started))
-                        else:
-                            other_errors.append(f"{req.rid}: {e.code()} {e.details()}")
+                if send(req, (n + i) % len(replicas)) is not None or req.rid not in acked:
                     time.sleep(0.05)  # as a client would back off
-                    continue
-                with lock:
-                    acked[req.rid] = (time.monotonic(), which, response)
 
         def successes_since(t: float) -> set[int]:
             with lock:
@@ -506,21 +511,14 @@ def test_postgres_restart_under_load_recovers_without_loss(
             client thread's call is held in the commit that was in flight at the loss (held
             until the store can be read: then no client call fails during the outage)."""
             req = _req(100 + which, 0, prefix="probe")
-            started = time.monotonic()
-            try:
-                response = req.call(replicas[which], timeout=15)
-            except grpc.RpcError as e:
-                now = time.monotonic()
+            failed = send(req, which)
+            if failed is not None:
+                probes.append(failed.seconds)
+            elif req.rid in acked:
                 with lock:
-                    if e.code() == grpc.StatusCode.UNAVAILABLE:
-                        unavailable.append(Failed(req, which, now, now - started))
-                        probes.append(now - started)
-                    else:
-                        other_errors.append(f"{req.rid}: {e.code()} {e.details()}")
-                return
-            with lock:
-                other_errors.append(f"{req.rid} was answered while its replica said NOT_SERVING")
-                acked[req.rid] = (time.monotonic(), which, response)
+                    other_errors.append(
+                        f"{req.rid} was answered while its replica said NOT_SERVING"
+                    )
 
         probes: list[float] = []  # seconds each probe took to fail
 
