@@ -27,7 +27,8 @@ class ScriptedQueue:
     def get(self, block: bool = True, timeout: float | None = None) -> object:
         if self.ready:
             return self.ready.pop(0)
-        assert timeout is not None and timeout > 0
+        assert timeout is not None
+        assert timeout > 0
         self.blocking_waits.append(timeout)
         if not self.later:
             raise queue.Empty
@@ -47,7 +48,8 @@ def test_a_lone_request_never_waits() -> None:
 def test_queued_requests_join_without_waiting() -> None:
     q = ScriptedQueue(["r1", "r2"], later=["r3"])
     group, _ = _gather(q, last_group=0)
-    assert group == ["r0", "r1", "r2"] and q.blocking_waits == []
+    assert group == ["r0", "r1", "r2"]
+    assert q.blocking_waits == []
 
 
 def test_under_load_it_waits_for_the_last_groups_callers() -> None:
@@ -55,7 +57,8 @@ def test_under_load_it_waits_for_the_last_groups_callers() -> None:
     q = ScriptedQueue(["r1"], later=["r2", "r3", "r4"])
     group, _ = _gather(q, last_group=4)
     assert group == ["r0", "r1", "r2", "r3"]
-    assert len(q.blocking_waits) == 2 and all(0 < t <= 0.002 for t in q.blocking_waits)
+    assert len(q.blocking_waits) == 2
+    assert all(0 < t <= 0.002 for t in q.blocking_waits)
 
 
 def test_it_stops_waiting_once_the_last_groups_size_is_back() -> None:
@@ -63,22 +66,26 @@ def test_it_stops_waiting_once_the_last_groups_size_is_back() -> None:
     # of waiting out the 2 ms for a fifth; what is already queued still joins.
     q = ScriptedQueue(["r1", "r2", "r3"], later=["late"])
     group, _ = _gather(q, last_group=4)
-    assert group == ["r0", "r1", "r2", "r3"] and q.blocking_waits == []
+    assert group == ["r0", "r1", "r2", "r3"]
+    assert q.blocking_waits == []
     q = ScriptedQueue(["r1", "r2", "r3", "r4", "r5"], later=["late"])
     group, _ = _gather(q, last_group=4)
-    assert group == ["r0", "r1", "r2", "r3", "r4", "r5"] and q.blocking_waits == []
+    assert group == ["r0", "r1", "r2", "r3", "r4", "r5"]
+    assert q.blocking_waits == []
 
 
 def test_the_wait_ends_when_nothing_more_arrives() -> None:
     q = ScriptedQueue([], later=["r1"])
     group, _ = _gather(q, last_group=8)
-    assert group == ["r0", "r1"] and len(q.blocking_waits) == 2
+    assert group == ["r0", "r1"]
+    assert len(q.blocking_waits) == 2
 
 
 def test_a_group_holds_at_most_max_group() -> None:
     q = ScriptedQueue([f"r{i}" for i in range(1, 10)])
     group, _ = _gather(q, last_group=8, max_group=4)
-    assert group == ["r0", "r1", "r2", "r3"] and q.ready[0] == "r4"
+    assert group == ["r0", "r1", "r2", "r3"]
+    assert q.ready[0] == "r4"
 
 
 def test_the_stop_marker_ends_the_group_and_is_reported() -> None:
