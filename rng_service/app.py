@@ -683,7 +683,9 @@ class Service:
         await self._check_witnesses_at_start(appender, storage, tree)
         health = await self._start_health(generator)
         if self.front_ends > 1:  # this process stays the log writer; N front ends serve gRPC
-            self.metrics.expect_integrity_errors(LogServicer.CHECKED_METHODS, CHECKS)
+            self.metrics.expect_integrity_errors(
+                (*LogServicer.CHECKED_METHODS, "sequencer"), CHECKS
+            )
             return await self._start_writer(
                 profiles, keys.public_keys(), tree.size, keys.signer, generator
             )
@@ -821,7 +823,7 @@ class Service:
         """The gRPC server with its three services, health and the drain window (not bound)."""
         cfg = self.config
         public_keys = keys.public_keys()
-        self.metrics.expect_integrity_errors(LogServicer.CHECKED_METHODS, CHECKS)
+        self.metrics.expect_integrity_errors((*LogServicer.CHECKED_METHODS, "sequencer"), CHECKS)
         return build_server(
             outcome=OutcomeServicer(
                 appender=appender,

@@ -224,8 +224,9 @@ class Metrics:
         )
         self.integrity_errors = Counter(
             "rng_log_integrity_errors",
-            "Log reads refused with DATA_LOSS because stored entries failed their checks, by "
-            "method and check (leaf_hash, entry, columns: a lookup column differs from the "
+            "Log reads, and outcome requests the sequencer refused (method sequencer), that "
+            "got DATA_LOSS because stored entries failed their checks, by method and check "
+            "(leaf_hash, entry, columns: a lookup column differs from the "
             "entry's signed bytes; gap: a row of an index range is missing; chain: a table's "
             "chain is broken). Any is a changed or damaged store: stop and investigate.",
             ["method", "check"],
@@ -291,7 +292,7 @@ class Metrics:
             for check in checks:
                 self.integrity_errors.labels(method=method, check=check)
 
-    # IntegrityObserver (rng_service.service.log_servicer)
+    # IntegrityObserver (rng_service.service.log_servicer) and AppendObserver (the sequencer)
     def integrity_error(self, method: str, check: str) -> None:
         self.integrity_errors.labels(method=method, check=check).inc()
 

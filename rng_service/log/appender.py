@@ -273,6 +273,11 @@ class AppendObserver(Protocol):
         """The writer takes groups again, ``seconds`` after the loss."""
         ...
 
+    def integrity_error(self, method: str, check: str) -> None:
+        """A stored row the sequencer relies on failed its ``check`` against its signed bytes
+        (``method`` is "sequencer"): its requests were refused with DATA_LOSS."""
+        ...
+
 
 #: Resolutions of an ambiguous commit (the ``resolution`` label of its metric).
 RESOLUTIONS = ("stored", "not_stored", "unresolved")
@@ -1399,7 +1404,9 @@ class Appender:
             try:
                 check_record(rec)
             except LookupIntegrityError as e:
-                tainted[("request", client, request_id)] = _edited(e, "a retry of this request")
+                tainted[("request", client, request_id)] = self._edited(
+                    e, "a retry of this request"
+                )
         rows: dict[int, bytes] = {}
         for slot in stored.slots:
             key = ("round", slot.client_id, slot.table_id, slot.round_id)
@@ -1408,9 +1415,29 @@ class Appender:
             try:
                 rows[slot.index] = self._checked_slot(slot)
             except LookupIntegrityError as e:
-                tainted[key] = _edited(e, "this round")
+                tainted[key] = self._edited(e, "this round")
         self._checked_heads(stored, tables, tainted)
         return tainted, rows
+
+    def _edited(self, e: LookupIntegrityError, what: str) -> IntegrityError:
+        """The error of a request that relies on a row failing its check; logged and counted
+        (``rng_log_integrity_errors_total{method="sequencer"}``) once here."""
+        _log.error(
+            {
+                "event": "log_integrity_error",
+                "method": "sequencer",
+                "check": e.check,
+                "index": e.index,
+                "message": str(e),
+            }
+        )
+        if self._observer is not None:
+            self._observer.integrity_error("sequencer", e.check)
+        return IntegrityError(
+            f"{e}. The sequencer relies on that row for {what}, so nothing was drawn: the log "
+            "store was edited under the running service (rng-service check-store names every "
+            "such row); stop and investigate"
+        )
 
     def _checked_slot(self, slot: SlotRecord) -> bytes:
         """The bytes of a filled slot's row, after checking that they are of that round and
@@ -1469,7 +1496,7 @@ class Appender:
                         index=now[1],
                     )
             except LookupIntegrityError as e:
-                tainted[("table", *table)] = _edited(e, "this table's next entry")
+                tainted[("table", *table)] = self._edited(e, "this table's next entry")
                 continue
             if len(known_heads) >= _KNOWN_HEADS:
                 known_heads.clear()
@@ -1502,24 +1529,6 @@ class Appender:
 _NO_LINKS: Mapping[str, JsonValue] = MappingProxyType({})
 #: Table heads kept by :meth:`Appender._checked_heads` (forgotten all at once beyond it).
 _KNOWN_HEADS = 100_000
-
-
-def _edited(e: LookupIntegrityError, what: str) -> IntegrityError:
-    """The error of a request that relies on a row failing its check; logged once here."""
-    _log.error(
-        {
-            "event": "log_integrity_error",
-            "method": "sequencer",
-            "check": e.check,
-            "index": e.index,
-            "message": str(e),
-        }
-    )
-    return IntegrityError(
-        f"{e}. The sequencer relies on that row for {what}, so nothing was drawn: the log "
-        "store was edited under the running service (rng-service check-store names every "
-        "such row); stop and investigate"
-    )
 
 
 def _tainted(

@@ -146,6 +146,12 @@ class StoreHealth:
         if self._forward is not None:
             self._forward.ambiguous_commit(resolution=resolution, entries=entries)
 
+    def integrity_error(self, method: str, check: str) -> None:
+        # An edited row refuses the requests relying on it; the store itself can still
+        # commit, so health does not change: the metric and its alert say it.
+        if self._forward is not None:
+            self._forward.integrity_error(method, check)
+
     def store_recovered(self, *, seconds: float) -> None:
         with self._lock:
             self._recovering = ""

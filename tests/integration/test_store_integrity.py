@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import sqlite3
+import urllib.request
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -50,8 +51,10 @@ def write_config(
     db: Path | None = None,
     lock_dir: Path | None = None,
     extra: str = "",
+    metrics: bool = False,
 ) -> Path:
-    """A config file in ``directory``; ``extra``: more ``[log]`` lines."""
+    """A config file in ``directory``; ``extra``: more ``[log]`` lines; ``metrics``: the
+    Prometheus endpoint on a free loopback port."""
     config = directory / "config.toml"
     config.write_text(
         "\n".join(
@@ -62,7 +65,7 @@ def write_config(
                 f'lock_dir = "{lock_dir or directory / "run"}"',
                 "shutdown_grace_seconds = 2",
                 "[metrics]",
-                "enabled = false",
+                *(['host = "127.0.0.1"', "port = 0"] if metrics else ["enabled = false"]),
                 "[log]",
                 f'origin = "{ORIGIN}"',
                 f'key_file = "{key}"',
@@ -94,6 +97,17 @@ class Served:
         self.port = int(self.listening["grpc_port"])
         self.target = f"127.0.0.1:{self.port}"
         self.stderr = ""
+
+    def metric(self, sample: str) -> float:
+        """The value of one sample line of the service's /metrics (e.g. a counter with its
+        labels)."""
+        url = f"http://127.0.0.1:{self.listening['metrics_port']}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            for line in reply.read().decode().splitlines():
+                name, _, value = line.rpartition(" ")
+                if name == sample:
+                    return float(value)
+        raise AssertionError(f"no sample {sample} in /metrics")
 
     def spins(self, prefix: str, n: int) -> None:
         with RngClient(self.target) as client:
@@ -429,7 +443,7 @@ def _entry_count(db: Path) -> int:
 
 
 def test_a_row_the_sequencer_finds_is_checked_against_its_signed_bytes(
-    log: tuple[Path, Path],
+    pristine: Pristine, log: tuple[Path, Path]
 ) -> None:
     """Each edited row is returned by the sequencer's query for the round asked again: the
     spin's row of round a10 with its slot changed (without the check the spin slot would look
@@ -440,8 +454,10 @@ def test_a_row_the_sequencer_finds_is_checked_against_its_signed_bytes(
     be answered with entry 15, another request's outcome, as its replay). The sequencer checks
     each row against its signed bytes before relying on it, so each request is refused with
     DATA_LOSS, nothing logged, one log_integrity_error line each. (One service for all: each
-    edit is of its own round.)"""
-    config, db = log
+    edit is of its own round.) Each is counted in rng_log_integrity_errors_total{method=
+    "sequencer"}, exported at 0 from the start, so the RngLogIntegrityError alert fires."""
+    _, db = log
+    config = write_config(db.parent, pristine.key, metrics=True)
     cases = [  # (row, edit, the round asked again, its request id, what the message says)
         (10, "slot = 'moved'", "a10", "redraw-1", "slot 'moved'"),
         (13, "round_id = 'a12', slot = 'multiball'", "a12", "redraw-2",
@@ -452,13 +468,16 @@ def test_a_row_the_sequencer_finds_is_checked_against_its_signed_bytes(
     ]  # fmt: skip
     refused: list[ClientError] = []
     served = Served(config)
+    counted = 'rng_log_integrity_errors_total{check="columns",method="sequencer"}'
     try:
+        assert served.metric(counted) == 0  # exported at 0 from the start (the alert's rate)
         for row, edit, round_id, request_id, _ in cases:
             sql(db, f"UPDATE entries SET {edit} WHERE idx = ?", row)
             with pytest.raises(ClientError) as info:
                 _spin_again(served, round_id, request_id)
             refused.append(info.value)
         assert _entry_count(db) == 44  # nothing drawn, nothing logged
+        assert served.metric(counted) == len(cases)  # RngLogIntegrityError fires
     finally:
         served.stop()
     for (row, *_, says), error in zip(cases, refused, strict=True):

@@ -63,6 +63,10 @@ class Events:
         with self.lock:
             self.calls.append(("recovered", seconds))
 
+    def integrity_error(self, method: str, check: str) -> None:
+        with self.lock:
+            self.calls.append(("integrity", (method, check)))
+
     def of(self, kind: str) -> list[Any]:
         with self.lock:
             return [value for k, value in self.calls if k == kind]

@@ -36,6 +36,9 @@ class Recorder:
     def store_recovered(self, *, seconds: float) -> None:
         self.calls.append(f"recovered {seconds}")
 
+    def integrity_error(self, method: str, check: str) -> None:
+        self.calls.append(f"integrity {method} {check}")
+
 
 class Probed(MemoryStorage):
     def __init__(self) -> None:
@@ -159,3 +162,14 @@ def test_down_from_a_lost_store_until_the_first_commit_after_the_recovery() -> N
         "ambiguous stored 4",
         "recovered 1.5",
     ]
+
+
+def test_an_edited_row_is_forwarded_to_the_metrics_and_leaves_health_up() -> None:
+    """The sequencer's refusal of a request relying on an edited row reaches
+    rng_log_integrity_errors_total through this observer; the store can still commit, so
+    health stays up (other tables are served)."""
+    forward = Recorder()
+    health = StoreHealth(MemoryStorage(), clock=FakeClock(), forward=forward)
+    health.integrity_error("sequencer", "columns")
+    assert forward.calls == ["integrity sequencer columns"]
+    assert health.status().state == "up"
