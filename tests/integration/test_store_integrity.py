@@ -16,9 +16,9 @@ import os
 import shutil
 import signal
 import sqlite3
-import urllib.request
 import subprocess
 import sys
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
