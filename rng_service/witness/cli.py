@@ -4,7 +4,8 @@ Subcommands:
   keygen   write the witness's Ed25519 key pair; prints its cosignature verifier key (type 0x04)
   pubkey   print the cosignature verifier key of a witness key file
   serve    run the witness (``--config FILE``): JSON log lines on stderr, one ``listening``
-           object on stdout once it serves
+           object on stdout once it serves (``port``, ``url``, and ``metrics_port``: the
+           Prometheus endpoint's bound port, null when ``[metrics]`` is off)
   state    print the latest cosigned checkpoint of each log, and any evidence kept
 
 Exit status: 0 success, 2 configuration or usage errors (``serve``: a ``startup_failed`` event
@@ -22,7 +23,16 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
+from prometheus_client import (
+    CollectorRegistry,
+    PlatformCollector,
+    ProcessCollector,
+    start_http_server,
+)
+
+from rng_service import __version__
 from rng_service.clock import SystemClock
 from rng_service.errors import RngServiceError
 from rng_service.log.cosignature import CosignatureSigner
@@ -30,6 +40,7 @@ from rng_service.log.keys import generate_key_pair, load_private_key
 from rng_service.security.key_files import KeyFilePermissionError, check_key_file
 from rng_service.witness.config import WitnessConfig, WitnessConfigError, load_witness_config
 from rng_service.witness.core import Witness
+from rng_service.witness.metrics import StateCollector, WitnessMetrics
 from rng_service.witness.server import WitnessServer
 from rng_service.witness.state import WitnessState
 
@@ -126,11 +137,21 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         _log.error({"event": "startup_failed", "error": str(e), "setting": setting})
         return 2
     witness = Witness(signer=signer, logs=config.trusted(), state=state, clock=SystemClock())
+    registry = CollectorRegistry()
+    try:
+        metrics = WitnessMetrics(
+            registry, name=signer.name, version=__version__,
+            origins=[log.origin for log in config.logs], heads=state.heads(),
+        )  # fmt: skip
+    except RngServiceError as e:
+        _log.error({"event": "startup_failed", "error": str(e), "setting": "state"})
+        state.close()
+        return 2
     try:
         server = WitnessServer(
             witness, host=config.host, port=config.port, prefix=config.prefix,
             max_connections=config.max_connections, tls_cert_file=config.tls_cert_file,
-            tls_key_file=config.tls_key_file,
+            tls_key_file=config.tls_key_file, sink=metrics,
         )  # fmt: skip
     except (OSError, ValueError) as e:
         _log.error(
@@ -143,6 +164,25 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         state.close()
         return 2
     port = server.server_address[1]
+    metrics_server: Any = None
+    metrics_port: int | None = None
+    if config.metrics.enabled:
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        registry.register(StateCollector(state.probe))
+        mhost = config.metrics.host.strip("[]")
+        try:
+            metrics_server, _ = start_http_server(
+                config.metrics.port, addr=mhost, registry=registry
+            )
+        except OSError as e:
+            _log.error({"event": "startup_failed", "setting": "metrics.port",
+                        "error": f"cannot serve metrics on {config.metrics.host}:"
+                                 f"{config.metrics.port}: {e}"})  # fmt: skip
+            server.server_close()
+            state.close()
+            return 2
+        metrics_port = int(metrics_server.server_port)
     stop = threading.Event()
 
     def _stop(*_: object) -> None:
@@ -157,15 +197,20 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         "verifier_key": signer.verifier().verifier_key(),
         "address": f"{config.host}:{port}", "tls": server.tls,
         "endpoint": server.add_checkpoint_path, "state": str(config.state),
+        "metrics": None if metrics_port is None else f"{config.metrics.host}:{metrics_port}",
         "logs": {log.origin: [k.verifier_key() for k in log.keys] for log in config.logs},
     })  # fmt: skip
     scheme = "https" if server.tls else "http"
     print(json.dumps({"event": "listening", "port": port,
-                      "url": f"{scheme}://{config.host}:{port}{config.prefix}"}),
+                      "url": f"{scheme}://{config.host}:{port}{config.prefix}",
+                      "metrics_port": metrics_port}),
           flush=True)  # fmt: skip
     stop.wait()
     server.shutdown()
     server.server_close()
+    if metrics_server is not None:
+        metrics_server.shutdown()
+        metrics_server.server_close()
     state.close()
     _log.info({"event": "stopped"})
     return 0

@@ -14,6 +14,11 @@ port = 7380                             # 0: any free port (tests)
 prefix = ""                             # submission prefix: POST <prefix>/add-checkpoint
 max_connections = 64                    # connections served at once; more are closed
 
+[metrics]                               # optional: Prometheus endpoint (on when the table is)
+enabled = true                          # default: true with the table, false without it
+host = "127.0.0.1"                      # loopback unless Prometheus scrapes from elsewhere
+port = 7381                             # its own port, never the witness's; 0: any free port
+
 [tls]                                   # optional: HTTPS with this certificate
 cert_file = "witness-cert.pem"
 key_file = "witness-cert.key"
@@ -38,10 +43,19 @@ from rng_service.log.keys import load_verifier_keys
 from rng_service.log.note import NoteVerifier, is_valid_key_name
 from rng_service.security.key_files import KEY_FILE_PERMISSIONS
 
-__all__ = ["LogEntry", "WitnessConfig", "WitnessConfigError", "load_witness_config"]
+__all__ = [
+    "LogEntry",
+    "MetricsConfig",
+    "WitnessConfig",
+    "WitnessConfigError",
+    "load_witness_config",
+]
 
 _TOP = ("name", "key_file", "key_passphrase_env", "key_file_permissions", "state", "host",
-        "port", "prefix", "max_connections", "tls", "logs")  # fmt: skip
+        "port", "prefix", "max_connections", "metrics", "tls", "logs")  # fmt: skip
+_METRICS = ("enabled", "host", "port")
+#: The ``[metrics]`` port when the table does not give one (the witness's default port + 1).
+DEFAULT_METRICS_PORT = 7381
 
 
 class WitnessConfigError(Exception):
@@ -52,6 +66,15 @@ class WitnessConfigError(Exception):
 class LogEntry:
     origin: str
     keys: tuple[NoteVerifier, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsConfig:
+    """``[metrics]``: the witness's Prometheus endpoint (rng_service.witness.metrics)."""
+
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_METRICS_PORT
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +93,7 @@ class WitnessConfig:
     #: What a key file readable by others than its owner gets (rng_service.security.key_files):
     #: "warn" (a logged warning) or "strict" (refused); world-writable is always refused.
     key_file_permissions: str = "warn"
+    metrics: MetricsConfig = MetricsConfig()
 
     def trusted(self) -> Mapping[str, tuple[NoteVerifier, ...]]:
         return {log.origin: log.keys for log in self.logs}
@@ -84,6 +108,46 @@ def _string(raw: Mapping[str, Any], key: str, default: str | None, setting: str)
     if not isinstance(value, str):
         raise _fail(setting, value, "a string")
     return value
+
+
+def _host(raw: Mapping[str, Any], setting: str) -> str:
+    host = _string(raw, setting.rpartition(".")[2], "127.0.0.1", setting)
+    if host != "localhost":
+        try:
+            ipaddress.ip_address(host.strip("[]"))
+        except ValueError:
+            raise _fail(setting, host, "an IP address or 'localhost'") from None
+    return host
+
+
+def _port(raw: Mapping[str, Any], setting: str, default: int) -> int:
+    port = raw.get(setting.rpartition(".")[2], default)
+    if type(port) is not int or not 0 <= port <= 65535:
+        raise _fail(setting, port, "an integer from 0 to 65535 (0 = any free port)")
+    return port
+
+
+def _metrics(raw: Mapping[str, Any], witness_port: int) -> MetricsConfig:
+    """``[metrics]``: absent, off; present, on unless ``enabled = false``."""
+    if "metrics" not in raw:
+        return MetricsConfig()
+    table = raw["metrics"]
+    if not isinstance(table, dict):
+        raise _fail("metrics", table, "a table with " + ", ".join(_METRICS))
+    unknown = sorted(set(table) - set(_METRICS))
+    if unknown:
+        raise WitnessConfigError(
+            f"metrics.{unknown[0]}: unknown setting (allowed: {', '.join(_METRICS)})"
+        )
+    enabled = table.get("enabled", True)
+    if type(enabled) is not bool:
+        raise _fail("metrics.enabled", enabled, "true or false")
+    host = _host(table, "metrics.host")
+    port = _port(table, "metrics.port", DEFAULT_METRICS_PORT)
+    if enabled and port != 0 and port == witness_port:
+        raise _fail("metrics.port", port, f"a port of its own, not the witness's port "
+                    f"({witness_port}), or 0 for any free port")  # fmt: skip
+    return MetricsConfig(enabled=enabled, host=host, port=port)
 
 
 def load_witness_config(path: Path) -> WitnessConfig:
@@ -112,21 +176,15 @@ def load_witness_config(path: Path) -> WitnessConfig:
     if permissions not in KEY_FILE_PERMISSIONS:
         raise _fail("key_file_permissions", permissions, " or ".join(KEY_FILE_PERMISSIONS))
     state = _string(raw, "state", "witness-state.sqlite3", "state")
-    host = _string(raw, "host", "127.0.0.1", "host")
-    if host != "localhost":
-        try:
-            ipaddress.ip_address(host.strip("[]"))
-        except ValueError:
-            raise _fail("host", host, "an IP address or 'localhost'") from None
-    port = raw.get("port", 7380)
-    if type(port) is not int or not 0 <= port <= 65535:
-        raise _fail("port", port, "an integer from 0 to 65535 (0 = any free port)")
+    host = _host(raw, "host")
+    port = _port(raw, "port", 7380)
     prefix = _string(raw, "prefix", "", "prefix").rstrip("/")
     if prefix and (not prefix.startswith("/") or any(c.isspace() for c in prefix)):
         raise _fail("prefix", prefix, "'' or a URL path such as '/witness'")
     max_connections = raw.get("max_connections", 64)
     if type(max_connections) is not int or not 1 <= max_connections <= 10_000:
         raise _fail("max_connections", max_connections, "1 to 10000")
+    metrics = _metrics(raw, port)
     tls = raw.get("tls", {})
     if not isinstance(tls, dict) or sorted(set(tls) - {"cert_file", "key_file"}):
         raise _fail("tls", tls, "a table with cert_file and key_file")
@@ -168,4 +226,5 @@ def load_witness_config(path: Path) -> WitnessConfig:
         tls_key_file=base / tls_key if tls_key else None,
         logs=tuple(logs),
         key_file_permissions=permissions,
+        metrics=metrics,
     )

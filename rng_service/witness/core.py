@@ -26,13 +26,17 @@ C2SP tlog-witness, "add-checkpoint":
 
 Every answer but 200 carries a one-line plain-text reason. Each decision is also an event for
 the witness's JSON log (:attr:`Answer.event`); 409 forks and 422s are logged as errors: they may
-be evidence of a log that forked or was cut back.
+be evidence of a log that forked or was cut back. And each names its :class:`Result` and the
+configured origin it was for (:attr:`Answer.log`, ``""`` when the request names none the witness
+cosigns), which is what the witness's metrics count (:mod:`rng_service.witness.metrics`): never
+the request's own origin text, so an attacker cannot make up label values.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from rng_service.clock import Clock
@@ -55,23 +59,48 @@ from rng_service.log.tlog_witness import (
 )
 from rng_service.witness.state import Conflict, Cosign, Inconsistent, WitnessState
 
-__all__ = ["Answer", "Witness"]
+__all__ = ["Answer", "Result", "Witness"]
 
 _TEXT = "text/plain; charset=utf-8"
 
 
+class Result(StrEnum):
+    """What an add-checkpoint request came to: one per distinct answer of the spec, and the
+    value of the ``result`` label of ``rng_witness_server_requests_total``."""
+
+    COSIGNED = "cosigned"  # 200
+    CONFLICT = "conflict"  # 409: the old size is not the latest cosigned size
+    FORK = "fork"  # 409: the latest cosigned size, another root
+    INCONSISTENT = "inconsistent"  # 422: the consistency proof does not verify
+    BAD_SIGNATURE = "bad_signature"  # 403
+    UNKNOWN_LOG = "unknown_log"  # 404
+    MALFORMED = "malformed"  # 400
+    UNAVAILABLE = "unavailable"  # 503: the witness's state could not be read or written
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """An HTTP answer: status, content type, body; and the event to log about it."""
+    """An HTTP answer: status, content type, body; the event to log about it; and, for an
+    add-checkpoint request, its :class:`Result`, the configured origin it was for (``log``:
+    ``""`` when the body names no origin the witness cosigns) and, when cosigned, the
+    checkpoint's ``size`` and the cosignature's ``timestamp`` (seconds)."""
 
     status: int
     content_type: str
     body: bytes
     event: dict[str, Any] = field(default_factory=dict)
+    result: Result | None = None
+    log: str = ""
+    size: int | None = None
+    timestamp: int | None = None
 
     @classmethod
-    def text(cls, status: int, message: str, **event: Any) -> Answer:
-        return cls(status, _TEXT, (message + "\n").encode("utf-8"), {**event, "reason": message})
+    def text(
+        cls, status: int, message: str, *, result: Result | None = None, log: str = "",
+        **event: Any,
+    ) -> Answer:  # fmt: skip
+        body = (message + "\n").encode("utf-8")
+        return cls(status, _TEXT, body, {**event, "reason": message}, result=result, log=log)
 
 
 class Witness:
@@ -102,26 +131,30 @@ class Witness:
             text = parse_note(signed).text
             checkpoint = Checkpoint.parse(text)
         except (MalformedWitnessMessage, MalformedNote) as e:
-            return Answer.text(400, f"malformed request: {e}", event="add_checkpoint_malformed")
+            return Answer.text(400, f"malformed request: {e}", result=Result.MALFORMED,
+                               event="add_checkpoint_malformed")  # fmt: skip
         origin = checkpoint.origin
         event: dict[str, Any] = {"origin": origin, "size": checkpoint.size,
                                  "old_size": request.old_size}  # fmt: skip
         keys = self._logs.get(origin)
         if keys is None:
             return Answer.text(
-                404, f"unknown log origin {origin!r}", event="add_checkpoint_unknown_log", **event
-            )
+                404, f"unknown log origin {origin!r}", result=Result.UNKNOWN_LOG,
+                event="add_checkpoint_unknown_log", **event,
+            )  # fmt: skip
         try:
             open_note(signed, keys)
         except (UnverifiedNote, InvalidNoteSignature) as e:
             return Answer.text(
                 403, f"no valid signature of a trusted key of {origin!r}: {e}",
-                event="add_checkpoint_bad_signature", **event,
+                result=Result.BAD_SIGNATURE, log=origin, event="add_checkpoint_bad_signature",
+                **event,
             )  # fmt: skip
         if request.old_size > checkpoint.size:
             return Answer.text(
                 400, f"old size {request.old_size} is larger than the checkpoint size "
-                f"{checkpoint.size}", event="add_checkpoint_malformed", **event,
+                f"{checkpoint.size}", result=Result.MALFORMED, log=origin,
+                event="add_checkpoint_malformed", **event,
             )  # fmt: skip
         now_ns = self._clock.now_ns()
         try:
@@ -135,6 +168,7 @@ class Witness:
             )
         except StorageUnavailable as e:
             return Answer.text(503, f"witness state unavailable: {e}",
+                               result=Result.UNAVAILABLE, log=origin,
                                event="witness_state_unavailable", **event)  # fmt: skip
         if isinstance(decision, Conflict):
             if decision.fork:
@@ -142,15 +176,18 @@ class Witness:
                     409, SIZE_CONTENT_TYPE, encode_size(decision.size),
                     {"event": "inconsistent_checkpoint", "level": "error", **event,
                      "reason": "same size as the cosigned checkpoint, another root: a fork"},
+                    result=Result.FORK, log=origin,
                 )  # fmt: skip
             return Answer(
                 409, SIZE_CONTENT_TYPE, encode_size(decision.size),
                 {"event": "add_checkpoint_conflict", **event, "witness_size": decision.size},
+                result=Result.CONFLICT, log=origin,
             )  # fmt: skip
         if isinstance(decision, Inconsistent):
             return Answer.text(
                 422, f"consistency proof does not verify: {decision.reason}",
-                event="inconsistent_checkpoint", level="error", **event,
+                result=Result.INCONSISTENT, log=origin, event="inconsistent_checkpoint",
+                level="error", **event,
             )  # fmt: skip
         if not isinstance(decision, Cosign):  # not reached: the decisions are these three
             raise TypeError(f"unknown decision {decision!r}")
@@ -160,4 +197,5 @@ class Witness:
             200, _TEXT, cosignature.line().encode("utf-8"),
             {"event": "cosigned", **event, "previous_size": decision.previous_size,
              "timestamp": timestamp},
+            result=Result.COSIGNED, log=origin, size=checkpoint.size, timestamp=timestamp,
         )  # fmt: skip

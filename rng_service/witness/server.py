@@ -8,7 +8,9 @@ standard server leaves to us is done here: HTTP/1.1 keep-alive ("Clients SHOULD 
 witnesses SHOULD support, HTTP keep-alive"), a ``Content-Length`` that is required and bounded,
 an idle timeout per connection, at most ``max_connections`` connections at once (more are
 closed at once), optional TLS (the handshake runs in the connection's own thread, under its
-timeout), and one JSON log line per request. The Python docs advise against exposing
+timeout), one JSON log line per request, and each add-checkpoint answer handed to an injected
+:class:`AnswerSink` (the witness's metrics, :mod:`rng_service.witness.metrics`; this module
+imports no metrics library). The Python docs advise against exposing
 ``http.server`` to the internet unguarded; docs/operations.md ("Witnesses") says to put a
 witness reachable from outside behind a reverse proxy or a C2SP https-bastion.
 
@@ -23,17 +25,23 @@ import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rng_service.log.tlog_witness import ADD_CHECKPOINT_PATH, MAX_BODY_BYTES
-from rng_service.witness.core import Answer, Witness
+from rng_service.witness.core import Answer, Result, Witness
 
-__all__ = ["IDLE_TIMEOUT_SECONDS", "WitnessServer"]
+__all__ = ["IDLE_TIMEOUT_SECONDS", "AnswerSink", "WitnessServer"]
 
 _log = logging.getLogger("rng_witness")
 
 #: A connection idle (or sending its request) this long is closed.
 IDLE_TIMEOUT_SECONDS = 30.0
+
+
+class AnswerSink(Protocol):
+    """Told of every answer to ``POST <prefix>/add-checkpoint``, once, before it is sent."""
+
+    def answered(self, answer: Answer) -> None: ...
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -58,19 +66,24 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(answer.body)
 
+    def _refuse(self, message: str) -> None:
+        """A 400 before the body is read: the request is malformed, and the connection closed."""
+        self.close_connection = True
+        answer = Answer.text(400, message, result=Result.MALFORMED)
+        self.server.sink.answered(answer)
+        self._send(answer)
+
     def do_POST(self) -> None:
         if self.path != self.server.add_checkpoint_path:
             self._send(Answer.text(404, f"no such endpoint {self.path[:100]!r}"))
             return
         length_text = self.headers.get("Content-Length")
         if length_text is None or not length_text.isdigit():
-            self.close_connection = True
-            self._send(Answer.text(400, "a Content-Length is required"))
+            self._refuse("a Content-Length is required")
             return
         length = int(length_text)
         if length > MAX_BODY_BYTES:
-            self.close_connection = True
-            self._send(Answer.text(400, f"body of {length} bytes; at most {MAX_BODY_BYTES}"))
+            self._refuse(f"body of {length} bytes; at most {MAX_BODY_BYTES}")
             return
         body = self.rfile.read(length)
         if len(body) != length:
@@ -80,6 +93,7 @@ class _Handler(BaseHTTPRequestHandler):
         event = {"event": "add_checkpoint", "status": answer.status, **answer.event}
         level = logging.ERROR if event.pop("level", None) == "error" else logging.INFO
         _log.log(level, event)
+        self.server.sink.answered(answer)
         self._send(answer)
 
     def do_GET(self) -> None:
@@ -87,9 +101,15 @@ class _Handler(BaseHTTPRequestHandler):
                                "POST <prefix>/add-checkpoint (C2SP tlog-witness)"))  # fmt: skip
 
 
+class _NoSink:
+    def answered(self, answer: Answer) -> None:
+        pass
+
+
 class WitnessServer(ThreadingHTTPServer):
     """The witness's HTTP(S) server. ``serve_forever()`` in one thread, ``shutdown()`` from
-    another; ``server_address[1]`` is the bound port (useful with port 0)."""
+    another; ``server_address[1]`` is the bound port (useful with port 0). ``sink`` is told of
+    every add-checkpoint answer (none: the answers are only logged)."""
 
     daemon_threads = True
     allow_reuse_address = True
@@ -104,8 +124,10 @@ class WitnessServer(ThreadingHTTPServer):
         max_connections: int = 64,
         tls_cert_file: Path | None = None,
         tls_key_file: Path | None = None,
+        sink: AnswerSink | None = None,
     ) -> None:
         self.witness = witness
+        self.sink: AnswerSink = sink if sink is not None else _NoSink()
         self.add_checkpoint_path = prefix.rstrip("/") + ADD_CHECKPOINT_PATH
         self._slots = threading.BoundedSemaphore(max_connections)
         if ":" in host.strip("[]"):

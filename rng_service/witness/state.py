@@ -181,10 +181,27 @@ class WitnessState:
 
     def heads(self) -> list[LogHead]:
         with self._lock:
-            rows = self._conn.execute(
-                "SELECT origin, size, root, note, updated_ns FROM logs ORDER BY origin"
-            ).fetchall()
+            try:
+                rows = self._conn.execute(
+                    "SELECT origin, size, root, note, updated_ns FROM logs ORDER BY origin"
+                ).fetchall()
+            except sqlite3.Error as e:
+                raise StorageUnavailable(f"witness state {self._path}: {e}") from e
         return [LogHead(r[0], r[1], bytes(r[2]), bytes(r[3]), r[4]) for r in rows]
+
+    def probe(self) -> None:
+        """Read the state file's schema version: :class:`StorageUnavailable` when it cannot be
+        read (an I/O error, a damaged or replaced file). A read, so it never waits for a writer
+        (WAL mode); a store that can be read but not written shows only in ``advance``."""
+        with self._lock:
+            try:
+                row = self._conn.execute(
+                    "SELECT value FROM meta WHERE key = 'schema_version'"
+                ).fetchone()
+            except sqlite3.Error as e:
+                raise StorageUnavailable(f"witness state {self._path}: {e}") from e
+        if row is None or row[0] != str(SCHEMA_VERSION):
+            raise StorageUnavailable(f"witness state {self._path}: schema version changed")
 
     def evidence(self) -> list[Evidence]:
         with self._lock:
