@@ -47,6 +47,7 @@ DEPLOY = ROOT / "deploy"
 COMPOSE = DEPLOY / "docker-compose.yml"
 PROMETHEUS = DEPLOY / "prometheus" / "prometheus.yml"
 ALERTS = DEPLOY / "prometheus" / "alerts.yml"
+WITNESS_ALERTS = DEPLOY / "prometheus" / "witness-alerts.yml"
 DASHBOARD = DEPLOY / "grafana" / "rng-service-dashboard.json"
 OPERATIONS = ROOT / "docs" / "operations.md"
 DOCKERFILE = ROOT / "Dockerfile"
@@ -494,6 +495,44 @@ def test_alerts_use_only_exported_metrics(
         assert not unknown, f"{rule['alert']} uses unknown metrics {unknown}"
     for name in FUTURE_METRICS:
         assert name in header, f"alerts.yml does not list the future metric {name}"
+
+
+def witness_metric_names() -> set[str]:
+    """Every sample name rng-witness's registry exports (rng_service.witness.metrics)."""
+    from prometheus_client import CollectorRegistry
+
+    from rng_service.witness.metrics import StateCollector, WitnessMetrics
+
+    registry = CollectorRegistry()
+    WitnessMetrics(registry, name="w.example/w", version="1", origins=["o"], heads=[])
+    registry.register(StateCollector(lambda: None))
+    names: set[str] = set()
+    for family in registry.collect():
+        names.update(sample.name for sample in family.samples)
+    return names
+
+
+def test_witness_alerts_use_its_series_and_have_runbooks() -> None:
+    """witness-alerts.yml: the witness's own series only (never the service's view of its
+    witnesses, rng_witness_up and the like), each rule with a runbook section in
+    docs/operations.md, and the fork alert critical and at once."""
+    rules = [r for g in _load_yaml(WITNESS_ALERTS)["groups"] for r in g["rules"]]
+    assert {r["alert"] for r in rules} == {
+        "RngWitnessServerLogForked", "RngWitnessServerStateUnavailable", "RngWitnessServerDown",
+    }  # fmt: skip
+    known = witness_metric_names() | PROMETHEUS_SERIES
+    doc = OPERATIONS.read_text(encoding="utf-8")
+    for rule in rules:
+        used = metric_names(rule["expr"])
+        assert used, rule["alert"]
+        assert not used - known, (rule["alert"], used - known)
+        assert rule["labels"]["service"] == "rng-witness"
+        anchor = rule["annotations"]["runbook_url"].partition("#")[2]
+        assert anchor == rule["alert"].lower()
+        assert f"#### {rule['alert']}" in doc, f"docs/operations.md: no section {rule['alert']}"
+    forked = next(r for r in rules if r["alert"] == "RngWitnessServerLogForked")
+    assert forked["labels"]["severity"] == "critical"
+    assert "for" not in forked  # an alarm: at once
 
 
 _SERIES = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)\{(?P<labels>.*)\}$")

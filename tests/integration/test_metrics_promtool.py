@@ -1,7 +1,9 @@
 """promtool (Debian's ``prometheus`` package) on what the service exports and on deploy/prometheus.
 
 - ``promtool check metrics`` lints a real scrape of an in-process service after a few spins;
-- ``promtool check rules`` / ``promtool test rules`` check alerts.yml and run its unit tests;
+- ``promtool check rules`` / ``promtool test rules`` check alerts.yml and run its unit tests, and
+  the same for witness-alerts.yml (rng-witness's own rules; its scrape is linted in
+  test_witness_metrics.py);
 - ``promtool check config`` checks the Prometheus config of the compose file;
 - every dashboard expression is parsed by promtool's PromQL engine.
 
@@ -82,6 +84,16 @@ def test_promtool_checks_the_alerting_rules(promtool: str) -> None:
 
 def test_promtool_runs_the_alert_unit_tests(promtool: str) -> None:
     output = run_promtool(promtool, "test", "rules", "alerts_test.yml", cwd=PROMETHEUS_DIR)
+    assert "SUCCESS" in output
+
+
+def test_promtool_checks_the_witness_alerting_rules(promtool: str) -> None:
+    output = run_promtool(promtool, "check", "rules", "witness-alerts.yml", cwd=PROMETHEUS_DIR)
+    assert "SUCCESS: 3 rules found" in output
+
+
+def test_promtool_runs_the_witness_alert_unit_tests(promtool: str) -> None:
+    output = run_promtool(promtool, "test", "rules", "witness-alerts_test.yml", cwd=PROMETHEUS_DIR)
     assert "SUCCESS" in output
 
 
