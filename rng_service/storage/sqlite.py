@@ -135,6 +135,16 @@ _INSERT_COSIGNATURE = (
     "received_ns = excluded.received_ns WHERE excluded.cosigned_at > cosignatures.cosigned_at"
 )
 
+# Binding a ``bytes`` parameter (entry bytes, leaf hashes, digests, node hashes: about five a
+# logged outcome) makes the sqlite3 module look for an adapter (``bytes`` is not among the types
+# it binds without one). With none registered it asks its PrepareProtocol type for
+# ``__adapt__``, which formats, raises and clears an AttributeError each time: about a third of
+# the writer's cost of binding a row (docs/performance.md). An adapter registered for exact
+# ``bytes`` that returns the object itself (``bytes.__bytes__`` of a ``bytes`` is that object)
+# binds the very same blob without it. The registry is the sqlite3 module's, process-wide;
+# this entry changes no value any connection binds.
+sqlite3.register_adapter(bytes, bytes.__bytes__)
+
 # Queries are literals; the only composed SQL (filters in find_entries/checkpoints, the IN
 # list in nodes) is built from fixed fragments, never from caller text (hence the S608 noqa).
 _SELECT_ENTRIES = (
