@@ -125,6 +125,8 @@ def check(
     built when the child fails. Exact types: a ``bool`` is not an integer, an ``IntEnum`` or a
     ``str`` subclass is refused (their JSON would depend on the subclass).
     """
+    if _plain(value, allow_null):
+        return False
     non_ascii = False
     stack: list[tuple[Any, str, object]] = [(value, path, None)]
     pop, push = stack.pop, stack.append
@@ -162,6 +164,40 @@ def check(
         else:
             _fail(f"{kind.__name__} is not allowed in canonical JSON", parent, key)
     return non_ascii
+
+
+def _plain(value: JsonValue, allow_null: bool) -> bool:
+    """Whether :func:`check` accepts ``value`` and finds every object key ASCII: the common
+    case, decided by one walk that builds no paths and pushes no scalars (the log writer
+    checks every entry's params and outcome). False for anything else, including a value
+    :func:`check` accepts (a ``Mapping`` that is not a ``dict``, a non-ASCII key): the full
+    walk then decides, and names what is wrong."""
+    stack = [value]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is dict:
+            for k in item:
+                if type(k) is not str or not k.isascii():
+                    return False
+            items = item.values()
+        elif kind is list or kind is tuple:
+            items = item
+        else:
+            items = (item,)  # a scalar at the top
+        for sub in items:
+            kind = type(sub)
+            if kind is str or kind is bool:
+                continue
+            if kind is int:
+                if not -MAX_SAFE_INTEGER <= sub <= MAX_SAFE_INTEGER:
+                    return False
+            elif kind is dict or kind is list or kind is tuple:
+                push(sub)
+            elif sub is not None or not allow_null:
+                return False
+    return True
 
 
 def _child(parent: str, key: object) -> str:
