@@ -205,10 +205,20 @@ class Spin:
         }
 
 
+#: The (not voided) spin of each compartment, by wheel, in the wheel's order: a spin is
+#: immutable, so a draw returns one of these instead of building it (the log writer draws
+#: every outcome on one thread; docs/performance.md).
+_SPINS: Mapping[WheelType, tuple[Spin, ...]] = {
+    w: tuple(
+        Spin(number=label, colour=colour_of(label), position=i) for i, label in enumerate(order)
+    )
+    for w, order in WHEEL_ORDER.items()
+}
+
+
 def spin_at(wheel: WheelType, position: int) -> Spin:
     """The (not voided) spin landing in compartment ``position`` of ``wheel``'s order."""
-    label = WHEEL_ORDER[wheel][position]
-    return Spin(number=label, colour=colour_of(label), position=position)
+    return _SPINS[wheel][position]
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,10 +263,11 @@ class RouletteOutcome:
 def draw(src: RandomSource, params: SpinParams) -> RouletteOutcome:
     """Spin once (respinning voided 00 results on a double-zero-as-single-zero wheel)."""
     wheel = params.wheel
-    size = len(WHEEL_ORDER[wheel])
+    compartments = _SPINS[wheel]
+    size = len(compartments)
     spins: list[Spin] = []
     while True:
-        spin = spin_at(wheel, src.randbelow(size))
+        spin = compartments[src.randbelow(size)]
         if wheel is WheelType.DOUBLE_ZERO_AS_SINGLE_ZERO and spin.number == "00":
             spins.append(Spin(spin.number, spin.colour, spin.position, voided=True))
             if len(spins) >= MAX_VOIDED_SPINS:
