@@ -217,8 +217,14 @@ _SPINS: Mapping[WheelType, tuple[Spin, ...]] = {
 
 
 def spin_at(wheel: WheelType, position: int) -> Spin:
-    """The (not voided) spin landing in compartment ``position`` of ``wheel``'s order."""
-    return _SPINS[wheel][position]
+    """The (not voided) spin landing in compartment ``position`` of ``wheel``'s order
+    (0 to the wheel's size less one)."""
+    spins = _SPINS[wheel]
+    if not 0 <= position < len(spins):
+        raise ValueError(
+            f"position {position} is not a compartment of {wheel.value} (0-{len(spins) - 1})"
+        )
+    return spins[position]
 
 
 @dataclass(frozen=True, slots=True)

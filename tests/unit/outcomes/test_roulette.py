@@ -171,3 +171,12 @@ def test_distribution_chi_square(seeded, chi2_pvalue, chi2_alpha, wheel) -> None
     for k, c in voids.items():
         pooled[min(int(str(k)), 2)] += c
     assert chi2_pvalue(pooled, vd_pooled) > chi2_alpha
+
+
+@pytest.mark.parametrize("wheel", list(W))
+def test_spin_at_takes_only_a_compartment_of_the_wheel(wheel: r.WheelType) -> None:
+    size = len(r.WHEEL_ORDER[wheel])
+    assert r.spin_at(wheel, size - 1).position == size - 1
+    for position in (-1, size):
+        with pytest.raises(ValueError, match=f"position {position} is not a compartment"):
+            r.spin_at(wheel, position)
