@@ -379,6 +379,17 @@ _T_CAPTURED = {
 }  # fmt: skip
 
 
+#: The groups of an entry's template in their order (the entry's keys are sorted), by format
+#: version: what EntryChecker.inspect unpacks from one ``Match.groups()``.
+_T_GROUPS = {
+    1: ("client", "index", "kind", "request", "round", "table", "date", "v"),
+    2: ("client", "index", "kind", "request", "round", "slot", "table", "prev", "seq", "date",
+        "v"),
+}  # fmt: skip
+_Template = tuple[Callable[[bytes], "re.Match[bytes] | None"], int]
+"""A compiled template's ``fullmatch`` and the format version of the entries it matches."""
+
+
 def _t_entry(record: dict[str, Any]) -> bytes:
     """The template of an entry that passed the reference check: group ``index`` its index,
     ``date`` its date, ``client``, ``table``, ``round``, ``kind`` and ``request`` the JSON
@@ -429,8 +440,8 @@ class EntryChecker:
     GIVE_UP = 10_000
 
     def __init__(self) -> None:
-        self._active: list[Callable[[bytes], re.Match[bytes] | None]] = []
-        self._compiled: dict[bytes, Callable[[bytes], re.Match[bytes] | None]] = {}
+        self._active: list[_Template] = []
+        self._compiled: dict[bytes, _Template] = {}
         self._dates: set[bytes] = set()
         self._hits = 0
         self._misses = 0
@@ -458,41 +469,46 @@ class EntryChecker:
     def inspect(self, data: bytes) -> EntryShape:
         """The checks of :meth:`check`, and the entry's chain: raises
         :class:`EntryFormatError`."""
+        # The verifier's hot path (once per entry): one fullmatch, one groups() (the template's
+        # groups in the order of _T_GROUPS, checked when it was learnt), the EntryShape built
+        # by tuple.__new__ (no Python frame).
         active = self._active
-        for fullmatch in active:
-            match = fullmatch(data)
+        for template in active:
+            match = template[0](data)
             if match is not None:
                 break
         else:
             return self._reference(data)
-        index, date = match["index"], match["date"]
+        version = template[1]
+        shape: tuple[Any, ...]
+        if version < 2:
+            client, index, kind, request, round_id, table, date, _ = match.groups()
+            position = int(index)
+            shape = (position, version, None, None, None, client, table, round_id, kind,
+                     request, None)  # fmt: skip
+        else:
+            found = match.groups()
+            client, index, kind, request, round_id, slot, table, prev, seq, date, _ = found
+            position, table_seq = int(index), int(seq)
+            if prev == b"null":
+                if table_seq != 1:
+                    return self._reference(data)  # it says what is wrong with the chain
+                table_prev = None
+            else:
+                table_prev = int(prev)
+                if table_seq < 2 or not 0 <= table_prev < position:
+                    return self._reference(data)  # it says what is wrong with the chain
+            shape = (position, version, (client, table), table_seq, table_prev, client, table,
+                     round_id, kind, request, slot)  # fmt: skip
         if date not in self._dates and not self._real_date(date):
             return self._reference(data)  # it says what is wrong with the date
-        if match.re.groupindex.get("seq") is not None and not _chain_ok(
-            int(index), int(match["seq"]), match["prev"]
-        ):
-            return self._reference(data)  # it says what is wrong with the chain fields
         if not data.isascii() and not _is_utf8(data):
             return self._reference(data)  # it says that the entry is not UTF-8
         self._hits += 1
-        if fullmatch is not active[0]:
-            active.remove(fullmatch)
-            active.insert(0, fullmatch)
-        version = int(match["v"])
-        client, table, round_id, kind, request = match.group(
-            "client", "table", "round", "kind", "request"
-        )
-        if version < 2:
-            return EntryShape(
-                int(index), version, None, None, None, client, table, round_id, kind, request,
-                None,
-            )  # fmt: skip
-        prev = match["prev"]
-        return EntryShape(
-            int(index), version, (client, table), int(match["seq"]),
-            None if prev == b"null" else int(prev), client, table, round_id, kind, request,
-            match["slot"],
-        )  # fmt: skip
+        if template is not active[0]:
+            active.remove(template)
+            active.insert(0, template)
+        return _new_shape(EntryShape, shape)
 
     def _reference(self, data: bytes) -> EntryShape:
         record = _canonical_record(data)
@@ -526,17 +542,18 @@ class EntryChecker:
 
     def _learn(self, record: dict[str, Any]) -> None:
         pattern = _t_entry(record)
-        fullmatch = self._compiled.get(pattern)
-        if fullmatch is None:
+        template = self._compiled.get(pattern)
+        if template is None:
             if len(self._compiled) >= self.COMPILED:
                 return
             compiled = re.compile(pattern)
-            if not {"index", "date", "v"} <= compiled.groupindex.keys():
+            groups = tuple(sorted(compiled.groupindex, key=compiled.groupindex.__getitem__))
+            if groups != _T_GROUPS.get(record["v"]):
                 return  # not an entry's template: the reference check keeps deciding
-            fullmatch = self._compiled[pattern] = compiled.fullmatch
-        elif fullmatch in self._active:
-            self._active.remove(fullmatch)
-        self._active.insert(0, fullmatch)
+            template = self._compiled[pattern] = (compiled.fullmatch, record["v"])
+        elif template in self._active:
+            self._active.remove(template)
+        self._active.insert(0, template)
         del self._active[self.ACTIVE :]
 
 
@@ -559,6 +576,9 @@ class EntryShape(NamedTuple):
     request_id: bytes
     slot: bytes | None
     """Format 2's slot; None for format 1."""
+
+
+_new_shape = tuple.__new__
 
 
 def _json_bytes(value: str) -> bytes:
@@ -589,26 +609,25 @@ class ChainTracker:
         if chain is None or seq is None:  # not reached: the caller passes format 2 shapes
             raise RuntimeError(f"entry {position} has no table chain")
         head = self._heads.get(chain)
-        where = f"entry {position} (line {line})"
         if head is None:
             if seq != 1:
                 raise VerificationFailure(
-                    f"{where} is seq {seq} of the chain of {_chain_name(chain)} (its "
-                    f"predecessor: entry {prev}), but the log has no earlier entry of that "
+                    f"{_at(position, line)} is seq {seq} of the chain of {_chain_name(chain)} "
+                    f"(its predecessor: entry {prev}), but the log has no earlier entry of that "
                     f"chain: {'seq 1 is' if seq == 2 else f'seq 1 to {seq - 1} are'} missing",
                     index=position,
                 )
         elif seq == 1:
             raise VerificationFailure(
-                f"{where} starts the chain of {_chain_name(chain)} again (seq 1), but it "
-                f"already has seq {head[1]} at entry {head[0]}: the sequencer numbered a "
-                f"table twice",
+                f"{_at(position, line)} starts the chain of {_chain_name(chain)} again (seq 1), "
+                f"but it already has seq {head[1]} at entry {head[0]}: the sequencer numbered "
+                f"a table twice",
                 index=position,
             )
         elif seq != head[1] + 1 or prev != head[0]:
             raise VerificationFailure(
-                f"{where} is seq {seq} of the chain of {_chain_name(chain)} and names entry "
-                f"{prev} as its predecessor, but the chain's previous entry is entry "
+                f"{_at(position, line)} is seq {seq} of the chain of {_chain_name(chain)} and "
+                f"names entry {prev} as its predecessor, but the chain's previous entry is entry "
                 f"{head[0]} (seq {head[1]}): the chain is broken",
                 index=position,
             )
@@ -697,12 +716,18 @@ class RoundTracker:
             if first == position and kind in _ORDERED:
                 self._remember(position, kind, round_key, _record(data))
             return
-        if slot.startswith(_LAB_SLOT) or kind in _LAB_KINDS:
-            if kind not in _LAB_KINDS or slot != _LAB_SLOT + shape.request_id[1:]:
+        # A slot agrees with its kind: a game kind's own slot (any other, a lab slot too, is
+        # wrong), a lab entry's lab/<request id>, a generic draw's neither a game kind's slot
+        # nor a lab slot.
+        own = _SLOT_OF_KIND.get(kind)
+        if own is not None:
+            if slot != own:
+                raise self._slot_of_kind(position, line, shape)
+        elif kind in _LAB_KINDS:
+            if slot != _LAB_SLOT + shape.request_id[1:]:
                 raise self._slot_of_kind(position, line, shape)
             return  # a lab entry's slot is its own: no round rules
-        own = _SLOT_OF_KIND.get(kind)
-        if (own is not None and slot != own) or (own is None and slot in _RESERVED_SLOTS):
+        elif slot in _RESERVED_SLOTS or slot.startswith(_LAB_SLOT):
             raise self._slot_of_kind(position, line, shape)
         void = self._voided.get(round_key) if self._voided else None
         if void is not None:
@@ -817,13 +842,6 @@ _ORDERED = frozenset({_SPIN_KIND, _FIRE_KIND, _BONUS_KIND})
 def _record(data: bytes) -> Any:
     """The decoded entry (its bytes were checked canonical before)."""
     return json.loads(data)
-
-
-def _chain_ok(index: int, seq: int, prev: bytes) -> bool:
-    """Format 2's table_seq / table_prev rules on a template match's captured values."""
-    if prev == b"null":
-        return seq == 1
-    return seq > 1 and 0 <= int(prev) < index
 
 
 def _is_utf8(data: bytes) -> bool:
@@ -1096,6 +1114,7 @@ class _EntryFields:
         self._inspect = EntryChecker().inspect
         self._v1_export = export_format == _V1_EXPORT
         self.chains = ChainTracker()
+        self._chain = self.chains.add
         self._rounds = RoundTracker().add
         self.first_format_2: int | None = None
 
@@ -1108,7 +1127,7 @@ class _EntryFields:
                 f"was changed",
                 index=position,
             ) from e
-        if shape.entry_index != position:
+        if shape[0] != position:
             raise VerificationFailure(
                 f"entry {position} (line {line}): the entry's own index field says "
                 f"{shape.entry_index}: it was moved or forged",
@@ -1116,7 +1135,7 @@ class _EntryFields:
             )
         # The log's format never goes back: format 2 from the first format-2 entry on
         # (where every table chain starts; docs/log-format.md).
-        version = shape.version
+        version = shape[1]
         if version >= 2:
             if self._v1_export:
                 raise ExportFormatError(
@@ -1124,7 +1143,7 @@ class _EntryFields:
                 )
             if self.first_format_2 is None:
                 self.first_format_2 = position
-            self.chains.add(position, line, shape)
+            self._chain(position, line, shape)
         elif self.first_format_2 is not None:
             raise VerificationFailure(
                 f"entry {position} (line {line}): a format {version} entry after the "
