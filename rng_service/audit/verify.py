@@ -324,10 +324,13 @@ def _check_chain_fields(record: dict[str, Any]) -> None:
 #   checked apart).
 # That is everything _canonical_record checks but the index (the caller's), the date and
 # format 2's chain rules (EntryChecker checks them on the captured values).
-_T_STRING = (
-    rb'"[^"\\\x00-\x1f]*+'
-    rb'(?:\\(?:["\\bfnrt]|u00(?:0[0-7bef]|1[0-9a-f]))[^"\\\x00-\x1f]*+)*+"'
-)
+_T_ESCAPES = rb'(?:\\(?:["\\bfnrt]|u00(?:0[0-7bef]|1[0-9a-f]))[^"\\\x00-\x1f]*+)*+'
+"""The escapes of a string and what follows each. Each starts with a backslash, so on bytes
+without one (most entries) they match nothing, and a template without them (its "plain" form,
+:meth:`EntryChecker._learn`) accepts exactly what the template accepts there, faster. The
+text cannot occur elsewhere in a template: ``re.escape`` writes every ``(`` and ``?`` of a
+literal with a backslash before it, so ``(?:`` never comes from a literal."""
+_T_STRING = rb'"[^"\\\x00-\x1f]*+' + _T_ESCAPES + b'"'
 _T_INT = rb"(?:0|-?[1-9][0-9]{0,14}+)"
 _T_TIME = (
     rb'"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})'  # checked apart (EntryChecker._real_date)
@@ -386,8 +389,10 @@ _T_GROUPS = {
     2: ("client", "index", "kind", "request", "round", "slot", "table", "prev", "seq", "date",
         "v"),
 }  # fmt: skip
-_Template = tuple[Callable[[bytes], "re.Match[bytes] | None"], int]
-"""A compiled template's ``fullmatch`` and the format version of the entries it matches."""
+_FullMatch = Callable[[bytes], "re.Match[bytes] | None"]
+_Template = tuple[tuple[_FullMatch, _FullMatch], int]
+"""A compiled template's ``fullmatch``, its plain form's (for bytes without a backslash: see
+_T_ESCAPES) and the format version of the entries it matches."""
 
 
 def _t_entry(record: dict[str, Any]) -> bytes:
@@ -473,8 +478,9 @@ class EntryChecker:
         # groups in the order of _T_GROUPS, checked when it was learnt), the EntryShape built
         # by tuple.__new__ (no Python frame).
         active = self._active
+        plain = 0 if b"\\" in data else 1  # a template's plain form: see _T_ESCAPES
         for template in active:
-            match = template[0](data)
+            match = template[0][plain](data)
             if match is not None:
                 break
         else:
@@ -550,7 +556,9 @@ class EntryChecker:
             groups = tuple(sorted(compiled.groupindex, key=compiled.groupindex.__getitem__))
             if groups != _T_GROUPS.get(record["v"]):
                 return  # not an entry's template: the reference check keeps deciding
-            template = self._compiled[pattern] = (compiled.fullmatch, record["v"])
+            plain = re.compile(pattern.replace(_T_ESCAPES, b""))
+            template = ((compiled.fullmatch, plain.fullmatch), record["v"])
+            self._compiled[pattern] = template
         elif template in self._active:
             self._active.remove(template)
         self._active.insert(0, template)
@@ -745,7 +753,9 @@ class RoundTracker:
             )
         if kind == _VOID_KIND:
             self._voided[round_key] = position
-        elif kind in _ORDERED and (kind != _SPIN_KIND or round_key in self._fire_rounds):
+        elif kind in _ORDERED and (
+            kind != _SPIN_KIND or (self._fire_rounds and round_key in self._fire_rounds)
+        ):
             self._order(position, line, shape, round_key, data)
 
     def _remember(self, position: int, kind: bytes, round_key: bytes, record: Any) -> None:
