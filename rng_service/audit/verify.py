@@ -605,7 +605,9 @@ class ChainTracker:
     integers per chain."""
 
     def __init__(self) -> None:
-        self._heads: dict[tuple[bytes, bytes], tuple[int, int]] = {}
+        # chain -> [index, table_seq] of its last entry, updated in place (one dict lookup
+        # an entry)
+        self._heads: dict[tuple[bytes, bytes], list[int]] = {}
 
     @property
     def chains(self) -> int:
@@ -625,21 +627,23 @@ class ChainTracker:
                     f"chain: {'seq 1 is' if seq == 2 else f'seq 1 to {seq - 1} are'} missing",
                     index=position,
                 )
-        elif seq == 1:
+            self._heads[chain] = [position, seq]
+            return
+        if seq == 1:
             raise VerificationFailure(
                 f"{_at(position, line)} starts the chain of {_chain_name(chain)} again (seq 1), "
                 f"but it already has seq {head[1]} at entry {head[0]}: the sequencer numbered "
                 f"a table twice",
                 index=position,
             )
-        elif seq != head[1] + 1 or prev != head[0]:
+        if seq != head[1] + 1 or prev != head[0]:
             raise VerificationFailure(
                 f"{_at(position, line)} is seq {seq} of the chain of {_chain_name(chain)} and "
                 f"names entry {prev} as its predecessor, but the chain's previous entry is entry "
                 f"{head[0]} (seq {head[1]}): the chain is broken",
                 index=position,
             )
-        self._heads[chain] = (position, seq)
+        head[0], head[1] = position, seq
 
 
 def _at(position: int, line: int) -> str:
