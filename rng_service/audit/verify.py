@@ -385,9 +385,8 @@ _T_CAPTURED = {
 #: The groups of an entry's template in their order (the entry's keys are sorted), by format
 #: version: what EntryChecker.inspect unpacks from one ``Match.groups()``.
 _T_GROUPS = {
-    1: ("client", "index", "kind", "request", "round", "table", "date", "v"),
-    2: ("client", "index", "kind", "request", "round", "slot", "table", "prev", "seq", "date",
-        "v"),
+    1: ("client", "index", "kind", "request", "round", "table", "date"),
+    2: ("client", "index", "kind", "request", "round", "slot", "table", "prev", "seq", "date"),
 }  # fmt: skip
 _FullMatch = Callable[[bytes], "re.Match[bytes] | None"]
 _Template = tuple[tuple[_FullMatch, _FullMatch], int]
@@ -407,7 +406,7 @@ def _t_entry(record: dict[str, Any]) -> bytes:
         elif key == "time":
             shape = _T_TIME
         elif key == "v":
-            shape = b"(?P<v>" + str(value).encode("ascii") + b")"
+            shape = str(value).encode("ascii")  # a literal: the template's version
         elif key == "slot":
             shape = b"(?P<slot>" + _T_NONEMPTY_STRING + b")"
         elif key == "table_seq":
@@ -478,7 +477,10 @@ class EntryChecker:
         # groups in the order of _T_GROUPS, checked when it was learnt), the EntryShape built
         # by tuple.__new__ (no Python frame).
         active = self._active
-        plain = 0 if b"\\" in data else 1  # a template's plain form: see _T_ESCAPES
+        # A template's plain form (see _T_ESCAPES). find, not "in": bytes.__contains__ first
+        # tries its argument as an integer, and raises and clears a TypeError (about 1,800
+        # instructions).
+        plain = 1 if data.find(b"\\") < 0 else 0
         for template in active:
             match = template[0][plain](data)
             if match is not None:
@@ -488,13 +490,13 @@ class EntryChecker:
         version = template[1]
         shape: tuple[Any, ...]
         if version < 2:
-            client, index, kind, request, round_id, table, date, _ = match.groups()
+            client, index, kind, request, round_id, table, date = match.groups()
             position = int(index)
             shape = (position, version, None, None, None, client, table, round_id, kind,
                      request, None)  # fmt: skip
         else:
             found = match.groups()
-            client, index, kind, request, round_id, slot, table, prev, seq, date, _ = found
+            client, index, kind, request, round_id, slot, table, prev, seq, date = found
             position, table_seq = int(index), int(seq)
             if prev == b"null":
                 if table_seq != 1:
