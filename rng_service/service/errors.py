@@ -209,8 +209,9 @@ STATUS_CAUSES: tuple[StatusCause, ...] = (
         "the service is stopping (restart, upgrade); callers retry with the same request id"),
     StatusCause(_C.DATA_LOSS, "integrity", _F,
         "stored data failed verification (every IntegrityError; a log read whose entries fail "
-        "their checks is also counted in rng_log_integrity_errors_total and alerts as "
-        "RngLogIntegrityError): stop and investigate"),
+        "their checks, or an outcome request the sequencer refused for an edited row, is also "
+        "counted in rng_log_integrity_errors_total and alerts as RngLogIntegrityError): stop "
+        "and investigate"),
     StatusCause(_C.INTERNAL, "unexpected", _F,
         "an unexpected exception; the service log has the traceback"),
     StatusCause(_C.UNKNOWN, "unknown", _F, "a handler ended the call without a status code"),
