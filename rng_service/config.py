@@ -181,8 +181,7 @@ class LogSettings:
     #: Most requests waiting for the writer; beyond it callers get RESOURCE_EXHAUSTED.
     max_queue: int = 10_000
     #: Under concurrent load, how long the writer waits for more requests before committing a
-    #: group (a lone request never waits; the wait ends once as many requests as the last group
-    #: held are in): fewer, bigger groups cost fewer fsyncs and signatures.
+    #: group (a lone request never waits): fewer, bigger groups cost fewer fsyncs and signatures.
     group_wait_seconds: float = 0.002
     #: The store's own check at start-up (docs/operations.md, "The log store's own check"):
     #: "incremental" checks what was stored since the last verified checkpoint, "full" all.

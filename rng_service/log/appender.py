@@ -526,25 +526,24 @@ class _Takes(Protocol):
 
 
 def gather_group(
-    first: _Pending, waiting: _Takes, *, max_group: int, last_group: int, wait: float
+    first: _Pending, waiting: _Takes, *, max_group: int, company: bool, wait: float
 ) -> tuple[list[_Pending], bool]:
     """A commit group: ``first`` and the requests after it on ``waiting``, and whether the
     stop marker was taken.
 
     Every group costs one transaction, one fsync and one signature, and each of those hands
     the GIL back and forth with the event loop, so under concurrent load a few bigger groups
-    beat many small ones: when the last group had company, its callers are likely on their
-    way back, and the writer waits for them up to ``wait`` seconds, but no longer than it
-    takes for as many requests as the last group held to arrive (``last_group``): with four
-    callers in a loop, a group of four commits at once instead of waiting out ``wait`` for a
-    fifth that is not coming. Whatever is already queued joins the group either way (up to
-    ``max_group``). A lone request never waits."""
+    beat many small ones: when the last group had ``company`` (more than one request), the
+    writer waits up to ``wait`` seconds for the requests that are on their way (up to
+    ``max_group``). A lone request after a lone request never waits; whatever is already
+    queued joins the group either way. (Closing the group early, once as many requests as the
+    last group held are in, halves the wait of a few callers in a loop but makes the groups
+    of 32 callers smaller and each spin dearer: docs/performance.md.)"""
     group = [first]
-    expected = last_group if last_group > 1 else 1
-    deadline = time.monotonic() + wait if expected > 1 else 0.0
+    deadline = time.monotonic() + wait if company else 0.0
     while len(group) < max_group:
         try:
-            remaining = deadline - time.monotonic() if len(group) < expected else 0.0
+            remaining = deadline - time.monotonic()
             nxt = waiting.get(timeout=remaining) if remaining > 0 else waiting.get_nowait()
         except queue.Empty:
             break
@@ -767,7 +766,7 @@ class Appender:
                 item,  # type: ignore[arg-type]
                 self._queue,
                 max_group=self._max_group,
-                last_group=self._last_group,
+                company=self._last_group > 1,
                 wait=self._group_wait,
             )
             self._last_group = len(group)

@@ -1,6 +1,6 @@
 """How the log writer forms a commit group (``appender.gather_group``): whatever is queued
-joins; under load it waits for the last group's callers, and no longer than it takes them to
-arrive; a lone request never waits; the stop marker ends the group."""
+joins; after a group with company it waits (at most the group wait) for the requests on
+their way; a lone request after a lone one never waits; the stop marker ends the group."""
 
 from __future__ import annotations
 
@@ -35,60 +35,40 @@ class ScriptedQueue:
         return self.later.pop(0)
 
 
-def _gather(q: ScriptedQueue, last_group: int, max_group: int = 512) -> tuple[list[object], bool]:
-    return gather_group("r0", q, max_group=max_group, last_group=last_group, wait=0.002)  # type: ignore[arg-type]
+def _gather(q: ScriptedQueue, company: bool, max_group: int = 512) -> tuple[list[object], bool]:
+    return gather_group("r0", q, max_group=max_group, company=company, wait=0.002)  # type: ignore[arg-type]
 
 
-def test_a_lone_request_never_waits() -> None:
+def test_a_lone_request_after_a_lone_one_never_waits() -> None:
     q = ScriptedQueue([], later=["r1"])
-    group, stop = _gather(q, last_group=1)
+    group, stop = _gather(q, company=False)
     assert (group, stop, q.blocking_waits) == (["r0"], False, [])
 
 
 def test_queued_requests_join_without_waiting() -> None:
     q = ScriptedQueue(["r1", "r2"], later=["r3"])
-    group, _ = _gather(q, last_group=0)
+    group, _ = _gather(q, company=False)
     assert group == ["r0", "r1", "r2"]
     assert q.blocking_waits == []
 
 
-def test_under_load_it_waits_for_the_last_groups_callers() -> None:
-    # The last group held 4: two more are on their way and are waited for (at most 2 ms).
-    q = ScriptedQueue(["r1"], later=["r2", "r3", "r4"])
-    group, _ = _gather(q, last_group=4)
+def test_after_a_group_with_company_it_waits_for_the_requests_on_their_way() -> None:
+    q = ScriptedQueue(["r1"], later=["r2", "r3"])
+    group, _ = _gather(q, company=True)
     assert group == ["r0", "r1", "r2", "r3"]
-    assert len(q.blocking_waits) == 2
+    # every wait is within the group wait (2 ms), and the last one found nothing
+    assert len(q.blocking_waits) == 3
     assert all(0 < t <= 0.002 for t in q.blocking_waits)
-
-
-def test_it_stops_waiting_once_the_last_groups_size_is_back() -> None:
-    # Four callers in a loop: once four requests are in, the group commits at once instead
-    # of waiting out the 2 ms for a fifth; what is already queued still joins.
-    q = ScriptedQueue(["r1", "r2", "r3"], later=["late"])
-    group, _ = _gather(q, last_group=4)
-    assert group == ["r0", "r1", "r2", "r3"]
-    assert q.blocking_waits == []
-    q = ScriptedQueue(["r1", "r2", "r3", "r4", "r5"], later=["late"])
-    group, _ = _gather(q, last_group=4)
-    assert group == ["r0", "r1", "r2", "r3", "r4", "r5"]
-    assert q.blocking_waits == []
-
-
-def test_the_wait_ends_when_nothing_more_arrives() -> None:
-    q = ScriptedQueue([], later=["r1"])
-    group, _ = _gather(q, last_group=8)
-    assert group == ["r0", "r1"]
-    assert len(q.blocking_waits) == 2
 
 
 def test_a_group_holds_at_most_max_group() -> None:
     q = ScriptedQueue([f"r{i}" for i in range(1, 10)])
-    group, _ = _gather(q, last_group=8, max_group=4)
+    group, _ = _gather(q, company=True, max_group=4)
     assert group == ["r0", "r1", "r2", "r3"]
     assert q.ready[0] == "r4"
 
 
 def test_the_stop_marker_ends_the_group_and_is_reported() -> None:
     q = ScriptedQueue(["r1", _STOP, "r2"])
-    group, stop = _gather(q, last_group=4)
+    group, stop = _gather(q, company=True)
     assert (group, stop) == (["r0", "r1"], True)
