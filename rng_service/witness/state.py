@@ -27,6 +27,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rng_service.errors import FailedPrecondition, StorageUnavailable
 from rng_service.log.merkle import EMPTY_ROOT, ProofError, verify_consistency
@@ -166,41 +167,30 @@ class WitnessState:
         with self._lock:
             self._conn.close()
 
-    def head(self, origin: str) -> LogHead | None:
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """The rows of one read; :class:`StorageUnavailable` when the file cannot be read."""
         with self._lock:
             try:
-                row = self._conn.execute(
-                    "SELECT origin, size, root, note, updated_ns FROM logs WHERE origin = ?",
-                    (origin,),
-                ).fetchone()
+                return self._conn.execute(sql, params).fetchall()
             except sqlite3.Error as e:
                 raise StorageUnavailable(f"witness state {self._path}: {e}") from e
-        return (
-            None if row is None else LogHead(row[0], row[1], bytes(row[2]), bytes(row[3]), row[4])
+
+    def head(self, origin: str) -> LogHead | None:
+        rows = self._read(
+            "SELECT origin, size, root, note, updated_ns FROM logs WHERE origin = ?", (origin,)
         )
+        return next((_head(r) for r in rows), None)
 
     def heads(self) -> list[LogHead]:
-        with self._lock:
-            try:
-                rows = self._conn.execute(
-                    "SELECT origin, size, root, note, updated_ns FROM logs ORDER BY origin"
-                ).fetchall()
-            except sqlite3.Error as e:
-                raise StorageUnavailable(f"witness state {self._path}: {e}") from e
-        return [LogHead(r[0], r[1], bytes(r[2]), bytes(r[3]), r[4]) for r in rows]
+        rows = self._read("SELECT origin, size, root, note, updated_ns FROM logs ORDER BY origin")
+        return [_head(r) for r in rows]
 
     def probe(self) -> None:
         """Read the state file's schema version: :class:`StorageUnavailable` when it cannot be
         read (an I/O error, a damaged or replaced file). A read, so it never waits for a writer
         (WAL mode); a store that can be read but not written shows only in ``advance``."""
-        with self._lock:
-            try:
-                row = self._conn.execute(
-                    "SELECT value FROM meta WHERE key = 'schema_version'"
-                ).fetchone()
-            except sqlite3.Error as e:
-                raise StorageUnavailable(f"witness state {self._path}: {e}") from e
-        if row is None or row[0] != str(SCHEMA_VERSION):
+        rows = self._read("SELECT value FROM meta WHERE key = 'schema_version'")
+        if not rows or rows[0][0] != str(SCHEMA_VERSION):
             raise StorageUnavailable(f"witness state {self._path}: schema version changed")
 
     def evidence(self) -> list[Evidence]:
@@ -300,3 +290,7 @@ class WitnessState:
         except ProofError as e:
             return Inconsistent(f"consistency proof from size {old_size}: {e}")
         return Cosign(previous_size=size)
+
+
+def _head(row: Any) -> LogHead:
+    return LogHead(row[0], row[1], bytes(row[2]), bytes(row[3]), row[4])
