@@ -270,6 +270,11 @@ def _canonical_record(data: bytes) -> dict[str, Any]:
     if version >= 2:
         _check_chain_fields(record)
     generator = record["generator"]
+    if generator.keys() != _GENERATOR_FIELDS.keys():
+        raise EntryFormatError(
+            f"entry field 'generator' must hold exactly {sorted(_GENERATOR_FIELDS)}, not "
+            f"{sorted(generator)}"
+        )
     for key, kind in _GENERATOR_FIELDS.items():
         if type(generator.get(key)) is not kind:
             raise EntryFormatError(f"entry field 'generator.{key}' must be {kind.__name__}")

@@ -151,6 +151,9 @@ class GeneratorRef:
         return {"instance": self.instance, "epoch": self.epoch, "lab_mode": self.lab_mode}
 
 
+#: The members of an entry's ``generator`` object (docs/log-format.md), no more, no fewer.
+_GENERATOR_KEYS = frozenset({"instance", "epoch", "lab_mode"})
+
 _FIELDS_V1 = frozenset(
     {
         "v",
@@ -332,7 +335,12 @@ class LogEntry:
         try:
             if canonical.reencode(record, ascii_keys=True) != data:
                 raise EntryFormatError("entry bytes are not in canonical form")
-            gen = record["generator"]
+            gen = _typed(record, "generator", dict)
+            if gen.keys() != _GENERATOR_KEYS:
+                raise EntryFormatError(
+                    f"entry field 'generator' must hold exactly {sorted(_GENERATOR_KEYS)}, not "
+                    f"{sorted(gen)}"
+                )
             index = _typed(record, "index", int)
             chain: dict[str, Any] = {}
             if version >= 2:

@@ -294,3 +294,28 @@ def test_entry_and_digest_fast_paths_equal_the_general_encoding(seed: int) -> No
             assert _outcome_of(request_digest, **ident, slot=e.slot) == _outcome_of(
                 _general_digest, **ident, slot=e.slot
             )
+
+
+@pytest.mark.parametrize(
+    "generator",
+    [
+        b'{"epoch":3,"extra":1,"instance":"ab12","lab_mode":false}',  # a member more
+        b'{"epoch":3,"instance":"ab12"}',  # a member fewer
+        b'{"epoch":3,"instance":"ab12","lab_mode":false,"seed":"00"}',
+    ],
+)
+def test_the_generator_object_holds_exactly_its_three_members(generator: bytes) -> None:
+    """docs/log-format.md: ``generator`` is {"instance", "epoch", "lab_mode"}. Canonical bytes
+    with another member set are refused by the service's decoder and by the verifier's
+    reference check alike (an auditor's verify would fail on such an entry)."""
+    from rng_service.audit.verify import canonical_entry_index
+
+    data = make_entry().encode()
+    good = b'{"epoch":3,"instance":"ab12","lab_mode":false}'
+    assert good in data
+    edited = data.replace(good, generator)
+    with pytest.raises(EntryFormatError, match="'generator'"):
+        LogEntry.decode(edited)
+    with pytest.raises(EntryFormatError, match="'generator'"):
+        canonical_entry_index(edited)
+    assert canonical_entry_index(data) == make_entry().index
