@@ -11,8 +11,10 @@ golang.org/x/mod/sumdb/note and the transparency-dev tooling:
 - a checkpoint body is ``<origin>\\n<tree size>\\n<base64 root hash>\\n`` and optional
   non-empty extension lines (C2SP tlog-checkpoint, "Note text").
 
-Opening a note follows the spec: signatures from unknown keys are ignored, a known key's bad
-signature rejects the whole note, and a note with no verified signature is rejected. Every
+Opening a note follows the spec, and is stricter than Go's ``note.Open`` (docs/log-format.md,
+"Opening a signed note"): signatures from unknown keys are ignored; every line of a known key is
+verified whatever the order, and one bad line rejects the whole note; two lines of one known key
+are refused; a note with no verified signature is rejected. Every
 failure is a domain error (:class:`MalformedNote`, :class:`InvalidNoteSignature`,
 :class:`UnverifiedNote`: integrity errors; :class:`InvalidVerifierKey`: bad input), never a bare
 ``ValueError``. This module does no I/O; key files are :mod:`rng_service.log.keys`.
@@ -389,8 +391,8 @@ def _verifier_map(verifiers: Iterable[NoteVerifier]) -> dict[tuple[str, int], No
 def open_note(message: bytes, verifiers: Iterable[NoteVerifier]) -> OpenedNote:
     """Parses and verifies a signed note against the known ``verifiers``.
 
-    Unknown keys' signatures are ignored; a known key's bad signature raises
-    :class:`InvalidNoteSignature`; no verified signature raises :class:`UnverifiedNote`.
+    Unknown keys' signatures are ignored; any bad line of a known key, or a second line of one,
+    raises :class:`InvalidNoteSignature`; no verified signature raises :class:`UnverifiedNote`.
     """
     known = _verifier_map(verifiers)
     note = parse_note(message)
@@ -404,14 +406,19 @@ def open_note(message: bytes, verifiers: Iterable[NoteVerifier]) -> OpenedNote:
         if verifier is None:
             unknown.append(f"{sig.name}+{sig.key_id:08x}")
             continue
-        if key in seen:
-            continue
-        seen.add(key)
+        # Every line of a known key is verified, whatever the order (stricter than Go's
+        # note.Open, which checks only the first line of a key): a bad one fails the note.
         if not verifier.verify(payload, sig.signature):
             raise InvalidNoteSignature(
                 f"invalid signature for key {sig.name}+{sig.key_id:08x}: the note was altered "
                 f"or not signed by this key"
             )
+        if key in seen:
+            raise InvalidNoteSignature(
+                f"two signature lines of key {sig.name}+{sig.key_id:08x}: a log key signs a "
+                f"note once, so a note carrying two of its lines is refused"
+            )
+        seen.add(key)
         verified.append(sig.name)
     if not verified:
         known_text = ", ".join(f"{n}+{i:08x}" for n, i in known) or "none"

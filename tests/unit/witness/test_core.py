@@ -153,6 +153,24 @@ def test_unknown_origin_is_404_and_a_bad_signature_403(
     assert w.add_checkpoint(request(0, 3, signed=both)).status == 200
 
 
+def test_a_note_with_a_bad_or_repeated_line_of_the_log_key_is_refused(
+    tmp_path: Path, clock: FakeClock, signer: CosignatureSigner
+) -> None:
+    """The witness opens notes with the strict rule (docs/log-format.md, "Opening a signed
+    note"): a valid line of the trusted key followed by a bad one of the same key and ID, the
+    other way round, or the valid line twice: 403, nothing cosigned, nothing stored."""
+    w = make(tmp_path, clock, signer)
+    good = note(3)
+    text, _, line = good.partition(b"\n\n")
+    bad = note(4)[len(note(4).partition(b"\n\n")[0]) + 2 :]  # the key's line over another text
+    for lines in (line + bad, bad + line, line + line):
+        answer = w.add_checkpoint(request(0, 3, signed=text + b"\n\n" + lines))
+        assert answer.status == 403, answer.body
+        assert b"invalid signature" in answer.body or b"two signature lines" in answer.body
+    assert w._state.head(ORIGIN) is None
+    assert w.add_checkpoint(request(0, 3, signed=good)).status == 200
+
+
 def test_the_state_survives_a_restart(
     tmp_path: Path, clock: FakeClock, signer: CosignatureSigner
 ) -> None:

@@ -1,0 +1,126 @@
+"""Writes strict_open.json: this project's own signed-note vectors for the rule that is stricter
+than Go's note.Open (docs/log-format.md, "Opening a signed note").
+
+An independent derivation: only ``hashlib``, ``base64`` and ``cryptography``'s Ed25519, with the
+C2SP signed-note and tlog-cosignature formats written out here from the specs, never the code
+under test (``rng_service.log.note``, ``rng_service.log.cosignature``, web/verify). Ed25519 is
+deterministic and the keys come from fixed seeds, so a rerun writes the same bytes:
+
+    python tests/vectors/signed_note/gen_strict_open.py          # rewrite the file
+    python tests/vectors/signed_note/gen_strict_open.py --check  # compare, exit 1 on a change
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+OUT = Path(__file__).with_name("strict_open.json")
+LOG_NAME = "strict.example/log"
+WITNESS_NAME = "witness.example/w"
+OTHER_NAME = "other.example/log"
+
+
+def _key(label: str) -> Ed25519PrivateKey:
+    seed = hashlib.sha256(b"rng-service strict signed-note vectors: " + label.encode()).digest()
+    return Ed25519PrivateKey.from_private_bytes(seed)
+
+
+def _raw(key: Ed25519PrivateKey) -> bytes:
+    return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def _key_id(name: str, alg: int, public: bytes) -> bytes:
+    # C2SP signed-note: SHA-256(key name || 0x0A || signature type || public key)[:4]
+    return hashlib.sha256(name.encode() + b"\n" + bytes([alg]) + public).digest()[:4]
+
+
+def _vkey(name: str, alg: int, key: Ed25519PrivateKey) -> str:
+    public = _raw(key)
+    encoded = base64.b64encode(bytes([alg]) + public).decode()
+    return f"{name}+{_key_id(name, alg, public).hex()}+{encoded}"
+
+
+def _line(name: str, payload: bytes) -> str:
+    return f"\u2014 {name} {base64.b64encode(payload).decode()}\n"
+
+
+def _log_line(name: str, key: Ed25519PrivateKey, text: bytes) -> str:
+    return _line(name, _key_id(name, 0x01, _raw(key)) + key.sign(text))
+
+
+def _cosig_line(name: str, key: Ed25519PrivateKey, body: bytes, t: int, signed: bytes) -> str:
+    # C2SP tlog-cosignature: key ID (type 0x04) || u64 timestamp || Ed25519 signature over
+    # "cosignature/v1\ntime <t>\n" || the checkpoint body
+    message = b"cosignature/v1\ntime %d\n" % t + signed
+    return _line(name, _key_id(name, 0x04, _raw(key)) + t.to_bytes(8, "big") + key.sign(message))
+
+
+def build() -> dict[str, object]:
+    log, witness, other = _key("log"), _key("witness"), _key("other")
+    root = hashlib.sha256(b"a root").digest()
+    body = f"{LOG_NAME}\n12\n{base64.b64encode(root).decode()}\n".encode()
+    altered = body.replace(b"\n12\n", b"\n13\n")
+    good = _log_line(LOG_NAME, log, body)
+    bad = _log_line(LOG_NAME, log, altered)  # the known key's signature over another text
+    unknown = _log_line(OTHER_NAME, other, body)
+    garbage = _line(OTHER_NAME, bytes(4) + bytes(range(64)))  # unknown key, not a signature
+    cos_old = _cosig_line(WITNESS_NAME, witness, body, 1_767_225_600, body)
+    cos_new = _cosig_line(WITNESS_NAME, witness, body, 1_767_225_660, body)
+    cos_bad = _cosig_line(WITNESS_NAME, witness, body, 1_767_225_700, altered)
+
+    def note(*lines: str) -> str:
+        return body.decode() + "\n" + "".join(lines)
+
+    log_ok = {"ok": True, "verified": [LOG_NAME]}
+
+    def refused(why: str) -> dict[str, object]:
+        return {"ok": False, "why": why}
+
+    cases = [
+        ("valid", "one valid line of the log key", note(good), log_ok, None),
+        ("valid_then_bad", "a valid line of the log key, then a bad one of the same key",
+         note(good, bad), refused("bad"), None),
+        ("bad_then_valid", "a bad line of the log key, then a valid one",
+         note(bad, good), refused("bad"), None),
+        ("two_valid_lines_of_one_key", "the log key's valid line twice (Go's note.Open accepts "
+         "it)", note(good, good), refused("twice"), None),
+        ("unknown_keys_ignored", "lines of an unknown key (one not even a signature), repeated, "
+         "beside the log key's valid line", note(garbage, unknown, good, unknown), log_ok, None),
+        ("cosignatures_valid", "two valid cosignatures of one witness: both verified, the newest "
+         "kept", note(good, cos_old, cos_new), log_ok, {"ok": True, "times": {WITNESS_NAME: 1_767_225_660}}),
+        ("cosignature_bad_beside_good", "a valid cosignature, then a bad one of the same "
+         "witness", note(good, cos_old, cos_bad), log_ok, {"ok": False}),
+        ("cosignature_bad_then_good", "a bad cosignature, then a valid one of the same witness",
+         note(good, cos_bad, cos_new), log_ok, {"ok": False}),
+    ]  # fmt: skip
+    return {
+        "comment": "Generated by gen_strict_open.py (see README.md); do not edit by hand.",
+        "log_keys": [_vkey(LOG_NAME, 0x01, log)],
+        "witness_keys": [_vkey(WITNESS_NAME, 0x04, witness)],
+        "cases": [
+            {"name": n, "description": d, "note": text, "log": lg, "witnesses": w}
+            for n, d, text, lg, w in cases
+        ],
+    }
+
+
+def main(argv: list[str]) -> int:
+    text = json.dumps(build(), indent=2, ensure_ascii=False) + "\n"
+    if "--check" in argv:
+        same = OUT.read_text(encoding="utf-8") == text
+        print("strict_open.json is up to date" if same else "strict_open.json differs")
+        return 0 if same else 1
+    OUT.write_text(text, encoding="utf-8")
+    print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
