@@ -54,6 +54,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -63,6 +64,7 @@ from typing import IO, TYPE_CHECKING
 from rng_service.audit import (
     ConsistencyFile,
     ExportReader,
+    ExportReport,
     PinnedOrigin,
     ReceiptFieldError,
     VerificationFailure,
@@ -96,6 +98,7 @@ from rng_service.cli_support import (
     verifier_keys,
     writable_file,
 )
+from rng_service.clock import Clock, SystemClock
 from rng_service.errors import IntegrityError, InvalidArgument, RngServiceError
 from rng_service.log.cosignature import CosignatureVerifier
 from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, parse_note
@@ -143,10 +146,38 @@ def _witnesses(args: argparse.Namespace) -> tuple[list[CosignatureVerifier], int
     return keys, wanted
 
 
-def _now() -> int:
-    import time
+def _now(args: argparse.Namespace) -> int:
+    """POSIX seconds from the injected clock (``main(clock=...)``; the system clock by
+    default)."""
+    clock: Clock = args.clock
+    return clock.now_ns() // 10**9
 
-    return int(time.time())
+
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhd])")
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> int:
+    """``--max-witness-age``: a number with s, m, h or d (``90s``, ``10m``, ``1.5h``, ``2d``) as
+    whole seconds (at least 1); :class:`UsageError` naming the option and the allowed form."""
+    match = _DURATION.fullmatch(text.strip())
+    seconds = float(match[1]) * _DURATION_UNITS[match[2]] if match else 0.0
+    if not match or seconds < 1 or seconds > 100 * 365 * 86400:
+        raise UsageError(
+            f"--max-witness-age: {text!r} is not a duration (allowed: a number with s, m, h or "
+            f"d, from 1s to 36500d, e.g. 90s, 10m, 1.5h, 2d)"
+        )
+    return int(seconds)
+
+
+def _max_age(args: argparse.Namespace) -> int | None:
+    text = getattr(args, "max_witness_age", None)
+    if text is None:
+        return None
+    seconds = parse_duration(text)
+    if not args.witness or (args.min_witnesses is not None and args.min_witnesses < 1):
+        raise UsageError("--max-witness-age needs --witness keys and --min-witnesses of at least 1")
+    return seconds
 
 
 def _age(seconds: int) -> str:
@@ -189,11 +220,13 @@ def _pinned(verifiers: Sequence[NoteVerifier], origin: str | None) -> PinnedOrig
 
 
 TRUNCATION_NOT_CHECKED = (
-    "NOT CHECKED: truncation. No kept checkpoint (--checkpoint) and no witness cosignatures "
-    "(--witness) were given, so nothing here shows whether the log is longer than {what}: a "
-    "copy cut back to an older checkpoint (its newest entries and checkpoints dropped) "
-    "verifies the same. Keep the newest checkpoint of each audit and pass it with --checkpoint "
-    "next time, or check the witnesses' cosignatures with --witness (docs/auditing.md)."
+    "NOT CHECKED: truncation. No kept checkpoint (--checkpoint) and no checkpoint cosigned by "
+    "enough witnesses (--witness, --min-witnesses) covers the newest of {what}, so nothing "
+    "here shows whether the log is longer: a copy cut back to an older checkpoint (its newest "
+    "entries and checkpoints dropped), or regrown from one, verifies the same. Keep the newest "
+    "checkpoint of each audit and pass it with --checkpoint next time, or verify an export "
+    "that ends at a witnessed checkpoint (rng-audit export --witnessed) with --witness "
+    "(docs/auditing.md)."
 )
 
 
@@ -267,7 +300,19 @@ def _write_atomically(out: Path, write: Callable[[IO[str]], object]) -> None:
             os.unlink(tmp)
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed (allowed: a whole number >= 1)")
+    return value
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
+    if args.min_witnesses is not None and not args.witnessed:
+        raise UsageError("--min-witnesses is for --witnessed (where the export ends)")
     out = writable_file(args.out, "--out")  # before anything is read from the log
     tls = _client_tls(args, args.target)
     if args.db is not None:
@@ -291,6 +336,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
                 for c in stored
             ]  # fmt: skip
             origin, size = _origin_of(stored[-1].note)
+            if args.witnessed:
+                notes, size = _witnessed_end(notes, args.min_witnesses)
 
             def entries() -> Iterator[tuple[int, bytes, bytes]]:
                 for start in range(0, size, _PAGE):
@@ -317,6 +364,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
             origin, size = _origin_of(latest)
             if all(_origin_of(n)[1] != size for n, _ in notes):
                 notes.append((latest, 0))
+            total = size
+            if args.witnessed:
+                notes, size = _witnessed_end(notes, args.min_witnesses)
             progress = Progress("exporting", size)
             with progress:
                 _write_atomically(
@@ -330,11 +380,16 @@ def _cmd_export(args: argparse.Namespace) -> int:
                         tree_size=size,
                     ),
                 )  # fmt: skip
-            total = size
+    wait = "witnessed" if args.witnessed else "published"
     print(
         f"exported {size} entries and {len(notes)} checkpoints of {origin} to {out}"
         + (
-            f" ({total - size} newer entries wait for the next published checkpoint)"
+            f", ending at the newest checkpoint {args.min_witnesses or 1} witness(es) cosigned"
+            if args.witnessed
+            else ""
+        )
+        + (
+            f" ({total - size} newer entries wait for the next {wait} checkpoint)"
             if total > size
             else ""
         )
@@ -342,13 +397,40 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cosigners(note: str) -> int:
+    """How many distinct keys carry a cosignature-shaped line (C2SP tlog-cosignature: an 8-byte
+    time and a 64-byte Ed25519 signature; a log's own signature is 64 bytes) on ``note``. Only
+    to choose where ``export --witnessed`` ends: ``verify --witness`` checks each one."""
+    return len({(s.name, s.key_id) for s in parse_note(note.encode("utf-8")).signatures
+                if len(s.signature) == 72})  # fmt: skip
+
+
+def _witnessed_end(
+    notes: list[tuple[str, int]], min_witnesses: int | None
+) -> tuple[list[tuple[str, int]], int]:
+    """``export --witnessed``: the checkpoints up to the newest one ``min_witnesses`` (default
+    1) witnesses cosigned, and its size; :class:`WitnessFailure` if none is."""
+    wanted = 1 if min_witnesses is None else min_witnesses
+    sizes = [(_origin_of(n)[1], _cosigners(n)) for n, _ in notes]
+    witnessed = [size for size, count in sizes if count >= wanted]
+    if not witnessed:
+        raise WitnessFailure(
+            f"no published checkpoint carries cosignatures of {wanted} witness(es) yet (the "
+            f"most any has is {max((c for _, c in sizes), default=0)}): nothing written. The "
+            f"log asks its witnesses at every round (witnessing.interval_seconds)"
+        )
+    end = max(witnessed)
+    return [n for n, s in zip(notes, sizes, strict=True) if s[0] <= end], end
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
     _client_tls(args, None)  # refuses --ca/--cert/--key: verify reads files only
     verifiers = _verifiers(args.key)
     origin = _pinned(verifiers, args.origin)
     witnesses, min_witnesses = _witnesses(args)
+    max_age = _max_age(args)
     kept = _kept(args.checkpoint)
-    now = _now()
+    now = _now(args)
     progress = Progress("verifying", _export_lines_total(args.export), unit="lines")
     with _export_lines(args.export) as lines, progress:
         report = verify_export(
@@ -361,6 +443,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             witnesses=witnesses,
             min_witnesses=min_witnesses,
             now=now,
+            max_witness_age=max_age,
         )
     newest = max((h.checkpoint.size for h in report.heads), default=0)
     signers = sorted({name for h in report.heads for name in h.key_names})
@@ -389,24 +472,23 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     witnessed = report.witnessed
     if witnessed is not None:
         _print_witnesses(witnessed, now)
-    if not report.kept and (witnessed is None or witnessed.best is None):
+    if not _truncation_checked(report):
         print(TRUNCATION_NOT_CHECKED.format(what=f"this export's {report.tree_size} entries"))
     return 0
 
 
-def _witnessed_size_for(report: WitnessReport, size: int, what: str) -> None:
-    """A witnessed checkpoint (>= K cosignatures) must cover tree ``size``."""
-    covering = [
-        c for c in report.checkpoints
-        if c.size >= size and c.time_for(report.required) is not None
-    ]  # fmt: skip
-    if not covering:
-        newest = report.best.size if report.best is not None else 0
-        raise WitnessFailure(
-            f"{what} (tree size {size}) is not witnessed yet: the largest checkpoint with "
-            f"{report.required} witness cosignatures is of tree size {newest}. The log asks its "
-            f"witnesses at every round (witnessing.interval_seconds); try again after the next"
-        )
+def _truncation_checked(report: ExportReport) -> bool:
+    """Whether a checkpoint from outside the export's own say covers its newest entry: one the
+    auditor kept, or one K >= 1 witnesses cosigned. An older one does not: entries past it
+    could be a regrown second history (docs/auditing.md, "Witnesses")."""
+    size = report.tree_size
+    kept = report.heads[len(report.heads) - report.kept :] if report.kept else ()
+    if any(h.checkpoint.size >= size for h in kept):
+        return True
+    witnessed = report.witnessed
+    return (
+        witnessed is not None and witnessed.required >= 1 and witnessed.covering(size) is not None
+    )
 
 
 def _kept(paths: Sequence[str]) -> list[tuple[str, str]]:
@@ -418,7 +500,8 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
     verifiers = _verifiers(args.key)
     origin = _pinned(verifiers, args.origin)
     witnesses, min_witnesses = _witnesses(args)
-    now = _now()
+    max_age = _max_age(args)
+    now = _now(args)
     witnessed: WitnessReport | None = None
     if args.checkpoint and args.against is None and args.target is None:
         raise UsageError("--checkpoint needs --against or --target (what to compare it with)")
@@ -448,13 +531,13 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
                 witnesses=witnesses,
                 min_witnesses=min_witnesses,
                 now=now,
+                witness_cover=receipt.tree_size,
+                max_witness_age=max_age,
             )
         check_receipt_against_export(receipt, verified, report)
         witnessed = report.witnessed
-        if witnessed is not None and min_witnesses:
-            _witnessed_size_for(witnessed, receipt.tree_size, f"receipt {args.receipt}")
         where = f"; consistent with the export {args.against} (tree size {report.tree_size})"
-        if not report.kept and (witnessed is None or witnessed.best is None):
+        if not _truncation_checked(report):
             note = TRUNCATION_NOT_CHECKED.format(what=f"the export's {report.tree_size} entries")
     elif args.target is not None:
         from rng_service.service.log_servicer import LogClient
@@ -472,10 +555,10 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
             if witnesses:
                 witnessed = check_witnesses(
                     [(source, fetched.encode("utf-8"))], witnesses,
-                    min_witnesses=min_witnesses, now=now,
+                    min_witnesses=min_witnesses, now=now, cover=receipt.tree_size,
+                    cover_what=f"receipt {args.receipt} (tree size {receipt.tree_size})",
+                    max_age_seconds=max_age,
                 )  # fmt: skip
-                if min_witnesses:
-                    _witnessed_size_for(witnessed, receipt.tree_size, f"receipt {args.receipt}")
             size = head.checkpoint.size
             for source, text in kept:
                 _check_kept_against_head(
@@ -503,7 +586,8 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
             try:
                 witnessed = check_witnesses(
                     [(f"receipt {args.receipt}'s checkpoint", receipt.checkpoint.encode("utf-8"))],
-                    witnesses, min_witnesses=min_witnesses, now=now,
+                    witnesses, min_witnesses=min_witnesses, now=now, cover=receipt.tree_size,
+                    max_age_seconds=max_age,
                 )  # fmt: skip
             except WitnessFailure as e:
                 raise WitnessFailure(
@@ -698,6 +782,12 @@ def _witness_options(p: argparse.ArgumentParser) -> None:
         help="how many of the --witness keys must have cosigned a checkpoint (default 1 with "
         "--witness); 0 only lists them",
     )  # fmt: skip
+    p.add_argument(
+        "--max-witness-age", metavar="DURATION", default=None,
+        help="fail when the witnessed checkpoint's time (its K-th newest cosignature, K = "
+        "--min-witnesses) is older than this: a number with s, m, h or d, e.g. 10m, 2h "
+        "(default: no limit)",
+    )  # fmt: skip
 
 
 KEY_BEFORE_COMMAND = (
@@ -762,6 +852,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--target", metavar="HOST:PORT", help="a running service (LogService, auditor role)"
     )
     p.add_argument("--out", required=True, metavar="FILE", help="the export file to write")
+    p.add_argument(
+        "--witnessed", action="store_true",
+        help="end the export at the newest published checkpoint that --min-witnesses witnesses "
+        "cosigned (the export to verify with --witness: its newest entry is then witnessed); "
+        "default: at the newest published checkpoint",
+    )  # fmt: skip
+    p.add_argument(
+        "--min-witnesses", type=_positive, default=None, metavar="K",
+        help="with --witnessed: how many witnesses' cosignatures that checkpoint carries "
+        "(default 1)",
+    )  # fmt: skip
     refuse_option(p, "--key", KEY_NOT_HERE)
     p.set_defaults(fn=_cmd_export)
 
@@ -915,14 +1016,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Runs rng-audit; returns 0 (verified), 1 (verification failed) or 2 (usage/format)."""
+def main(argv: list[str] | None = None, *, clock: Clock | None = None) -> int:
+    """Runs rng-audit; returns 0 (verified), 1 (verification failed) or 2 (usage/format).
+    ``clock``: the time witness cosignatures are judged against (the system clock)."""
     quiet_grpc_core()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
         return EXIT_USAGE if e.code else 0
+    args.clock = clock if clock is not None else SystemClock()
     try:
         status: int = args.fn(args)
     except IntegrityError as e:  # VerificationFailure, and integrity errors of the log layer

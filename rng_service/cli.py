@@ -326,7 +326,7 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
     from rng_service.errors import InvalidArgument
     from rng_service.log.receipt import receipt_from_json, verify_receipt
 
-    if args.witness or args.target:
+    if args.witness or args.target or args.max_witness_age is not None:
         # Witnesses and the live log: the auditor's verifier (rng-audit verify-receipt) does it.
         from rng_service.audit_cli import main as audit_main
 
@@ -339,6 +339,8 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
             argv += ["--witness", *args.witness]
         if args.min_witnesses is not None:
             argv += ["--min-witnesses", str(args.min_witnesses)]
+        if args.max_witness_age is not None:
+            argv += [f"--max-witness-age={args.max_witness_age}"]
         return audit_main(argv)
 
     try:
@@ -478,6 +480,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--min-witnesses", type=int, default=None,
         help="how many of the --witness keys must have cosigned (default 1 with --witness)",
+    )  # fmt: skip
+    p.add_argument(
+        "--max-witness-age", metavar="DURATION", default=None,
+        help="with --witness: fail when the witnessed checkpoint is older than this (a number "
+        "with s, m, h or d; rng-audit verify-receipt)",
     )  # fmt: skip
     p.set_defaults(fn=_cmd_verify_receipt)
     return parser

@@ -911,6 +911,8 @@ def verify_export(
     witnesses: Sequence[CosignatureVerifier] = (),
     min_witnesses: int = 0,
     now: int | None = None,
+    witness_cover: int | None = None,
+    max_witness_age: int | None = None,
 ) -> ExportReport:
     """Verifies a whole export (see the module docstring) with the given verifier keys.
 
@@ -928,7 +930,10 @@ def verify_export(
     An export with no entries or no checkpoint fails (it proves nothing) unless
     ``allow_empty``. ``witnesses``, ``min_witnesses``, ``now`` (POSIX seconds): witness
     cosignatures on the checkpoints are checked by the rule of :mod:`rng_service.audit.witnesses`
-    (a failure there is a :class:`~rng_service.audit.witnesses.WitnessFailure`).
+    (a failure there is a :class:`~rng_service.audit.witnesses.WitnessFailure`): with
+    ``min_witnesses`` >= 1 a checkpoint they cosigned must cover ``witness_cover`` entries (by
+    default all the export's: its newest entry), and be no older than ``max_witness_age``
+    seconds if given.
     Returns an :class:`ExportReport`; raises :class:`VerificationFailure` at the first problem,
     :class:`~rng_service.audit.export.ExportFormatError` or :class:`InvalidArgument` for
     malformed input.
@@ -945,13 +950,17 @@ def verify_export(
     heads, notes = _open_checkpoints(reader, kept, verifiers, origin=header.origin)
     tree = _TreeCheck(_heads_by_size(heads, header.tree_size), want_sizes)
     fields = _EntryFields(header.format) if check_entries else None
-    leaves = _walk_entries(reader, header.tree_size, tree, fields, set(want_indices))
+    leaves, last = _walk_entries(reader, header.tree_size, tree, fields, set(want_indices))
     witnessed = None
     if witnesses:
         # After the tree: every checkpoint here is then known to be of the exported entries.
+        cover = tree.size if witness_cover is None else witness_cover
         witnessed = check_witnesses(
-            notes, witnesses, min_witnesses=min_witnesses, now=_now() if now is None else now
-        )
+            notes, witnesses, min_witnesses=min_witnesses, now=_now() if now is None else now,
+            cover=cover, newest_entry_time=_entry_time(last),
+            cover_what=None if witness_cover is None else f"tree size {cover}",
+            max_age_seconds=max_witness_age,
+        )  # fmt: skip
     return ExportReport(
         origin=header.origin,
         tree_size=tree.size,
@@ -1072,11 +1081,12 @@ def _walk_entries(
     tree: _TreeCheck,
     fields: _EntryFields | None,
     wanted: set[int],
-) -> dict[int, bytes]:
+) -> tuple[dict[int, bytes], bytes | None]:
     """Step 4, the one pass over the entries: each line's index, its coverage by a checkpoint,
     its leaf hash and (with ``fields``) the entry itself; each leaf onto the tree's right edge,
     and the root at every size the tree checks. Returns the leaf hashes of the ``wanted``
-    indices. This loop is the verifier's hot path: its state stays in local variables."""
+    indices and the newest entry's bytes (None if there is none). This loop is the verifier's
+    hot path: its state stays in local variables."""
     leaves: dict[int, bytes] = {}
     stack = tree.stack
     check_at = tree.check_at
@@ -1084,6 +1094,7 @@ def _walk_entries(
     sha256 = hashlib.sha256
     check_fields = None if fields is None else fields.check
     position = 0
+    data: bytes | None = None
     for line, index, leaf_hash, data in reader.entry_rows():
         if index != position:
             raise VerificationFailure(
@@ -1122,7 +1133,7 @@ def _walk_entries(
             f"declares {tree_size}: the export is truncated",
             index=position,
         )
-    return leaves
+    return leaves, data
 
 
 class _EntryFields:
@@ -1177,6 +1188,19 @@ class _EntryFields:
 
 def _bytes(note: str | bytes) -> bytes:
     return note.encode("utf-8") if isinstance(note, str) else note
+
+
+def _entry_time(data: bytes | None) -> int | None:
+    """An entry's ``time`` as POSIX seconds (for the witnesses' message), or None if it has
+    none that parses (its fields are checked elsewhere)."""
+    if data is None:
+        return None
+    try:
+        record = json.loads(data)
+        stamp = datetime.datetime.strptime(record["time"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    except (ValueError, TypeError, KeyError):
+        return None
+    return int(stamp.replace(tzinfo=datetime.UTC).timestamp())
 
 
 def _now() -> int:

@@ -17,9 +17,19 @@ The rule (:func:`check_witnesses`), with K = ``min_witnesses``:
 - a checkpoint is **witnessed** when it carries valid cosignatures of at least K distinct given
   witness keys; its time is the K-th newest of their timestamps (each of K witnesses vouched for
   it at that time or later);
-- of the witnessed checkpoints, the one with the latest such time is the report's ``best``: the
-  log was no longer than its size, as far as K witnesses saw until that time. No witnessed
-  checkpoint with K >= 1 is a :class:`~rng_service.audit.verify.VerificationFailure`.
+- with ``cover`` (a tree size: an export's newest entry is covered by its size, a receipt by
+  its checkpoint's), only witnessed checkpoints at least that large count: the report's ``best``
+  is the one of them with the latest such time. Without one, K >= 1 fails naming the entries no
+  witnessed checkpoint covers ("entries 392-465: witnessed by none of the 2 keys; the newest
+  witnessed checkpoint is of size 392, 8 min older than the newest entry"): a log rolled back to
+  an older store copy and regrown carries its old cosigned checkpoints, and only coverage of the
+  newest entry tells the regrown part apart;
+- with ``max_age_seconds``, that checkpoint's time must be no older than that before ``now``
+  (the auditor's freshness bound, ``--max-witness-age``; no default).
+
+``best`` with no ``cover`` is the witnessed checkpoint with the latest time: as far as K
+witnesses saw until then, the log was no longer than its size. A failure is a
+:class:`WitnessFailure` (an :class:`~rng_service.errors.IntegrityError`: exit status 1).
 """
 
 from __future__ import annotations
@@ -76,6 +86,17 @@ class WitnessReport:
     as_of: int | None
     """That K-th newest cosignature time of ``best`` (POSIX seconds)."""
 
+    def covering(self, size: int) -> WitnessedCheckpoint | None:
+        """Of the checkpoints with ``required`` (>= 1) witnesses and tree size >= ``size``, the
+        one with the latest ``required``-th cosignature time; None if there is none."""
+        best: WitnessedCheckpoint | None = None
+        best_key: tuple[int, int] | None = None
+        for c in self.checkpoints:
+            t = c.time_for(self.required)
+            if t is not None and c.size >= size and (best_key is None or (t, c.size) > best_key):
+                best, best_key = c, (t, c.size)
+        return best
+
     @property
     def lines(self) -> list[str]:
         """Each cosignature, for the command's output."""
@@ -100,16 +121,72 @@ def _utc(timestamp: int) -> str:
         return "(out of range)"
 
 
+def _age(seconds: int) -> str:
+    seconds = abs(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
+
+
+def _ordinal(k: int) -> str:
+    return f"{k}{'st' if k == 1 else 'nd' if k == 2 else 'rd' if k == 3 else 'th'}"
+
+
+def _uncovered(
+    found: Sequence[WitnessedCheckpoint],
+    witnesses: Sequence[CosignatureVerifier],
+    k: int,
+    cover: int,
+    newest_entry_time: int | None,
+) -> str:
+    """What no checkpoint with ``k`` witnesses covers: the entries, how many witnesses the
+    checkpoints covering them carry, and the newest witnessed checkpoint against the newest
+    entry."""
+    witnessed = [c for c in found if c.time_for(k) is not None]
+    newest = max(witnessed, key=lambda c: (c.size, c.time_for(k) or 0), default=None)
+    start = newest.size if newest is not None else 0
+    last = cover - 1
+    span = f"entry {last}" if start >= last else f"entries {start}-{last}"
+    most = max((len(c.cosignatures) for c in found if c.size >= cover), default=0)
+    keys = f"{len(witnesses)} key{'s' if len(witnesses) != 1 else ''}"
+    by = f"none of the {keys}" if most == 0 else f"only {most} of the {keys} ({k} needed)"
+    if newest is None:
+        most_any = max((len(c.cosignatures) for c in found), default=0)
+        names = ", ".join(f"{w.name}+{w.key_id:08x}" for w in witnesses)
+        tail = (
+            f"no checkpoint carries cosignatures of {k} of the given witnesses ({names}); the "
+            f"most any has is {most_any}"
+        )
+    else:
+        t = newest.time_for(k) or 0
+        tail = f"the newest witnessed checkpoint is of size {newest.size}, "
+        if newest_entry_time is None:
+            tail += f"its {_ordinal(k)} newest cosignature of {_utc(t)}"
+        elif newest_entry_time >= t:
+            tail += f"{_age(newest_entry_time - t)} older than the newest entry"
+        else:
+            tail += f"cosigned {_age(t - newest_entry_time)} after the newest entry was logged"
+    return f"{span}: witnessed by {by}; {tail}"
+
+
 def check_witnesses(
     notes: Iterable[tuple[str, bytes]],
     witnesses: Sequence[CosignatureVerifier],
     *,
     min_witnesses: int,
     now: int,
+    cover: int | None = None,
+    cover_what: str | None = None,
+    newest_entry_time: int | None = None,
+    max_age_seconds: int | None = None,
 ) -> WitnessReport:
     """Applies the module's rule to (source, signed checkpoint note) pairs whose log signature
     the caller has verified. Raises :class:`WitnessFailure` for a bad or future cosignature, or
-    when no checkpoint has ``min_witnesses`` (>= 1) cosignatures."""
+    when no checkpoint of at least ``cover`` entries (any size if None) has ``min_witnesses``
+    (>= 1) cosignatures (the message names the uncovered entries; ``cover_what`` says what had
+    to be covered, ``newest_entry_time`` the newest entry's time in POSIX seconds, if known),
+    or when that checkpoint's time is more than ``max_age_seconds`` before ``now``."""
     found: list[WitnessedCheckpoint] = []
     for source, note in notes:
         parsed = parse_note(note)
@@ -127,18 +204,25 @@ def check_witnesses(
                 )
         if valid:
             found.append(WitnessedCheckpoint(source, size, tuple(valid)))
-    best: WitnessedCheckpoint | None = None
-    as_of: int | None = None
-    for c in found:
-        t = c.time_for(min_witnesses)
-        if t is not None and (as_of is None or (t, c.size) > (as_of, best.size if best else 0)):
-            best, as_of = c, t
+    report = WitnessReport(min_witnesses, tuple(found), None, None)
+    best = report.covering(0 if cover is None else cover)
     if min_witnesses >= 1 and best is None:
-        most = max((len(c.cosignatures) for c in found), default=0)
-        names = ", ".join(f"{w.name}+{w.key_id:08x}" for w in witnesses)
+        what = "" if cover_what is None else f"{cover_what} is not witnessed yet: "
         raise WitnessFailure(
-            f"no checkpoint carries cosignatures of {min_witnesses} of the given witnesses "
-            f"({names}); the most any has is {most}. Without them nothing shows that the log "
-            f'was not cut back or forked (docs/auditing.md, "Witnesses")'
+            what
+            + _uncovered(found, witnesses, min_witnesses, max(cover or 0, 1), newest_entry_time)
+            + ". Without them nothing shows that the log was not cut back or forked there "
+            '(docs/auditing.md, "Witnesses"); an export to verify with witnesses ends at a '
+            "witnessed checkpoint: rng-audit export --witnessed"
+        )
+    as_of = None if best is None else best.time_for(min_witnesses)
+    too_old = max_age_seconds is not None and as_of is not None and now - as_of > max_age_seconds
+    if best is not None and as_of is not None and max_age_seconds is not None and too_old:
+        raise WitnessFailure(
+            f"{best.source} (tree size {best.size}) is witnessed as of {_utc(as_of)} (its "
+            f"{_ordinal(min_witnesses)} newest cosignature), {_age(now - as_of)} ago: older "
+            f"than --max-witness-age allows ({_age(max_age_seconds)}). The witnesses have not "
+            f"vouched for this log since; a fresher export or a later witnessed checkpoint "
+            f"is needed"
         )
     return WitnessReport(min_witnesses, tuple(found), best, as_of)

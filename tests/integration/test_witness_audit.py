@@ -195,6 +195,31 @@ def test_a_receipt_newer_than_the_witnessed_checkpoint_is_not_witnessed_yet(
                        str(w2.vkey), "--min-witnesses", "2"])  # fmt: skip
     assert code == 1
     assert "is not witnessed yet" in capsys.readouterr().err
+    # The export to verify with witnesses ends at the newest witnessed checkpoint (issue 34).
+    target = f"127.0.0.1:{running.port}"
+    witness_args = ["--witness", str(w1.vkey), str(w2.vkey), "--min-witnesses", "2"]
+    plain, ended = tmp_path / "plain.export", tmp_path / "witnessed.export"
+    assert audit_main(["export", "--target", target, "--out", str(plain)]) == 0
+    assert audit_main(["verify", str(plain), "--key", str(vkey), *witness_args]) == 1
+    assert "witnessed by none of the 2 keys; the newest witnessed checkpoint is of size" in (
+        capsys.readouterr().err
+    )
+    for source in (["--target", target], ["--db", str(tmp_path / "log.sqlite3")]):
+        assert audit_main(["export", *source, "--witnessed", "--min-witnesses", "2",
+                           "--out", str(ended)]) == 0  # fmt: skip
+        assert "ending at the newest checkpoint 2 witness(es) cosigned" in capsys.readouterr().out
+        assert audit_main(["verify", str(ended), "--key", str(vkey), *witness_args]) == 0
+        out = capsys.readouterr().out
+        assert "WITNESSED: " in out
+        assert "NOT CHECKED: truncation" not in out
+    assert audit_main(["export", "--target", target, "--witnessed", "--min-witnesses", "3",
+                       "--out", str(ended)]) == 1  # fmt: skip
+    assert "no published checkpoint carries cosignatures of 3 witness(es) yet" in (
+        capsys.readouterr().err
+    )
+    assert audit_main(["export", "--target", target, "--min-witnesses", "2",
+                       "--out", str(ended)]) == 2  # fmt: skip
+    assert "--min-witnesses is for --witnessed" in capsys.readouterr().err
 
 
 def test_the_witness_rule() -> None:

@@ -79,6 +79,7 @@ def build() -> dict[str, object]:
         return body.decode() + "\n" + "".join(lines)
 
     log_ok = {"ok": True, "verified": [LOG_NAME]}
+    newest_kept = {"ok": True, "times": {WITNESS_NAME: 1_767_225_660}}
 
     def refused(why: str) -> dict[str, object]:
         return {"ok": False, "why": why}
@@ -94,7 +95,7 @@ def build() -> dict[str, object]:
         ("unknown_keys_ignored", "lines of an unknown key (one not even a signature), repeated, "
          "beside the log key's valid line", note(garbage, unknown, good, unknown), log_ok, None),
         ("cosignatures_valid", "two valid cosignatures of one witness: both verified, the newest "
-         "kept", note(good, cos_old, cos_new), log_ok, {"ok": True, "times": {WITNESS_NAME: 1_767_225_660}}),
+         "kept", note(good, cos_old, cos_new), log_ok, newest_kept),
         ("cosignature_bad_beside_good", "a valid cosignature, then a bad one of the same "
          "witness", note(good, cos_old, cos_bad), log_ok, {"ok": False}),
         ("cosignature_bad_then_good", "a bad cosignature, then a valid one of the same witness",
