@@ -388,6 +388,49 @@ def test_the_vendored_fallback_agrees_with_webcrypto(browser: Any, live: Live) -
     }  # fmt: skip
 
 
+STRICT_VECTORS = ROOT / "tests" / "vectors" / "signed_note" / "strict_open.json"
+_STRICT_SCRIPT = """
+const data = arguments[0], done = arguments[arguments.length - 1];
+(async () => {
+  const V = RngVerify;
+  const logKeys = await V.parseKeyList(data.log_keys.join("\\n"), V.ALG_ED25519);
+  const witnessKeys = await V.parseKeyList(data.witness_keys.join("\\n"), V.ALG_COSIGNATURE_V1);
+  const out = {};
+  for (const c of data.cases) {
+    const o = await V.openNote(c.note, logKeys);
+    const r = {log: o.ok ? {ok: true, verified: o.verified.map(k => k.name)}
+                         : {ok: false, why: o.bad ? "bad" : o.twice ? "twice" : "unverified"}};
+    if (c.witnesses) {
+      try {
+        const found = await V.checkCosignatures(V.parseNote(c.note), witnessKeys, 1767300000);
+        r.witnesses = {ok: true, times: Object.fromEntries(
+          found.map(x => [x.witness.split("+")[0], x.time]))};
+      } catch (e) {
+        r.witnesses = {ok: false};
+      }
+    } else {
+      r.witnesses = null;
+    }
+    out[c.name] = r;
+  }
+  done(out);
+})().catch(e => done({error: String(e)}));
+"""
+
+
+@pytest.mark.parametrize("engine", ["webcrypto", "noble"])
+def test_the_page_opens_notes_by_the_strict_vectors(browser: Any, engine: str) -> None:
+    """The same vectors as tests/unit/log/test_note_strict_vectors.py: every line of a known log
+    key verified whatever the order, two lines of one key refused, every cosignature line of a
+    known witness verified, the newest kept; with WebCrypto and with the vendored fallback."""
+    data = json.loads(STRICT_VECTORS.read_text(encoding="utf-8"))
+    _open(browser, PAGE.as_uri() + f"?ed25519={engine}")
+    browser.set_script_timeout(30)
+    got = browser.execute_async_script(_STRICT_SCRIPT, data)
+    want = {c["name"]: {"log": c["log"], "witnesses": c["witnesses"]} for c in data["cases"]}
+    assert got == want
+
+
 def test_the_vendored_library_is_the_pinned_file() -> None:
     vendored = ROOT / "web" / "verify" / "vendor" / "noble-ed25519-1.6.0.js"
     assert hashlib.sha256(vendored.read_bytes()).hexdigest() == NOBLE_SHA256

@@ -4,8 +4,10 @@
  * What it implements, and where the rule comes from (docs/verify-page.md lists them too):
  * - receipt files "rng-service-receipt/v1" (docs/log-format.md, "Receipts");
  * - C2SP signed-note: note syntax, Ed25519 verifier keys <name>+<key ID>+<base64(0x01 || key)>,
- *   key IDs SHA-256(name || 0x0A || type || key)[:4]; unknown keys' signatures are ignored, a
- *   known key's bad signature rejects the note (as rng_service/log/note.py);
+ *   key IDs SHA-256(name || 0x0A || type || key)[:4]; unknown keys' signatures are ignored,
+ *   every line of a known key is verified whatever the order and a bad one rejects the note,
+ *   two lines of one log key are refused (stricter than Go's note.Open, as
+ *   rng_service/log/note.py; docs/log-format.md, "Opening a signed note");
  * - C2SP tlog-checkpoint: origin, tree size, base64 root, extension lines;
  * - the origin rule of rng-audit (rng_service/audit/verify.py, pinned_origin): the origin the
  *   person typed, else the one name all the given log keys share;
@@ -14,7 +16,8 @@
  * - RFC 8785 canonical JSON of entries (sorted keys, ECMAScript number and string forms);
  * - C2SP tlog-cosignature cosignature/v1: key type 0x04, 8-byte timestamp, the signed message
  *   "cosignature/v1\ntime <t>\n" || checkpoint text; the witness rule of rng-audit
- *   (rng_service/audit/witnesses.py: K distinct witness keys, no time more than 300 s ahead).
+ *   (rng_service/audit/witnesses.py: K distinct witness keys on a checkpoint that covers the
+ *   receipt, no time more than 300 s ahead; every line of a known witness verified).
  *
  * Ed25519: the browser's WebCrypto when a feature test passes, else the vendored, pinned
  * @noble/ed25519 1.6.0 (vendor/README.md). Every function that checks something returns a
@@ -315,8 +318,10 @@
   }
 
   /*
-   * C2SP signed-note verification with the log keys: unknown keys are ignored, a known key's
-   * bad signature rejects the note, and at least one known key must have signed.
+   * C2SP signed-note verification with the log keys: unknown keys are ignored; every line of a
+   * known key is verified, whatever the order, and a bad one rejects the note ({bad}); a second
+   * line of one key is refused ({twice}): stricter than Go's note.Open, which checks only a
+   * key's first line. At least one known key must have signed.
    */
   async function openNote(noteText, keys) {
     var note = parseNote(noteText);
@@ -329,11 +334,11 @@
         unknown.push(sig.name + "+" + hex8(sig.id));
         continue;
       }
-      if (seen[key.text]) continue;
-      seen[key.text] = true;
       if (!(await ed25519.verify(key.publicKey, sig.signature, payload))) {
         return { ok: false, bad: key, note: note };
       }
+      if (seen[key.text]) return { ok: false, twice: key, note: note };
+      seen[key.text] = true;
       verified.push(key);
     }
     return { ok: verified.length > 0, verified: verified, unknown: unknown, note: note };
@@ -659,6 +664,11 @@
         throw new VerifyError("The signature of the log key " + opened.bad.name + "+" + hex8(opened.bad.id) +
           " does not match the checkpoint: the checkpoint was altered after it was signed.");
       }
+      if (opened.twice) {
+        throw new VerifyError("The checkpoint carries two signature lines of the log key " +
+          opened.twice.name + "+" + hex8(opened.twice.id) + ": a log key signs a checkpoint once, " +
+          "so this one is refused.");
+      }
       if (!opened.ok) {
         throw new VerifyError("The checkpoint is not signed by the log key you entered (" + known +
           "). Either that is not this log's key, or the receipt was made up. The checkpoint " +
@@ -764,7 +774,8 @@
             lines.push(witnessed[i].what + " (" + witnessed[i].size + " entries) cosigned by " +
               x.witness + " at " + utcTime(x.time));
           });
-          if (cos.length >= wanted && wanted > 0) best = witnessed[i];
+          // Only a checkpoint that covers the receipt's tree counts (rng-audit's rule).
+          if (cos.length >= wanted && wanted > 0 && witnessed[i].size >= receipt.treeSize) best = witnessed[i];
         }
         if (wanted > 0 && !best) {
           throw new VerifyError("No checkpoint covering this receipt is cosigned by " + wanted +
@@ -816,6 +827,7 @@
         if (!opened.ok) {
           throw new VerifyError("The " + pairs[i][0] + " checkpoint " + (opened.bad
             ? "has a signature that does not match: it was altered."
+            : opened.twice ? "carries two signature lines of one log key: refused."
             : "is not signed by the log key you entered."));
         }
         var cp = parseCheckpoint(opened.note.text);
@@ -919,6 +931,13 @@
     verifyReceipt: verifyReceipt,
     checkConsistency: checkConsistency,
     receiptFromFragment: receiptFromFragment,
+    /* For the tests (tests/vectors/signed_note/strict_open.json): */
+    parseKeyList: parseKeyList,
+    openNote: openNote,
+    parseNote: parseNote,
+    checkCosignatures: checkCosignatures,
+    ALG_ED25519: ALG_ED25519,
+    ALG_COSIGNATURE_V1: ALG_COSIGNATURE_V1,
     linkFor: linkFor,
     inclusionProofLength: inclusionProofLength,
     canonicalJson: canonicalJson,
