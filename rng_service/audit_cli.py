@@ -2,7 +2,8 @@
 
 Commands:
   export          write the log (entries and published checkpoints) to an rng-audit-export/v2
-                  file, from the SQLite store (--db) or from a running service (--target)
+                  file, from the SQLite store (--db) or from a running service (--target);
+                  --witnessed ends it at the newest checkpoint witnesses cosigned
   verify          recompute an export's RFC 6962 tree and check every signed checkpoint
   verify-receipt  check a receipt's signature and proof, and that it belongs to the log
                   (against an export, or the live log's latest checkpoint)
@@ -28,12 +29,14 @@ with DATA_LOSS), a broken table chain; 2 for usage errors (keys of several names
 progress on a terminal while they read an export.
 
 Which log: ``--origin``, or else the name of the ``--key`` keys (a log's key is named by its
-origin, C2SP tlog-checkpoint). Without a kept checkpoint (``--checkpoint``) or enough witness
-cosignatures (``--witness KEY ... --min-witnesses K``) the output says that truncation was not
-checked: a copy cut back to an older checkpoint verifies the same. With ``--witness``, every
-cosignature of a given witness key is checked and listed with its time, and some checkpoint must
-carry cosignatures of K of them (:mod:`rng_service.audit.witnesses`, docs/auditing.md
-"Witnesses"); exit status 1 if not.
+origin, C2SP tlog-checkpoint). Unless a kept checkpoint (``--checkpoint``) or one with enough
+witness cosignatures (``--witness KEY ... --min-witnesses K``) covers the newest entry, the
+output says that truncation was not checked: a copy cut back to an older checkpoint, or regrown
+from one, verifies the same. With ``--witness``, every cosignature of a given witness key is
+checked and listed with its time, and a checkpoint carrying cosignatures of K of them must cover
+the export's newest entry (``verify``) or the receipt (``verify-receipt``), no older than
+``--max-witness-age`` if given (:mod:`rng_service.audit.witnesses`, docs/auditing.md
+"Witnesses"); exit status 1 if not, naming the entries no witnessed checkpoint covers.
 
 A service with mTLS (docs/security.md) needs an auditor's certificate for ``--target``:
 ``rng-audit export --target HOST:PORT --ca CA --cert CERT --tls-key KEY ...`` (before or after
