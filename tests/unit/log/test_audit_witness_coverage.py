@@ -240,3 +240,12 @@ def test_verify_receipt_shares_the_notice(
     assert "WITNESSED: checkpoint at line 2 (tree size 392)" in out
     assert "NOT CHECKED: truncation" in out
     assert "covers the newest of the export's 466 entries" in out
+    # rng-service verify-receipt hands --max-witness-age over, bad values included.
+    from rng_service.cli import main as cli_main
+
+    assert cli_main(["verify-receipt", str(path), "--key", keys["log"], "--witness", keys["w1"],
+                     "--max-witness-age=5x"]) == 2  # fmt: skip
+    assert "--max-witness-age: '5x' is not a duration" in capsys.readouterr().err
+    assert cli_main(["verify-receipt", str(path), "--key", keys["log"],
+                     "--max-witness-age", "1h"]) == 2  # fmt: skip
+    assert "--max-witness-age needs --witness keys" in capsys.readouterr().err
