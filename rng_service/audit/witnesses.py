@@ -220,8 +220,9 @@ def check_witnesses(
     if best is not None and as_of is not None and max_age_seconds is not None and too_old:
         raise WitnessFailure(
             f"{best.source} (tree size {best.size}) is witnessed as of {_utc(as_of)} (its "
-            f"{_ordinal(min_witnesses)} newest cosignature), {_age(now - as_of)} ago: older "
-            f"than --max-witness-age allows ({_age(max_age_seconds)}). The witnesses have not "
+            f"{_ordinal(min_witnesses)} newest cosignature), {_age(now - as_of)} ago "
+            f"({now - as_of} s): older than --max-witness-age allows ({max_age_seconds} s). "
+            f"The witnesses have not "
             f"vouched for this log since; a fresher export or a later witnessed checkpoint "
             f"is needed"
         )
