@@ -411,3 +411,26 @@ def test_verify_stored_reads_the_frontier_from_the_store_not_the_cache() -> None
     tree._get_nodes = _other_history(38, 38, 25)  # shorter: nodes of the frontier missing
     with pytest.raises(StoreDiverged, match="lacks Merkle node"):
         tree.verify_stored()
+
+
+def test_leaf_hashes_are_the_stored_level_0_nodes_and_are_not_cached() -> None:
+    leaves = [merkle.leaf_hash(b"entry %d" % i) for i in range(37)]
+    pending = MerkleTree(size=0, get_nodes=lambda coords: {}).prepare(leaves)
+    nodes = {(n.level, n.index): n.hash for n in pending.nodes}
+    reads: list[int] = []
+
+    def get(coords: object) -> dict[tuple[int, int], bytes]:
+        wanted = list(coords)  # type: ignore[call-overload]
+        reads.append(len(wanted))
+        return {c: nodes[c] for c in wanted if c in nodes}
+
+    tree = MerkleTree(size=37, get_nodes=get, cache_min_level=64, recent_nodes=16)
+    cached = tree.cached_nodes()
+    assert tree.leaf_hashes([3, 0, 36, 3]) == [leaves[3], leaves[0], leaves[36], leaves[3]]
+    assert tree.cached_nodes() == cached  # a page of old entries pushes nothing out
+    assert reads[-1] == 2  # 36 is on the frontier (size 37): only 3 and 0 read, once each
+    with pytest.raises(OutOfRange):
+        tree.leaf_hashes([37])
+    del nodes[(0, 5)]
+    with pytest.raises(IntegrityError, match="lacks 1 Merkle node"):
+        tree.leaf_hashes([5])
