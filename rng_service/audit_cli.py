@@ -916,7 +916,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Runs rng-audit; returns 0 (verified), 1 (verification failed) or 2 (usage/format)."""
+    """Runs rng-audit; returns 0 (verified), 1 (verification failed), 2 (usage/format) or 4
+    (a live table-history or dispute: entries proven, that none is missing not)."""
     quiet_grpc_core()
     parser = build_parser()
     try:
