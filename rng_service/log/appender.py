@@ -1521,19 +1521,20 @@ class Appender:
         together with their leaf-hash column are not the outcome the log committed to, and are
         refused (DATA_LOSS, counted as ``rng_log_integrity_errors_total{method="sequencer",
         check="node"}``) instead of replayed."""
+        size = rec.commit_size
+        leaf, proof = self._tree.leaf_and_inclusion_proof(rec.index, size)
         try:
             check_record(rec)
-            check_nodes([rec], self._tree.leaf_hashes([rec.index]))
+            check_nodes([rec], [leaf])
         except LookupIntegrityError as e:
             raise self._edited(e, "this request's replay") from e
-        size = rec.commit_size
         return AppendResult(
             entry=LogEntry.decode(rec.data),
             receipt=Receipt(
                 index=rec.index,
                 entry=rec.data,
                 leaf_hash=rec.leaf_hash,
-                inclusion_proof=tuple(self._tree.inclusion_proof(rec.index, size)),
+                inclusion_proof=tuple(proof),
                 tree_size=size,
                 checkpoint=self.checkpoint_note(size),
                 replayed=True,

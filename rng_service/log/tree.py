@@ -377,6 +377,17 @@ class MerkleTree:
             raise OutOfRange(f"leaf index {index} is outside a tree of size {size}")
         return self._range_hashes(_inclusion_ranges(index, size))
 
+    def leaf_and_inclusion_proof(self, index: int, size: int) -> tuple[bytes, list[bytes]]:
+        """The stored leaf hash of ``index`` and PATH(index, D[size]), in one read of the
+        store for the nodes the cache lacks (a replay checks the leaf against its row and
+        returns the proof: one read instead of two)."""
+        size = self._check_size(size)
+        if not 0 <= index < size:
+            raise OutOfRange(f"leaf index {index} is outside a tree of size {size}")
+        decomposed = [_decompose(lo, hi) for lo, hi in _inclusion_ranges(index, size)]
+        found = self._hashes([(0, index), *(c for coords in decomposed for c in coords)])
+        return found[(0, index)], [_fold([found[c] for c in coords]) for coords in decomposed]
+
     def inclusion_proofs(
         self, indices: Sequence[int], size: int | None = None
     ) -> list[list[bytes]]:

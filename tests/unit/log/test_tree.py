@@ -434,3 +434,24 @@ def test_leaf_hashes_are_the_stored_level_0_nodes_and_are_not_cached() -> None:
     del nodes[(0, 5)]
     with pytest.raises(IntegrityError, match="lacks 1 Merkle node"):
         tree.leaf_hashes([5])
+
+
+def test_leaf_and_inclusion_proof_read_together() -> None:
+    leaves = [merkle.leaf_hash(b"entry %d" % i) for i in range(21)]
+    pending = MerkleTree(size=0, get_nodes=lambda coords: {}).prepare(leaves)
+    nodes = {(n.level, n.index): n.hash for n in pending.nodes}
+    reads: list[list[tuple[int, int]]] = []
+
+    def get(coords: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+        reads.append(list(coords))
+        return {c: nodes[c] for c in reads[-1] if c in nodes}
+
+    tree = MerkleTree(size=21, get_nodes=get, cache_min_level=64, recent_nodes=0)
+    reads.clear()
+    for index, size in ((7, 21), (0, 9), (20, 21)):
+        leaf, proof = tree.leaf_and_inclusion_proof(index, size)
+        assert leaf == leaves[index]
+        assert proof == merkle.inclusion_proof(leaves[:size], index)  # the reference PATH
+    assert len(reads) <= 3  # at most one read each
+    with pytest.raises(OutOfRange):
+        tree.leaf_and_inclusion_proof(9, 9)
