@@ -42,6 +42,7 @@ from rng_service.log.store_health import StoreHealth
 from rng_service.log.storecheck import (
     StoreCheckFailed,
     StoreCheckReport,
+    UnconfiguredSigner,
     check_store,
     record_verified,
 )
@@ -634,6 +635,8 @@ class Service:
         try:
             report = check_store(storage, verifiers, origin=cfg.log.origin, full=full)
             recorded = record_verified(storage, report)
+        except UnconfiguredSigner as e:  # a configuration fault: one line naming the setting
+            raise StartupError(f"log.retired_keys: {e}", setting="log.retired_keys") from e
         except IntegrityError as e:
             raise StartupError(
                 f"log store check failed: {e}. Nothing was served; run `rng-service "

@@ -1020,7 +1020,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, *, clock: Clock | None = None) -> int:
-    """Runs rng-audit; returns 0 (verified), 1 (verification failed) or 2 (usage/format).
+    """Runs rng-audit; returns 0 (verified), 1 (verification failed), 2 (usage/format) or 4
+    (a live table-history or dispute: entries proven, that none is missing not).
     ``clock``: the time witness cosignatures are judged against (the system clock)."""
     quiet_grpc_core()
     parser = build_parser()

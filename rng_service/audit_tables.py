@@ -6,7 +6,9 @@ this module does the I/O: a running service through ``rng.v1.LogService`` (``Get
 and ``FindEntries``, every answer proven in one signed checkpoint of one tree size), a
 table-history file saved earlier, or a full export (verified in full, every chain followed).
 ``rng_service.audit_cli`` registers the commands; they share its exit statuses (0 verified,
-1 not, 2 usage) and its errors.
+1 not, 2 usage) and its errors, plus 4 (:data:`FOUND_UNPROVEN`) for a live answer: its entries
+are proven, but not that none is missing (that rests on the store's index until table heads
+are committed to the log); only an answer against a full export proves that, and exits 0.
 
 They follow the CLI conventions (docs/cli.md, ``rng_service.cli_support``): every option has
 help text with its default; the mTLS options ``--ca``, ``--cert``, ``--tls-key`` come before or
@@ -14,8 +16,9 @@ after the command; ``--key`` (``--verifier-key``) is the log's verifier key; ``-
 explicit only (an auditor chooses to use a live service); text, or one JSON document with
 ``--json`` (a failure too: ``{"ok": false, ...}``); progress on stderr while an export is read,
 on a terminal only; ``--out`` is checked to be writable before anything is fetched; exit
-status 0 verified, 1 not verified (named), 2 nothing was checked (usage, unreadable input, an
-unreachable service).
+status 0 verified and proven complete (``--against``), 4 entries proven but completeness not
+(``--target``, a saved file), 1 not verified (named), 2 nothing was checked (usage, unreadable
+input, an unreachable service).
 """
 
 from __future__ import annotations
@@ -51,7 +54,13 @@ from rng_service.log.merkle import LEAF_PREFIX
 if TYPE_CHECKING:
     from rng_service.service.log_servicer import LogClient, ProvenPage
 
-__all__ = ["add_commands"]
+__all__ = ["FOUND_UNPROVEN", "add_commands"]
+
+FOUND_UNPROVEN = 4
+"""Exit status of a live answer (``--target``, or a table-history file it saved): every entry
+shown is proven in a signed checkpoint, but that none is missing rests on the store's index
+(docs/cli.md, convention 9): not 0, which means proven. Until table heads are committed to the
+log, only a full export (``--against``) proves completeness."""
 
 
 class UsageError(Exception):
@@ -219,6 +228,8 @@ def _history_output(
     asked_to: int | None,
     export: bool = False,
 ) -> int:
+    """Prints the history; exit status 0 only for an export (``export``), which proves that
+    no entry of the table is missing; else 4 (FOUND: proven entries, completeness unproven)."""
     entries = report.entries
     end_note = ""
     if entries and asked_to is None and export:
@@ -242,12 +253,13 @@ def _history_output(
         )
     notes = [n for n in (start_note, end_note) if n]
     data = {
-        "ok": True,
+        "ok": export,
+        "proven_complete": export,
         "client": report.client,
         "table_id": report.table_id,
         "first_seq": report.first_seq,
         "last_seq": report.last_seq,
-        "complete": True,
+        "complete": export,
         "tree_size": tree_size,
         "proven_by": proven_by,
         "starts_chain": report.starts_chain,
@@ -256,18 +268,29 @@ def _history_output(
     }
 
     def text() -> str:
-        lines = [
+        found = (
+            f"{len(entries)} entries, log indexes {entries[0].index} to {entries[-1].index}, "
+            f"each naming the one before as its predecessor, every one {proven_by}"
+        )
+        first = (
             f"OK: the history of table {report.table_id!r} (client {report.client!r}) is "
-            f"complete from seq {report.first_seq} to seq {report.last_seq}: {len(entries)} "
-            f"entries, log indexes {entries[0].index} to {entries[-1].index}, each naming the "
-            f"one before as its predecessor, every one {proven_by}",
+            f"complete from seq {report.first_seq} to seq {report.last_seq}: {found}"
+            if export
+            else f"FOUND: the history of table {report.table_id!r} (client {report.client!r}) "
+            f"from seq {report.first_seq} to seq {report.last_seq} as the log gave it: {found}. "
+            f"These entries are proven; that none is missing rests on the store's index (a "
+            f"second entry of a seq, or a later one, hidden by edited columns would not be "
+            f"given): prove it against a full export (--against EXPORT)"
+        )
+        lines = [
+            first,
             *(_entry_line(entry) for entry in entries),
             *(f"note: {note}" for note in notes),
         ]
         return "\n".join(lines)
 
     Output(args.json).result(data, text)
-    return 0
+    return 0 if export else FOUND_UNPROVEN
 
 
 def _no_history(client: str, table_id: str, first: int, tree_size: int) -> VerificationFailure:
@@ -427,6 +450,10 @@ def _dispute_output(
             f"Nothing of table {report.table_id!r} between {before} and {after} is missing: "
             f"its chain runs unbroken from seq {report.span[0].table_seq} to seq "
             f"{report.span[-1].table_seq}, each entry naming the one before"
+            if export
+            else f"Between {before} and {after}, the chain of table {report.table_id!r} as the "
+            f"log gave it runs unbroken from seq {report.span[0].table_seq} to seq "
+            f"{report.span[-1].table_seq}, each entry naming the one before"
         )
     else:
         chain_text = (
@@ -434,7 +461,8 @@ def _dispute_output(
             "chain, so nothing is said about entries around them"
         )
     data = {
-        "ok": True,
+        "ok": export,
+        "proven_complete": export,
         "client": report.client,
         "table_id": report.table_id,
         "sessions": list(report.sessions),
@@ -454,11 +482,15 @@ def _dispute_output(
         "chain": chain_text,
         "format_1_entries": [e.index for e in format_1],
     }
-    Output(args.json).result(data, lambda: _dispute_text(report, proven_by, chain_text))
-    return 0
+    Output(args.json).result(
+        data, lambda: _dispute_text(report, proven_by, chain_text, proven_complete=export)
+    )
+    return 0 if export else FOUND_UNPROVEN
 
 
-def _dispute_text(report: DisputeReport, proven_by: str, chain_text: str) -> str:
+def _dispute_text(
+    report: DisputeReport, proven_by: str, chain_text: str, *, proven_complete: bool
+) -> str:
     names = ", ".join(repr(r.round_id) for r in report.rounds)
     format_1 = [e for r in report.rounds for e in r.entries if e.table_seq is None]
     total = sum(len(r.entries) for r in report.rounds)
@@ -468,10 +500,16 @@ def _dispute_text(report: DisputeReport, proven_by: str, chain_text: str) -> str
         if report.sessions
         else ""
     )
+    rounds = f"round{'s' if len(report.rounds) > 1 else ''} {names}{of_sessions}"
+    counted = f"{total} entr{'y' if total == 1 else 'ies'}, every one {proven_by}"
+    of_table = f"of table {report.table_id!r} (client {report.client!r})"
     lines = [
-        f"OK: these are all the outcomes of round{'s' if len(report.rounds) > 1 else ''} "
-        f"{names}{of_sessions} of table {report.table_id!r} (client {report.client!r}): {total} "
-        f"entr{'y' if total == 1 else 'ies'}, every one {proven_by}"
+        f"OK: these are all the outcomes of {rounds} {of_table}: {counted}"
+        if proven_complete
+        else f"FOUND: the outcomes of {rounds} {of_table} that the log gave: {counted}. These "
+        "entries are proven; that none is missing rests on the store's index (an entry of "
+        "these rounds whose columns were edited would not be given): prove it against a full "
+        "export (--against EXPORT)"
     ]
     for finding in report.rounds:
         slots = ", ".join(f"{e.slot} (log index {e.index})" for e in finding.entries)
@@ -762,7 +800,9 @@ def add_commands(sub: Any, shared: Shared, *, key_help: str, origin_help: str) -
         "Checks that the entries of one (client, table) chain from seq A to seq B are all "
         "there: each entry names the one before (entry format 2), and each is proven in one "
         "signed checkpoint (--target, or a FILE saved with --out) or in a verified full export "
-        "(--against). Exit status 0: complete; 1: a break or a failed proof (named); 2: "
+        "(--against). Exit status 0: complete, proven against a full export (--against); 4: "
+        "FOUND: the entries shown are proven, but that none is missing rests on the store's "
+        "index (--target, or a FILE it saved); 1: a break or a failed proof (named); 2: "
         "nothing was checked (usage, unreadable input, an unreachable service)."
     )
     p.add_argument(
@@ -800,8 +840,10 @@ def add_commands(sub: Any, shared: Shared, *, key_help: str, origin_help: str) -
         "rounds of one client's table, proves each one, and checks the table's chain from the "
         "entry before the rounds to the entry after: these are all the outcomes of the rounds, "
         "in their slots' order, with any voids, and nothing of the table between the previous "
-        "and the next round is missing. Exit status 0: answered; 1: something did not verify "
-        "(named); 2: nothing was checked (usage, unreadable input, an unreachable service)."
+        "and the next round is missing. Exit status 0: answered and proven complete against a "
+        "full export (--against); 4: FOUND: the entries shown are proven, but that none is "
+        "missing rests on the store's index (--target); 1: something did not verify (named); "
+        "2: nothing was checked (usage, unreadable input, an unreachable service)."
     )
     p.add_argument("--table", help="the table id (needed with --round)")
     p.add_argument(

@@ -75,7 +75,12 @@ from rng_service.errors import (
     Unavailable,
 )
 from rng_service.log import rounds
-from rng_service.log.columns import LookupIntegrityError, check_range, check_record
+from rng_service.log.columns import (
+    LookupIntegrityError,
+    check_nodes,
+    check_range,
+    check_record,
+)
 from rng_service.log.entry import (
     FORMAT_VERSION,
     GeneratorRef,
@@ -1509,15 +1514,27 @@ class Appender:
                 p.set_exception(e)
 
     def replay(self, rec: EntryRecord) -> AppendResult:
-        """The original answer for a logged entry: same entry, same proof, same checkpoint."""
+        """The original answer for a logged entry: same entry, same proof, same checkpoint.
+
+        The row is checked first against its signed bytes and against the tree's leaf node
+        of its index (:func:`rng_service.log.columns.check_nodes`): bytes changed in the store
+        together with their leaf-hash column are not the outcome the log committed to, and are
+        refused (DATA_LOSS, counted as ``rng_log_integrity_errors_total{method="sequencer",
+        check="node"}``) instead of replayed."""
         size = rec.commit_size
+        leaf, proof = self._tree.leaf_and_inclusion_proof(rec.index, size)
+        try:
+            check_record(rec)
+            check_nodes([rec], [leaf])
+        except LookupIntegrityError as e:
+            raise self._edited(e, "this request's replay") from e
         return AppendResult(
             entry=LogEntry.decode(rec.data),
             receipt=Receipt(
                 index=rec.index,
                 entry=rec.data,
                 leaf_hash=rec.leaf_hash,
-                inclusion_proof=tuple(self._tree.inclusion_proof(rec.index, size)),
+                inclusion_proof=tuple(proof),
                 tree_size=size,
                 checkpoint=self.checkpoint_note(size),
                 replayed=True,

@@ -12,6 +12,10 @@ lookup checks each row it returns here before it answers, and the store's own ch
 - :func:`check_record`: the row's leaf hash is RFC 6962's ``SHA-256(0x00 || bytes)`` and every
   lookup column equals the field of the signed bytes (the time column to the microsecond the
   entry's ``time`` field carries);
+- :func:`check_nodes`: the row's leaf hash (which its bytes hash to, by :func:`check_record`)
+  is the tree's stored level-0 node of its index, the leaf that every checkpoint's root
+  commits to (RFC 6962 section 2.1): bytes edited together with their leaf-hash column (not
+  the Merkle nodes) would otherwise pass the row check and be served as the logged outcome;
 - :func:`check_range`: a range read by index holds every index of the range (no deleted row);
 - :func:`check_chain`: rows read as a (client, table) chain are that chain: consecutive
   ``table_seq`` values, each ``table_prev`` the index of the row before (docs/log-format.md,
@@ -46,16 +50,18 @@ __all__ = [
     "LookupIntegrityError",
     "SignedFields",
     "check_chain",
+    "check_nodes",
     "check_range",
     "check_record",
     "signed_fields",
 ]
 
-CHECKS = ("leaf_hash", "entry", "columns", "gap", "chain")
+CHECKS = ("leaf_hash", "entry", "columns", "gap", "chain", "node")
 """The ``check`` values of :class:`LookupIntegrityError` (the metric's label values):
 ``leaf_hash`` the bytes do not hash to the stored leaf hash; ``entry`` the bytes are not an
 entry; ``columns`` a lookup column differs from the signed field; ``gap`` an index of a range is
-missing; ``chain`` the rows of a table's chain do not follow one another."""
+missing; ``chain`` the rows of a table's chain do not follow one another; ``node`` the row's
+leaf hash is not the tree's level-0 node of its index."""
 
 
 class LookupIntegrityError(IntegrityError):
@@ -181,6 +187,26 @@ def check_record(record: EntryRecord) -> SignedFields:
             index=index,
         )
     return signed
+
+
+def check_nodes(records: Sequence[EntryRecord], nodes: Sequence[bytes]) -> None:
+    """Each record's leaf hash against ``nodes``, the tree's stored level-0 nodes of the
+    records' indexes (in order). Call it after :func:`check_record`, which proves that the
+    bytes hash to the leaf-hash column: then a row that passes both serves the bytes the
+    tree, hence every checkpoint of it, commits to. Raises :class:`LookupIntegrityError`
+    (``node``) at the first row that differs."""
+    if len(nodes) != len(records):
+        raise ValueError(f"{len(records)} records but {len(nodes)} leaf nodes")
+    for record, node in zip(records, nodes, strict=True):
+        if record.leaf_hash != node:
+            raise LookupIntegrityError(
+                f"entry {record.index}: its bytes hash to {record.leaf_hash.hex()}, as its "
+                f"stored leaf hash says, but the tree's leaf node (level 0, index "
+                f"{record.index}), which the signed checkpoints commit to, is {node.hex()}: "
+                f"the entry's bytes were changed in the store together with its leaf hash",
+                check="node",
+                index=record.index,
+            )
 
 
 _last_second: tuple[int, str] = (-1, "")

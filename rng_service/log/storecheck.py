@@ -30,6 +30,17 @@ restored from an older backup): that refuses the start at once. A record that is
 does not verify, or whose root the stored tree no longer reproduces, makes the check run in
 full, which then names the first bad index or checkpoint.
 
+**Keys.** The check also records which configured keys signed the checkpoints it verified (meta
+key :data:`CHECKPOINT_SIGNERS_KEY`, each as ``name+key ID``, accumulated across starts). The
+incremental check never reads the checkpoints below the recorded one again, so without that
+record a start whose configuration no longer names a key that signed some of them (a rotation
+without ``log.retired_keys``) would pass, and the service would serve checkpoints that its own
+check, and ``GetPublicKeys``, cannot verify. A recorded signer that no configured key matches
+refuses the check with :class:`UnconfiguredSigner`; a missing record makes the check run in
+full (which verifies every stored checkpoint with the configured keys). The record only
+names keys: deleting it costs a full check, adding to it refuses a start, and neither proves
+or hides anything.
+
 What a store cannot catch by itself: a consistent rollback (the newest entries, their nodes,
 their checkpoints and the record all deleted or replaced by older ones) leaves a store that is
 a valid, shorter log. Only a checkpoint kept outside the database (by auditors, by clients in
@@ -49,20 +60,26 @@ from dataclasses import dataclass
 
 from rng_service.errors import IntegrityError, InvalidArgument
 from rng_service.log.columns import LookupIntegrityError, check_record
-from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, open_note
+from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, open_note, parse_note
 from rng_service.log.tree import MerkleTree
 from rng_service.storage.base import CheckpointRecord, LogStorage, NodeRecord
 
 __all__ = [
+    "CHECKPOINT_SIGNERS_KEY",
     "VERIFIED_CHECKPOINT_KEY",
     "StoreCheckFailed",
     "StoreCheckReport",
+    "UnconfiguredSigner",
     "check_store",
     "record_verified",
 ]
 
 VERIFIED_CHECKPOINT_KEY = "verified_checkpoint"
 """Meta key of the signed note of the newest checkpoint the last successful check verified."""
+
+CHECKPOINT_SIGNERS_KEY = "checkpoint_signers"
+"""Meta key of the keys (``name+key ID`` lines, sorted) that signed the stored checkpoints the
+checks verified."""
 
 _PAGE = 4096
 
@@ -80,6 +97,16 @@ class StoreCheckFailed(IntegrityError):
         super().__init__(message)
         self.index = index
         self.checkpoint_size = checkpoint_size
+
+
+class UnconfiguredSigner(StoreCheckFailed):
+    """Stored checkpoints were signed by keys that no configured key is: a configuration
+    fault (``log.retired_keys`` lacks a former key), not an edit of the store. ``keys``: the
+    missing keys as ``name+key ID``."""
+
+    def __init__(self, message: str, *, keys: Sequence[str]) -> None:
+        super().__init__(message)
+        self.keys = tuple(keys)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +129,9 @@ class StoreCheckReport:
     root: bytes
     """Root of the stored tree of ``tree_size`` entries."""
     seconds: float
+    signers: frozenset[str] = frozenset()
+    """Every key (``name+key ID``) known to have signed a stored checkpoint: the recorded ones
+    and those of the checkpoints verified now (to record)."""
 
 
 def _when(timestamp_ns: int) -> str:
@@ -114,6 +144,17 @@ def _when(timestamp_ns: int) -> str:
 
 def _describe(record: CheckpointRecord) -> str:
     return f"stored checkpoint of tree size {record.size} (published {_when(record.timestamp_ns)})"
+
+
+def _signers(note: bytes, verifiers: Sequence[NoteVerifier]) -> set[str]:
+    """The configured keys (``name+key ID``) with a signature line in ``note`` (after
+    :func:`_open` verified it)."""
+    known = {(v.name, v.key_id) for v in verifiers}
+    return {
+        f"{s.name}+{s.key_id:08x}"
+        for s in parse_note(note).signatures
+        if (s.name, s.key_id) in known
+    }
 
 
 def _open(
@@ -160,6 +201,7 @@ class _Check:
         self.nodes = 0
         self.checkpoints = 0
         self.newest: CheckpointRecord | None = None
+        self.signers: set[str] = set()
         self.last_ok = 0  # the size of the last checkpoint that matched
         self.size = 0  # the stored tree size being checked
 
@@ -178,6 +220,7 @@ class _Check:
                 checkpoint = _open(
                     record.note, self.verifiers, origin=self.origin, source=where, size=record.size
                 )
+                self.signers |= _signers(record.note, self.verifiers)
                 if checkpoint.size != record.size:
                     raise StoreCheckFailed(
                         f"{where}: its signed note is for tree size {checkpoint.size}: the "
@@ -336,13 +379,18 @@ def check_store(
     # The record first, then the size: a replica that records a newer checkpoint meanwhile has
     # stored its entries before, so the size read next covers it.
     record = None if full else storage.get_meta(VERIFIED_CHECKPOINT_KEY)
+    recorded = None if full else _recorded_signers(storage)
     size = storage.tree_size()
     tree: MerkleTree | None = None
     start = 0
+    if recorded is not None:
+        _check_signers_configured(recorded, verifiers)
     if full:
         reason = "full check requested"
     elif record is None:
         reason = "full check: no verified checkpoint is recorded in the store yet"
+    elif recorded is None:
+        reason = "full check: the keys that signed the stored checkpoints are not recorded yet"
     else:
         source = "the store's record of the last verified checkpoint"
         try:
@@ -365,6 +413,7 @@ def check_store(
                 reproduced = False
             if reproduced:
                 start = verified.size
+                check.signers |= _signers(record, verifiers)
                 reason = f"from the verified checkpoint of tree size {start}"
             else:
                 tree = None
@@ -387,14 +436,44 @@ def check_store(
         newest=check.newest,
         root=tree.root(),
         seconds=time.perf_counter() - started,
+        signers=frozenset(check.signers | (recorded if start and recorded else set())),
     )
 
 
+def _recorded_signers(storage: LogStorage) -> set[str] | None:
+    value = storage.get_meta(CHECKPOINT_SIGNERS_KEY)
+    if value is None:
+        return None
+    return {line for line in value.decode("utf-8", "replace").split("\n") if line}
+
+
+def _check_signers_configured(recorded: set[str], verifiers: Sequence[NoteVerifier]) -> None:
+    """Refuses (:class:`UnconfiguredSigner`) if a key that signed stored checkpoints is not
+    among ``verifiers``."""
+    configured = {f"{v.name}+{v.key_id:08x}" for v in verifiers}
+    missing = sorted(recorded - configured)
+    if missing:
+        raise UnconfiguredSigner(
+            f"stored checkpoints are signed by {', '.join(missing)}, which no configured key "
+            f"is (configured: {', '.join(sorted(configured))}): name each former key's verifier "
+            f"key in log.retired_keys (a rotation keeps it for good), or the service serves "
+            f"checkpoints its own check cannot verify",
+            keys=missing,
+        )
+
+
 def record_verified(storage: LogStorage, report: StoreCheckReport) -> bool:
-    """Records the report's newest verified checkpoint for the next incremental check;
-    returns whether the record changed."""
+    """Records the report's newest verified checkpoint, and the keys that signed the stored
+    checkpoints, for the next incremental check; returns whether a record changed."""
+    changed = False
+    signers = "".join(f"{k}\n" for k in sorted(report.signers)).encode("utf-8")
+    if report.signers and storage.get_meta(CHECKPOINT_SIGNERS_KEY) != signers:
+        # The signers first: a record of a checkpoint whose signer is not recorded would let
+        # the next incremental check skip that signer.
+        storage.set_meta(CHECKPOINT_SIGNERS_KEY, signers)
+        changed = True
     newest = report.newest
     if newest is None or storage.get_meta(VERIFIED_CHECKPOINT_KEY) == newest.note:
-        return False
+        return changed
     storage.set_meta(VERIFIED_CHECKPOINT_KEY, newest.note)
     return True

@@ -345,12 +345,48 @@ class MerkleTree:
             raise OutOfRange(f"leaf index {index} is outside a tree of size {size}")
         return self._hashes([(0, index)])[(0, index)]
 
+    def leaf_hashes(self, indices: Sequence[int]) -> list[bytes]:
+        """The stored leaf hashes (level-0 nodes) of ``indices``, in one read of the store
+        for those the cache lacks. What is read here is not cached: a page of old entries
+        (an export paging through the log) must not push out the recent entries' nodes that
+        receipts use."""
+        size = self.size
+        for index in indices:
+            if not 0 <= index < size:
+                raise OutOfRange(f"leaf index {index} is outside a tree of size {size}")
+        found: dict[Coord, bytes] = {}
+        missing: list[Coord] = []
+        with self._lock:
+            frontier = {(level, index): h for level, index, h in self._frontier}
+            for index in indices:
+                c = (0, index)
+                value = frontier.get(c) or self._permanent.get(c) or self._recent.get(c)
+                if value is None:
+                    missing.append(c)
+                else:
+                    found[c] = value
+        if missing:
+            wanted = list(dict.fromkeys(missing))
+            found.update(self._checked(wanted, self._get_nodes(wanted)))
+        return [found[(0, index)] for index in indices]
+
     def inclusion_proof(self, index: int, size: int | None = None) -> list[bytes]:
         """PATH(index, D[size]) (RFC 6962 section 2.1.1), leaf-to-root; size defaults to all."""
         size = self._check_size(size)
         if not 0 <= index < size:
             raise OutOfRange(f"leaf index {index} is outside a tree of size {size}")
         return self._range_hashes(_inclusion_ranges(index, size))
+
+    def leaf_and_inclusion_proof(self, index: int, size: int) -> tuple[bytes, list[bytes]]:
+        """The stored leaf hash of ``index`` and PATH(index, D[size]), in one read of the
+        store for the nodes the cache lacks (a replay checks the leaf against its row and
+        returns the proof: one read instead of two)."""
+        size = self._check_size(size)
+        if not 0 <= index < size:
+            raise OutOfRange(f"leaf index {index} is outside a tree of size {size}")
+        decomposed = [_decompose(lo, hi) for lo, hi in _inclusion_ranges(index, size)]
+        found = self._hashes([(0, index), *(c for coords in decomposed for c in coords)])
+        return found[(0, index)], [_fold([found[c] for c in coords]) for coords in decomposed]
 
     def inclusion_proofs(
         self, indices: Sequence[int], size: int | None = None

@@ -12,8 +12,9 @@ tree reads may block, so they run in a worker thread, never on the event loop.
 
 Every entry read from the store is checked before it is returned
 (:mod:`rng_service.log.columns`): its leaf hash and its lookup columns against its signed
-bytes, an index range for deleted rows, a table's chain for breaks. A failure is never a
-silent skip: the call fails with DATA_LOSS naming the entry, the service logs a
+bytes, its leaf hash against the tree's level-0 node of its index (the leaf the signed
+checkpoints commit to), an index range for deleted rows, a table's chain for breaks. A
+failure is never a silent skip: the call fails with DATA_LOSS naming the entry, the service logs a
 ``log_integrity_error`` line, and ``IntegrityObserver.integrity_error`` counts it (the metric
 ``rng_log_integrity_errors_total{method, check}`` and the alert ``RngLogIntegrityError``). Every
 returned entry carries its inclusion proof in the one tree size the response states, with the
@@ -37,6 +38,7 @@ from rng_service.log.columns import (
     LookupIntegrityError,
     SignedFields,
     check_chain,
+    check_nodes,
     check_range,
     check_record,
 )
@@ -113,6 +115,8 @@ class TreeReader(Protocol):
     def root(self, size: int | None = None) -> bytes: ...
 
     def leaf_hash(self, index: int) -> bytes: ...
+
+    def leaf_hashes(self, indices: Sequence[int]) -> list[bytes]: ...
 
     def inclusion_proof(self, index: int, size: int | None = None) -> list[bytes]: ...
 
@@ -418,7 +422,10 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
     def _proven(
         self, records: Sequence[EntryRecord], size: int, *, proofs: bool = True
     ) -> tuple[list[log_pb2.LogEntry], str]:
-        """The records with their inclusion proofs in the tree of ``size``, and its note."""
+        """The records (each already through ``check_record``) after checking them against
+        the tree's leaf nodes (``check_nodes``: the bytes served are the bytes the checkpoints
+        commit to), with their inclusion proofs in the tree of ``size``, and its note."""
+        check_nodes(records, self._tree.leaf_hashes([r.index for r in records]))
         paths = self._tree.inclusion_proofs([r.index for r in records], size) if proofs else None
         return _entries_to_proto(records, paths), self._checkpoint_note(size)
 

@@ -454,3 +454,40 @@ def test_cosign_key_is_named_by_the_origin_unless_named(tmp_path: Path) -> None:
             RNG_SERVICE__LOG__COSIGN_KEY_FILE="next.pem",
             RNG_SERVICE__LOG__COSIGN_KEY_NAME="two words",
         )
+
+
+def test_a_restart_without_the_retired_key_after_a_rotation_is_refused(tmp_path: Path) -> None:
+    """Issue 34, break 5. After a rotation, stored checkpoints are signed by the old key. A
+    start whose config no longer names it (no ``log.retired_keys``) cannot verify them, so it
+    is refused (docs/operations.md, "Keys"), also once later starts recorded a checkpoint of
+    the new key as verified (the incremental check then reads no old checkpoint)."""
+    config = make_config(tmp_path)
+    old_vkey = key_of(config.log.key_file).verifier_key()
+    running = start(config)
+    try:
+        running.spin("old0")
+    finally:
+        running.stop()
+    generate_key_pair(tmp_path / "key2.pem", name=ORIGIN)
+    rotated = make_config(
+        tmp_path,
+        RNG_SERVICE__LOG__KEY_FILE=str(tmp_path / "key2.pem"),
+        RNG_SERVICE__LOG__RETIRED_KEYS=old_vkey,
+    )
+    for i in range(2):  # the second start records a checkpoint of the new key as verified
+        running = start(rotated)
+        try:
+            running.spin(f"new{i}")
+        finally:
+            running.stop()
+    forgotten = make_config(tmp_path, RNG_SERVICE__LOG__KEY_FILE=str(tmp_path / "key2.pem"))
+    service = Service(forgotten, entropy=CounterEntropy())
+    with pytest.raises(StartupError) as info:
+        asyncio.run(service.start())
+    asyncio.run(service.stop(0))
+    message = str(info.value)
+    assert info.value.setting == "log.retired_keys", message
+    assert "\n" not in message
+    assert f"{ORIGIN}+{key_of(config.log.key_file).key_id:08x}" in message
+    running = start(rotated)  # configured again: it starts
+    running.stop()

@@ -11,6 +11,7 @@ no service runs, as an operator would, and starts the service again or runs ``ch
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -559,3 +560,69 @@ def test_a_table_head_the_sequencer_did_not_write_is_checked(
     assert says in info.value.details
     events = [json.loads(x) for x in served.stderr.splitlines() if "log_integrity_error" in x]
     assert [(e["method"], e["check"], e["index"]) for e in events] == [("sequencer", check, 44)]
+
+
+# --- Served bytes against the committed tree (issue 34, break 3) ----------------------------
+
+
+def test_bytes_changed_with_their_leaf_hash_are_never_served(
+    pristine: Pristine, log: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Entry 10 (round a10 of T1, in the verified part the incremental start-up does not read
+    again) gets other bytes (its roulette number 1 digit longer) and the leaf-hash column
+    those bytes hash to, while no service runs; the Merkle nodes stay. The row check (bytes
+    against the leaf-hash column) passes, but the tree's level-0 node of index 10, which every
+    checkpoint commits to, is the old hash: a replay of request a10, GetEntries, FindEntries
+    and GetTableHistory each refuse with DATA_LOSS naming the node, nothing altered is
+    served, and each is counted under check="node" (exported at 0 from the start)."""
+    _, db = log
+    config = write_config(db.parent, pristine.key, metrics=True)
+    conn = sqlite3.connect(db)
+    data = bytes(conn.execute("SELECT data FROM entries WHERE idx = 10").fetchone()[0])
+    conn.close()
+    changed = data.replace(b'"number":"', b'"number":"1', 1)
+    assert changed != data
+    forged = hashlib.sha256(b"\x00" + changed).digest()
+    sql(db, "UPDATE entries SET data = ?, leaf_hash = ? WHERE idx = 10", changed, forged)
+    says = f"entry 10: its bytes hash to {forged.hex()}, as its stored leaf hash says, but the "
+    served = Served(config)  # the incremental start-up check passes: entry 10 is below 24
+    calls: dict[str, Any] = {}
+    try:
+        samples = {
+            m: f'rng_log_integrity_errors_total{{check="node",method="{m}"}}'
+            for m in ("sequencer", "GetEntries", "FindEntries", "GetTableHistory")
+        }
+        assert {m: served.metric(s) for m, s in samples.items()} == dict.fromkeys(samples, 0)
+        with pytest.raises(ClientError) as info:
+            _spin_again(served, "a10", "a10")  # the original request, retried
+        calls["replay"] = info.value.details
+        assert info.value.code == "DATA_LOSS", info.value
+        channel = grpc.insecure_channel(served.target)
+        stub = log_pb2_grpc.LogServiceStub(channel)
+        calls["GetEntries"] = lookup_error(
+            lambda: stub.GetEntries(log_pb2.GetEntriesRequest(start=8, end=12, omit_proofs=True))
+        )
+        calls["FindEntries"] = lookup_error(
+            lambda: stub.FindEntries(log_pb2.FindEntriesRequest(table_id="T1", round_id="a10"))
+        )
+        calls["GetTableHistory"] = lookup_error(
+            lambda: stub.GetTableHistory(log_pb2.GetTableHistoryRequest(table_id="T1"))
+        )
+        # Entries the edit did not touch are served as before.
+        page = stub.GetEntries(log_pb2.GetEntriesRequest(start=11, end=14))
+        assert [e.index for e in page.entries] == [11, 12, 13]
+        channel.close()
+        assert {m: served.metric(s) for m, s in samples.items()} == dict.fromkeys(samples, 1)
+        assert _entry_count(db) == pristine.size  # nothing drawn again
+    finally:
+        served.stop()
+    for what, details in calls.items():
+        assert says in details, (what, details)
+        assert "which the signed checkpoints commit to" in details
+    events = [json.loads(x) for x in served.stderr.splitlines() if "log_integrity_error" in x]
+    assert [(e["method"], e["check"], e["index"]) for e in events] == [
+        (m, "node", 10) for m in ("sequencer", "GetEntries", "FindEntries", "GetTableHistory")
+    ]
+    code, out = check_store(config, capsys)  # the full check names the node too
+    assert code == 1
+    assert "entry 10's leaf node (level 0, index 10) is not the hash the entries give" in out

@@ -89,21 +89,26 @@ def log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Log]:
 # -- table-history ---------------------------------------------------------------------------
 
 
-def test_a_live_table_history_is_complete(log: Log, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_live_table_history_is_found_not_proven_complete(
+    log: Log, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Live, every entry shown is proven, not that none is missing: FOUND, exit 4."""
     code, out = run(["table-history", "--target", log.target, "--table", "T1", "--key", log.vkey],
                     capsys)  # fmt: skip
-    assert code == 0, out
-    assert (
-        "OK: the history of table 'T1' (client 'default') is complete from seq 1 to seq 10" in out
-    )
+    assert code == 4, out
+    assert out.startswith(
+        "FOUND: the history of table 'T1' (client 'default') from seq 1 to seq 10 as the log "
+        "gave it: 10 entries"
+    ), out
     assert "each naming the one before as its predecessor, every one in the checkpoint of" in out
     assert "ROUND VOIDED by default: ball left the wheel" in out
     assert "seq 1 (log index 0) names no predecessor: it is the first entry" in out
     assert "the log gave no entry of this table after seq 10" in out
     code, report = jsoned(["table-history", "--target", log.target, "--table", "T1", "--from",
                            "3", "--to", "6", "--key", log.vkey], capsys)  # fmt: skip
-    assert code == 0
-    assert (report["first_seq"], report["last_seq"], report["complete"]) == (3, 6, True)
+    assert code == 4
+    assert (report["first_seq"], report["last_seq"], report["complete"]) == (3, 6, False)
+    assert (report["ok"], report["proven_complete"]) == (False, False)
     assert [e["seq"] for e in report["entries"]] == [3, 4, 5, 6]
     assert [e["round_id"] for e in report["entries"]] == ["G3", "G4", "G5", "G6"]
     # each entry's predecessor is the one listed before it, through T2's entries between
@@ -118,10 +123,10 @@ def test_a_saved_history_verifies_offline_and_names_a_dropped_entry(
     saved = log.tmp / "t1.history"
     code, out = run(["table-history", "--target", log.target, "--table", "T1", "--key", log.vkey,
                      "--out", str(saved)], capsys)  # fmt: skip
-    assert code == 0, out
+    assert code == 4, out
     code, out = run(["table-history", str(saved), "--key", log.vkey], capsys)
-    assert code == 0, out
-    assert "complete from seq 1 to seq 10" in out
+    assert code == 4, out  # a saved live answer: its entries proven, not that none is missing
+    assert "from seq 1 to seq 10 as the log gave it" in out
     lines = saved.read_text().splitlines(keepends=True)
     entry_of = {json.loads(line)["index"]: n for n, line in enumerate(lines) if n}
     g4 = log.indexes["g4"]  # seq 4
@@ -195,20 +200,21 @@ def test_a_dispute_answered_from_the_live_service(
 ) -> None:
     args = ["--target", log.target, "--client", "default", "--key", log.vkey]
     code, out = run(["dispute", *args, "--table", "T1", "--round", "G3"], capsys)
-    assert code == 0, out
-    assert "OK: these are all the outcomes of round 'G3' of table 'T1' (client 'default'): 1 " in (
-        out
-    )
+    assert code == 4, out  # live: each entry proven, not that none is missing
+    assert out.startswith(
+        "FOUND: the outcomes of round 'G3' of table 'T1' (client 'default') that the log gave: 1 "
+    ), out
     assert f"round 'G3': slots in order: spin (log index {log.indexes['g3']})" in out
     assert "voids: none (the round was not voided)" in out
     assert (
-        f"Nothing of table 'T1' between the previous round ('G2', seq 2, log index "
-        f"{log.indexes['g2']}) and the next round ('G4', seq 4, log index {log.indexes['g4']}) "
-        "is missing: its chain runs unbroken from seq 2 to seq 4"
+        f"Between the previous round ('G2', seq 2, log index {log.indexes['g2']}) and the next "
+        f"round ('G4', seq 4, log index {log.indexes['g4']}), the chain of table 'T1' as the log "
+        "gave it runs unbroken from seq 2 to seq 4"
     ) in out
     # by request id, in JSON: the same round
     code, report = jsoned(["dispute", *args, "--request-id", "g3"], capsys)
-    assert code == 0
+    assert code == 4
+    assert (report["ok"], report["proven_complete"]) == (False, False)
     assert report["table_id"] == "T1"
     assert [r["round_id"] for r in report["rounds"]] == ["G3"]
     assert report["previous"]["round_id"] == "G2"
@@ -223,7 +229,7 @@ def test_a_dispute_of_several_rounds_with_a_void(
     rounds = [x for r in ("G4", "G5", "G6", "G7", "G8") for x in ("--round", r)]
     args = ["--client", "default", "--table", "T1", *rounds, "--key", log.vkey]
     code, report = jsoned(["dispute", "--target", log.target, *args], capsys)
-    assert code == 0, report
+    assert code == 4, report
     assert [r["round_id"] for r in report["rounds"]] == ["G4", "G5", "G6", "G7", "G8"]
     g5 = report["rounds"][1]
     assert (g5["slots"], g5["voided"]) == (["spin", "void"], True)
@@ -234,9 +240,10 @@ def test_a_dispute_of_several_rounds_with_a_void(
     # the same answer from the export, where every entry is found by its signed bytes
     code, from_export = jsoned(["dispute", "--against", str(log.export), *args], capsys)
     assert code == 0
+    assert (from_export["ok"], from_export["proven_complete"]) == (True, True)
     assert from_export["rounds"] == report["rounds"]
     for answer in (report, from_export):
-        assert "between the previous round ('G3', seq 3" in answer["chain"]
+        assert "the previous round ('G3', seq 3" in answer["chain"]
         assert "and the next round ('G9', seq 10" in answer["chain"]
     last = ["--client", "default", "--table", "T1", "--round", "G9", "--key", log.vkey]
     code, latest = jsoned(["dispute", "--against", str(log.export), *last], capsys)
@@ -249,7 +256,7 @@ def test_a_dispute_by_session(log: Log, capsys: pytest.CaptureFixture[str]) -> N
     G5's void, logged between G6 and G7, is listed as another entry of the table between."""
     args = ["--client", "default", "--session", "drive-1", "--key", log.vkey]
     code, live = jsoned(["dispute", "--target", log.target, *args], capsys)
-    assert code == 0, live
+    assert code == 4, live
     assert live["table_id"] == "T1"
     assert live["sessions"] == ["drive-1"]
     assert [r["round_id"] for r in live["rounds"]] == ["G6", "G7", "G8", "G9"]
@@ -257,8 +264,8 @@ def test_a_dispute_by_session(log: Log, capsys: pytest.CaptureFixture[str]) -> N
     assert live["previous"]["round_id"] == "G5"
     assert live["following"] is None
     code, text = run(["dispute", "--target", log.target, *args], capsys)
-    assert code == 0
-    assert "OK: these are all the outcomes of rounds 'G6', 'G7', 'G8', 'G9' (session " in text
+    assert code == 4
+    assert "FOUND: the outcomes of rounds 'G6', 'G7', 'G8', 'G9' (session " in text
     assert "round G7  session drive-1  slot spin  roulette_spin: " in text
     code, from_export = jsoned(["dispute", "--against", str(log.export), *args], capsys)
     assert code == 0, from_export
@@ -465,3 +472,120 @@ def test_the_python_client_reads_histories_and_lookups(log: Log) -> None:
     assert [e.round_id for e in report.entries] == ["G2", "G3", "G4"]
     assert [e["index"] for e in found["entries"]] == [log.indexes["x3"]]
     assert found["truncated"] is False
+
+
+# -- live answers claim only what they prove (issue 34, break 4) -------------------------------
+
+
+def _sql(db: Path, statement: str, *params: object) -> None:
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute(statement, params)
+    conn.close()
+
+
+@pytest.mark.parametrize("column", ["round_id", "client_id"])
+def test_a_live_dispute_never_claims_all_the_outcomes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], column: str
+) -> None:
+    """Round R4's spin, then spins of later rounds on its table; R4's stored round_id (or
+    client_id) column changed while the service runs, and R4 spun again under a new request
+    id: it is drawn (the sequencer finds no row of R4). The signed log holds two spins of R4,
+    the live lookup one: the live dispute must not say "all the outcomes" nor exit 0. It says
+    FOUND, exit 4 (JSON: ok false, proven_complete false); against a full export the dispute
+    finds both spins by their signed bytes and exits 0 only if it proves the answer."""
+    config = make_config(tmp_path)
+    running = start(config)
+    target = f"127.0.0.1:{running.port}"
+    vkey = str(config.log.key_file) + ".vkey"
+    try:
+        first = running.spin("r4", table_id="T5", round_id="R4").receipt.index
+        for r in ("R5", "R6"):
+            running.spin(r.lower(), table_id="T5", round_id=r)
+        _sql(Path(config.storage.path), f"UPDATE entries SET {column} = 'moved' WHERE idx = ?",
+             first)  # fmt: skip
+        again = running.spin("r4-again", table_id="T5", round_id="R4").receipt.index
+        assert again > first  # drawn twice: what the live dispute cannot see
+        args = ["dispute", "--target", target, "--client", "default", "--table", "T5",
+                "--round", "R4", "--key", vkey]  # fmt: skip
+        code, out = run(args, capsys)
+        assert code == 4, out
+        assert "OK" not in out
+        assert "all the outcomes" not in out
+        assert out.startswith(
+            "FOUND: the outcomes of round 'R4' of table 'T5' (client 'default') that the log "
+            "gave: 1 entry, every one proven in the checkpoint of tree size"
+        ), out
+        assert "that none is missing rests on the store's index" in out
+        assert "Nothing of table 'T5'" not in out
+        assert "is missing:" not in out
+        code, report = jsoned(args, capsys)
+        assert code == 4
+        assert (report["ok"], report["proven_complete"]) == (False, False)
+        assert [e["index"] for e in report["rounds"][0]["entries"]] == [again]
+        export = tmp_path / "log.export"
+        running.service.appender.publish_checkpoint()  # type: ignore[union-attr]
+        assert main(["export", "--target", target, "--out", str(export)]) == 1  # the edited row
+        capsys.readouterr()
+    finally:
+        running.stop()
+    # The export of the store (read without the service's row checks) proves what the signed
+    # bytes say: verifying it names the double draw, so the dispute against it cannot pass.
+    export = tmp_path / "db.export"
+    assert main(["export", "--db", config.storage.path.as_posix(), "--out", str(export)]) == 0
+    code, out = run(["dispute", "--against", str(export), "--client", "default", "--table",
+                     "T5", "--round", "R4", "--key", vkey], capsys)  # fmt: skip
+    assert code == 1, out
+    assert f"which entry {first} already filled: a game event was drawn twice" in out
+
+
+def test_a_live_table_history_never_claims_complete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Table T7's newest round (H3, seq 3) hidden by its table_id column while no service
+    runs, after a start recorded it as verified; after the restart the writer takes T7's head
+    from the columns (seq 2) and H3 spun again gets seq 3 after the same predecessor: two
+    signed entries claim seq 3. The live table-history gives one chain, seq 1 to 3: it says
+    FOUND, exit 4, never "complete"; --against a full export names the fork (exit 1)."""
+    config = make_config(tmp_path)
+    db = Path(config.storage.path)
+    vkey = str(config.log.key_file) + ".vkey"
+    running = start(config)
+    try:
+        for i in (1, 2, 3):
+            running.spin(f"h{i}", table_id="T7", round_id=f"H{i}")
+    finally:
+        running.stop()
+    start(config).stop()  # records the checkpoint of size 3 as verified
+    _sql(db, "UPDATE entries SET table_id = 'T7x' WHERE idx = 2")
+    running = start(config)  # the incremental start-up check does not read entry 2 again
+    target = f"127.0.0.1:{running.port}"
+    try:
+        assert running.spin("h3-again", table_id="T7", round_id="H3").receipt.index == 3
+        args = ["table-history", "--target", target, "--table", "T7", "--key", vkey]
+        code, out = run(args, capsys)
+        assert code == 4, out
+        assert "complete" not in out.split("\n")[0]
+        assert out.startswith(
+            "FOUND: the history of table 'T7' (client 'default') from seq 1 to seq 3 as the log "
+            "gave it: 3 entries, log indexes 0 to 3"
+        ), out
+        assert "that none is missing rests on the store's index" in out
+        code, report = jsoned(args, capsys)
+        assert code == 4
+        assert (report["ok"], report["proven_complete"], report["complete"]) == (
+            False, False, False
+        )  # fmt: skip
+        saved = tmp_path / "t7.history"
+        code, out = run([*args, "--out", str(saved)], capsys)
+        assert code == 4, out
+        code, out = run(["table-history", str(saved), "--key", vkey], capsys)
+        assert code == 4, out  # a saved live answer proves no more than it did
+        assert out.startswith("FOUND: ")
+    finally:
+        running.stop()
+    export = tmp_path / "db.export"
+    assert main(["export", "--db", db.as_posix(), "--out", str(export)]) == 0
+    code, out = run(["table-history", "--against", str(export), "--client", "default",
+                     "--table", "T7", "--key", vkey], capsys)  # fmt: skip
+    assert code == 1, out

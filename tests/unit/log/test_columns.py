@@ -10,8 +10,10 @@ import random
 import pytest
 
 from rng_service.log.columns import (
+    CHECKS,
     LookupIntegrityError,
     check_chain,
+    check_nodes,
     check_range,
     check_record,
 )
@@ -140,3 +142,24 @@ def test_a_chain_follows_on_without_a_break() -> None:
     assert failure(chain, forked).check == "chain"
     e = failure(chain, [row(0), row(1, table="T2", seq=2)])
     assert "its signed bytes are of table 'T2'" in str(e)
+
+
+def test_a_row_is_held_to_the_tree_s_leaf_node_of_its_index() -> None:
+    """Bytes changed together with their leaf-hash column pass check_record; check_nodes
+    compares the column with the tree's level-0 node (here the hash of the bytes as they
+    were signed, computed independently with hashlib)."""
+    import hashlib
+
+    rows = [row(i) for i in range(3)]
+    nodes = [hashlib.sha256(b"\x00" + r.data).digest() for r in rows]
+    check_nodes(rows, nodes)
+    changed = rows[1].data.replace(b'"n":1', b'"n":134')
+    assert changed != rows[1].data
+    edited = dataclasses.replace(rows[1], data=changed, leaf_hash=leaf_hash(changed))
+    check_record(edited)  # the row check alone passes
+    e = failure(check_nodes, [rows[0], edited, rows[2]], nodes)
+    assert (e.check, e.index) == ("node", 1)
+    assert "the tree's leaf node (level 0, index 1)" in str(e)
+    assert "node" in CHECKS
+    with pytest.raises(ValueError, match="2 records but 3 leaf nodes"):
+        check_nodes(rows[:2], nodes)

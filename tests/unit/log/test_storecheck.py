@@ -18,9 +18,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from rng_service.log import merkle
 from rng_service.log.note import Checkpoint, Ed25519NoteSigner, NoteVerifier, sign_note
 from rng_service.log.storecheck import (
+    CHECKPOINT_SIGNERS_KEY,
     VERIFIED_CHECKPOINT_KEY,
     StoreCheckFailed,
     StoreCheckReport,
+    UnconfiguredSigner,
     check_store,
     record_verified,
 )
@@ -388,3 +390,34 @@ def test_a_stored_note_that_is_not_a_signed_note(db: Path) -> None:
         str(e)
     )
     assert "log.retired_keys" not in str(e)
+
+
+def test_the_keys_that_signed_stored_checkpoints_are_recorded_and_required(db: Path) -> None:
+    """Issue 34, break 5: the incremental check reads no checkpoint below the recorded one, so
+    the store records every key that signed a verified checkpoint; a check whose keys lack
+    one of them is refused as a configuration fault (UnconfiguredSigner), and a store without
+    the record is checked in full."""
+    store = SqliteStorage(db)
+    try:
+        first = check_store(store, KEYS, origin=ORIGIN)
+        assert record_verified(store, first)
+        names = sorted(f"{ORIGIN}+{k.key_id:08x}" for k in KEYS)
+        assert store.get_meta(CHECKPOINT_SIGNERS_KEY) == "".join(f"{n}\n" for n in names).encode()
+        again = check_store(store, KEYS, origin=ORIGIN)
+        assert not again.full
+        assert again.signers == frozenset(names)  # kept, though no old checkpoint was read
+        with pytest.raises(UnconfiguredSigner) as info:
+            check_store(store, [SIGNER.verifier()], origin=ORIGIN)
+        assert info.value.keys == (f"{ORIGIN}+{OLD.key_id:08x}",)
+        assert "log.retired_keys" in str(info.value)
+        store.set_meta(CHECKPOINT_SIGNERS_KEY, b"")  # an empty record requires nothing ...
+        store.close()
+        sql(db, "DELETE FROM meta WHERE key = ?", CHECKPOINT_SIGNERS_KEY)
+        store = SqliteStorage(db)
+        # ... and without one the check runs in full, which verifies every checkpoint
+        report = check_store(store, KEYS, origin=ORIGIN)
+        assert report.full
+        assert "keys that signed the stored checkpoints are not recorded" in report.reason
+        assert failure(db, full=False, keys=[SIGNER.verifier()]).checkpoint_size == 6
+    finally:
+        store.close()

@@ -411,3 +411,47 @@ def test_verify_stored_reads_the_frontier_from_the_store_not_the_cache() -> None
     tree._get_nodes = _other_history(38, 38, 25)  # shorter: nodes of the frontier missing
     with pytest.raises(StoreDiverged, match="lacks Merkle node"):
         tree.verify_stored()
+
+
+def test_leaf_hashes_are_the_stored_level_0_nodes_and_are_not_cached() -> None:
+    leaves = [merkle.leaf_hash(b"entry %d" % i) for i in range(37)]
+    pending = MerkleTree(size=0, get_nodes=lambda coords: {}).prepare(leaves)
+    nodes = {(n.level, n.index): n.hash for n in pending.nodes}
+    reads: list[int] = []
+
+    def get(coords: object) -> dict[tuple[int, int], bytes]:
+        wanted = list(coords)  # type: ignore[call-overload]
+        reads.append(len(wanted))
+        return {c: nodes[c] for c in wanted if c in nodes}
+
+    tree = MerkleTree(size=37, get_nodes=get, cache_min_level=64, recent_nodes=16)
+    cached = tree.cached_nodes()
+    assert tree.leaf_hashes([3, 0, 36, 3]) == [leaves[3], leaves[0], leaves[36], leaves[3]]
+    assert tree.cached_nodes() == cached  # a page of old entries pushes nothing out
+    assert reads[-1] == 2  # 36 is on the frontier (size 37): only 3 and 0 read, once each
+    with pytest.raises(OutOfRange):
+        tree.leaf_hashes([37])
+    del nodes[(0, 5)]
+    with pytest.raises(IntegrityError, match="lacks 1 Merkle node"):
+        tree.leaf_hashes([5])
+
+
+def test_leaf_and_inclusion_proof_read_together() -> None:
+    leaves = [merkle.leaf_hash(b"entry %d" % i) for i in range(21)]
+    pending = MerkleTree(size=0, get_nodes=lambda coords: {}).prepare(leaves)
+    nodes = {(n.level, n.index): n.hash for n in pending.nodes}
+    reads: list[list[tuple[int, int]]] = []
+
+    def get(coords: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+        reads.append(list(coords))
+        return {c: nodes[c] for c in reads[-1] if c in nodes}
+
+    tree = MerkleTree(size=21, get_nodes=get, cache_min_level=64, recent_nodes=0)
+    reads.clear()
+    for index, size in ((7, 21), (0, 9), (20, 21)):
+        leaf, proof = tree.leaf_and_inclusion_proof(index, size)
+        assert leaf == leaves[index]
+        assert proof == merkle.inclusion_proof(leaves[:size], index)  # the reference PATH
+    assert len(reads) <= 3  # at most one read each
+    with pytest.raises(OutOfRange):
+        tree.leaf_and_inclusion_proof(9, 9)
