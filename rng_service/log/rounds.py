@@ -259,9 +259,7 @@ def check(
 
 def needs_a_filled_round(kind: str, game_server: bool) -> bool:
     """Whether a round with nothing in it refuses ``kind`` (for a game server or not)."""
-    return kind in NEED_A_FILLED_ROUND or (
-        game_server and kind in NEED_A_SPIN_FOR_GAME_SERVERS
-    )
+    return kind in NEED_A_FILLED_ROUND or (game_server and kind in NEED_A_SPIN_FOR_GAME_SERVERS)
 
 
 def _fire_numbers(r: _Request) -> dict[str, JsonValue]:

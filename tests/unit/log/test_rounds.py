@@ -265,4 +265,3 @@ def test_a_game_servers_multiball_without_its_trigger_is_refused(
 def test_a_labs_multiball_is_drawn_alone() -> None:
     assert check("multiball", {}, params=BALLS) == {}
     assert check("multiball", {"spin": spin(4, "8", "double_zero")}, params=BALLS) == {}
-
