@@ -836,7 +836,7 @@ class RoundTracker:
                 f"the Fire Numbers come before the round's spin (58 Pa. Code 617b.7(e)), "
                 f"which is entry {spin}"
             )
-        if kind == _FIRE_KIND or kind == _JACKPOT_KIND:
+        if kind in (_FIRE_KIND, _JACKPOT_KIND):
             if kind == _FIRE_KIND:
                 held, what = self._filled.get(round_key + _JACKPOT), "a jackpot tier draw"
             else:

@@ -51,9 +51,9 @@ from rng_service.errors import (
     SlotFilled,
 )
 from rng_service.log.entry import JsonValue, LogEntry
-from rng_service.outcomes.multiball import BLAZING_7S_NUMBERS
 
 __all__ = [
+    "BLAZING_7S_TRIGGERS",
     "BONUS_KIND",
     "FIRE_NUMBERS_KIND",
     "GENERIC_KINDS",
@@ -64,7 +64,6 @@ __all__ = [
     "MULTIBALL_KIND",
     "NEED_A_FILLED_ROUND",
     "NEED_A_SPIN_FOR_GAME_SERVERS",
-    "BLAZING_7S_TRIGGERS",
     "RESERVED_SLOTS",
     "SLOT_ALLOWED",
     "SPIN_KIND",
@@ -221,9 +220,10 @@ def check(
     (for example ``{"spin_index": 12}``), or raises a :class:`~rng_service.errors.RoundRefused`.
 
     ``filled`` maps each filled slot of the round to its entry (no lab slot: those are no
-    slots of a round, and no rule names one). ``game_server``: the caller holds the ``game_server`` role, so the
-    rules for game servers only apply (Blazing 7's, 617c.2(e)). The checks, in order: the
-    round is not voided; the request's slot is empty; the kind's order rules.
+    slots of a round, and no rule names one). ``game_server``: the caller is a game server
+    (not a lab), so the rules for game servers only apply (Blazing 7's, 617c.2(e)). The
+    checks, in order: the round is not voided; the request's slot is empty; the kind's order
+    rules.
     """
     rule = _RULES.get(kind)
     if not filled and not needs_a_filled_round(kind, game_server):  # the common case
@@ -389,8 +389,10 @@ def _bonus(r: _Request) -> dict[str, JsonValue]:
 NEED_A_FILLED_ROUND = frozenset({BONUS_KIND})
 #: Kinds that a round with nothing in it refuses when a game server asks (617c.2(e)).
 NEED_A_SPIN_FOR_GAME_SERVERS = frozenset({MULTIBALL_KIND})
-#: The final numbers of a spin that trigger the Blazing 7's bonus round (617c.2(e)).
-BLAZING_7S_TRIGGERS = frozenset(BLAZING_7S_NUMBERS)
+#: The final numbers of a spin that trigger the Blazing 7's bonus round (617c.2(e)); the
+#: outcomes' own ``multiball.BLAZING_7S_NUMBERS`` (this module imports no outcome module:
+#: docs/architecture.md), which a test holds equal.
+BLAZING_7S_TRIGGERS = frozenset({"7", "17", "27"})
 
 _RULES: Mapping[str, Callable[[_Request], dict[str, JsonValue]]] = {
     FIRE_NUMBERS_KIND: _fire_numbers,

@@ -306,8 +306,10 @@ def test_lab_entries_of_a_rounds_table_and_round_id_are_named_apart() -> None:
     (finding,) = report.rounds
     assert [(e.index, e.slot) for e in finding.entries] == [(2, "spin")]
     assert [(e.index, e.slot) for e in finding.lab] == [(1, "lab/d1"), (3, "lab/d3")]
-    assert report.previous is not None and report.previous.index == 0
-    assert report.following is not None and report.following.index == 4
+    assert report.previous is not None
+    assert report.previous.index == 0
+    assert report.following is not None
+    assert report.following.index == 4
     # A lab entry the lookup hid is still named (it is in the chain, of a disputed round).
     hidden = {"R2": [e for e in rounds["R2"] if e.index != 3]}
     with pytest.raises(VerificationFailure, match=r"log index 3 .* did not return it"):

@@ -215,14 +215,16 @@ def test_a_mega_fire_blaze_round_refuses_a_jackpot_tier(slots: dict[str, rounds.
     with pytest.raises(RoundOrderViolation) as e:
         check("jackpot_tier", slots)
     assert e.value.rule == "jackpot_in_mega_fire_blaze"
-    assert "table 'T1' round 'R1'" in str(e.value) and "617b.7(g)(5)(ii)" in str(e.value)
+    assert "table 'T1' round 'R1'" in str(e.value)
+    assert "617b.7(g)(5)(ii)" in str(e.value)
 
 
 def test_a_jackpot_tier_drawn_first_refuses_the_fire_numbers() -> None:
     with pytest.raises(RoundOrderViolation) as e:
         check("fire_numbers", {"jackpot": filled(0, "jackpot_tier")})
     assert e.value.rule == "jackpot_in_mega_fire_blaze"
-    assert "log index 0" in str(e.value) and "617b.7(g)(5)(ii)" in str(e.value)
+    assert "log index 0" in str(e.value)
+    assert "617b.7(g)(5)(ii)" in str(e.value)
     assert check("jackpot_tier", {}) == {}  # alone, a jackpot tier is a draw of its own
 
 
@@ -256,10 +258,17 @@ def test_a_game_servers_multiball_without_its_trigger_is_refused(
     with pytest.raises(RoundOrderViolation) as e:
         check("multiball", slots, params=BALLS, game_server=True)
     assert e.value.rule == rule
-    assert said in str(e.value) and "table 'T1' round 'R1'" in str(e.value)
+    assert said in str(e.value)
+    assert "table 'T1' round 'R1'" in str(e.value)
     assert "617c.2" in str(e.value)
     assert rounds.needs_a_filled_round("multiball", True)
     assert not rounds.needs_a_filled_round("multiball", False)
+
+
+def test_the_trigger_numbers_are_the_outcomes_blazing_7s() -> None:
+    from rng_service.outcomes.multiball import BLAZING_7S_NUMBERS
+
+    assert rounds.BLAZING_7S_TRIGGERS == frozenset(BLAZING_7S_NUMBERS) == {"7", "17", "27"}
 
 
 def test_a_labs_multiball_is_drawn_alone() -> None:
