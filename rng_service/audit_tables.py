@@ -473,6 +473,8 @@ def _dispute_output(
                 "slots": [e.slot for e in r.entries],
                 "voided": bool(r.voids),
                 "entries": [_entry_json(e) for e in r.entries],
+                # Batch or stream entries naming this table and round id: none of its slots.
+                "lab_entries": [_entry_json(e) for e in r.lab],
             }
             for r in report.rounds
         ],
@@ -515,6 +517,14 @@ def _dispute_text(
         slots = ", ".join(f"{e.slot} (log index {e.index})" for e in finding.entries)
         lines.append(f"round {finding.round_id!r}: slots in order: {slots}")
         lines.extend(_entry_line(entry) for entry in finding.entries)
+        if finding.lab:
+            lines.append(
+                f"  not among its slots: {len(finding.lab)} lab entr"
+                f"{'y' if len(finding.lab) == 1 else 'ies'} naming this table and round id "
+                "(batch or stream draws, each in a slot lab/<request id> of its own, none of "
+                "the round's outcomes):"
+            )
+            lines.extend("  " + _entry_line(entry) for entry in finding.lab)
         for void in finding.voids:
             lines.append(
                 f"  the round was VOIDED at log index {void.index}: "

@@ -242,6 +242,29 @@ def _client_spec(spec: str) -> tuple[str, str | None, tuple[str, ...]]:
     return name, role, tables
 
 
+def _one_game_server_a_table(
+    given: list[str], specs: list[tuple[str, str | None, tuple[str, ...]]]
+) -> None:
+    """Refuses two game servers granted one table (``security.policy.shared_table``): the
+    service would refuse the entries printed for them."""
+    from rng_service.security.policy import ANY, Role, shared_table
+
+    servers = [i for i, (_, role, _) in enumerate(specs) if role == Role.GAME_SERVER.value]
+    shared = shared_table([(specs[i][0], specs[i][2]) for i in servers])
+    if shared is None:
+        return
+    earlier, later, table = given[servers[shared[0]]], given[servers[shared[1]]], shared[2]
+    what = (
+        '"*" (every table) overlaps the tables of'
+        if table == ANY
+        else f"table {table!r} is also granted to"
+    )
+    raise SystemExit(
+        f"error: --client {later!r}: {what} --client {earlier!r}; one physical table has one "
+        "game server (allowed: tables no other game server is given)"
+    )
+
+
 def _toml_string(text: str) -> str:
     # A TOML basic string: JSON's escapes are TOML's (ensure_ascii=False: no surrogate pairs).
     return json.dumps(text, ensure_ascii=False)
@@ -273,6 +296,7 @@ def _cmd_dev_ca(args: argparse.Namespace) -> int:
     from rng_service.security.certs import write_dev_ca
 
     specs = [_client_spec(spec) for spec in args.client or []]
+    _one_game_server_a_table(args.client or [], specs)
     now = dt.datetime.fromtimestamp(SystemClock().now_ns() / 1e9, tz=dt.UTC)
     out = Path(args.out)
     try:

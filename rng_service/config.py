@@ -16,7 +16,7 @@ import os
 import tomllib
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -710,7 +710,29 @@ def _build_clients(raw: Any) -> tuple[ClientSettings, ...]:
                 f"clients[{seen[client.identity]}] (allowed: each identity once)"
             )
         seen[client.identity] = i
+    _one_game_server_a_table(clients)
     return tuple(clients)
+
+
+def _one_game_server_a_table(clients: Sequence[ClientSettings]) -> None:
+    """Refuses a table granted to two game servers (``security.policy.shared_table``)."""
+    from rng_service.security.policy import ANY, Role, shared_table
+
+    servers = [(i, c) for i, c in enumerate(clients) if Role.GAME_SERVER.value in c.roles]
+    shared = shared_table([(c.identity, c.tables) for _, c in servers])
+    if shared is None:
+        return
+    (i, earlier), (j, later), table = servers[shared[0]], servers[shared[1]], shared[2]
+    if table == ANY:
+        what = f'"*" (every table) overlaps the tables of game server clients[{i}]'
+    else:
+        what = f"table {table!r} is also granted to game server clients[{i}]"
+    by = ' by its "*"' if ANY in earlier.tables and table != ANY else ""
+    raise ConfigError(
+        f"clients[{j}] ({later.identity}).tables: {what} ({earlier.identity}){by}; one "
+        "physical table has one game server (allowed: tables no other game_server client "
+        "is granted)"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,7 +20,10 @@ a disputed round was found (an entry the lookup missed was hidden from it: its l
 were changed) and that every entry found is in the stretch, and says what the rounds hold:
 their entries in log order (each one's slot, each slot filled once: a slot filled twice is a
 game event drawn twice and fails the dispute), voids, the other entries of the table between
-them, and the entries just before and after. So: these are all the outcomes of the rounds
+them, and the entries just before and after. A lab entry (a batch or stream chunk, in a slot of
+its own ``lab/<request id>``) that names a disputed round's table and round id is no outcome of
+that round (docs/outcomes-api.md, "Rounds and slots"): it is named apart (``lab``), never
+among the round's slots. So: these are all the outcomes of the rounds
 between the previous and the next round of the table, and nothing of the table between those
 is missing.
 
@@ -41,6 +44,7 @@ from dataclasses import dataclass
 
 from rng_service.audit.history import check_history
 from rng_service.audit.verify import VerificationFailure
+from rng_service.log import rounds as round_rules
 from rng_service.log.entry import LogEntry
 
 __all__ = ["DisputeReport", "RoundFinding", "judge_dispute", "span_of"]
@@ -48,10 +52,13 @@ __all__ = ["DisputeReport", "RoundFinding", "judge_dispute", "span_of"]
 
 @dataclass(frozen=True, slots=True)
 class RoundFinding:
-    """One disputed round: its entries in log order (each fills one slot of the round)."""
+    """One disputed round: its entries in log order (each fills one slot of the round), and the
+    lab entries (batch, stream: slots ``lab/<request id>`` of their own) that name its table and
+    round id, which are none of its outcomes."""
 
     round_id: str
     entries: tuple[LogEntry, ...]
+    lab: tuple[LogEntry, ...] = ()
 
     @property
     def voids(self) -> tuple[LogEntry, ...]:
@@ -59,7 +66,15 @@ class RoundFinding:
 
     @property
     def chained(self) -> tuple[LogEntry, ...]:
-        return tuple(e for e in self.entries if e.table_seq is not None)
+        """Its entries and lab entries that are in the table's chain (format 2), in log order."""
+        both = sorted((*self.entries, *self.lab), key=lambda e: e.index)
+        return tuple(e for e in both if e.table_seq is not None)
+
+
+def _is_lab(entry: LogEntry) -> bool:
+    if entry.slot is None:  # format 1: a lab kind filled no slot
+        return entry.kind in round_rules.LAB_KINDS
+    return round_rules.is_lab_slot(entry.slot)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,8 +161,16 @@ def judge_dispute(
                 "finds entries by their signed bytes)"
             )
         ordered = tuple(sorted(entries, key=lambda e: e.index))
-        _check_slots_once(client, table_id, round_id, ordered)
-        rounds.append(RoundFinding(round_id, ordered))
+        own = tuple(e for e in ordered if not _is_lab(e))
+        if not own:
+            raise VerificationFailure(
+                f"round {round_id!r} of table {table_id!r} (client {client!r}) has no outcome "
+                "in the log: the only entries naming it are lab entries (log index "
+                f"{', '.join(str(e.index) for e in ordered)}: batch or stream draws in slots of "
+                "their own), which are no round's outcomes"
+            )
+        _check_slots_once(client, table_id, round_id, own)
+        rounds.append(RoundFinding(round_id, own, tuple(e for e in ordered if _is_lab(e))))
     bounds = span_of(found)
     if bounds is None:  # format 1 only: in no chain
         return DisputeReport(
@@ -157,7 +180,7 @@ def judge_dispute(
     report = check_history(span, client=client, table_id=table_id, first_seq=first)
     chain = report.entries
     by_seq = {e.table_seq: e for e in chain}
-    found_at = {e.index: e for r in rounds for e in r.entries}
+    found_at = {e.index: e for r in rounds for e in (*r.entries, *r.lab)}
     asked = {r.round_id for r in rounds}
     for finding in rounds:
         for entry in finding.chained:

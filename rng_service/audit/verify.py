@@ -675,9 +675,16 @@ _LAB_SLOT = b'"' + rounds.LAB_SLOT_PREFIX.encode("ascii")
 _VOID_KIND = _json_bytes(rounds.VOID_KIND)
 _SPIN = _json_bytes(rounds.KIND_SLOTS[rounds.SPIN_KIND])
 _FIRE = _json_bytes(rounds.KIND_SLOTS[rounds.FIRE_NUMBERS_KIND])
+_BONUS = _json_bytes(rounds.KIND_SLOTS[rounds.BONUS_KIND])
+_JACKPOT = _json_bytes(rounds.KIND_SLOTS[rounds.JACKPOT_KIND])
 _SPIN_KIND = _json_bytes(rounds.SPIN_KIND)
 _FIRE_KIND = _json_bytes(rounds.FIRE_NUMBERS_KIND)
 _BONUS_KIND = _json_bytes(rounds.BONUS_KIND)
+_JACKPOT_KIND = _json_bytes(rounds.JACKPOT_KIND)
+_MULTIBALL_KIND = _json_bytes(rounds.MULTIBALL_KIND)
+#: A spin whose bytes hold none of these came to rest on none of 7, 17, 27 (its final spin's
+#: ``number`` is one of its spins' numbers): most spins are not decoded.
+_BLAZING_7S_BYTES = tuple(b'"number":' + _json_bytes(n) for n in sorted(rounds.BLAZING_7S_TRIGGERS))
 
 
 class RoundTracker:
@@ -697,11 +704,23 @@ class RoundTracker:
     - Mega Fire Blaze (58 Pa. Code 617b.7): the Fire Numbers before the round's spin (e), that
       spin on a single zero wheel (a), the bonus game after a Fire Number draw and a spin of its
       round that came to rest on a Fire Number (f), naming both entries, under the draw's
-      profile and with its Fire Number count (g)(3).
+      profile and with its Fire Number count (g)(3); no jackpot tier draw in a round with Fire
+      Numbers or a bonus game, and no Fire Numbers in a round with a jackpot tier draw (the
+      jackpot's tier is drawn inside the bonus game, (g)(5)(ii));
+    - Blazing 7's (58 Pa. Code 617c.2(e)): a multi-ball draw that names a spin
+      (``spin_index``: a game server's, which the sequencer links) names its round's spin,
+      which came to rest on 7, 17 or 27 on the same wheel type. One that names none is a
+      lab's draw of the balls alone: the log does not record the client's role, so that its
+      client is no game server is in the service's configuration, not in the signed bytes.
+
+    Format 1 entries (release 1, before slots) fill their slots but are held to no order rule:
+    release 1 had none of these rules. Format 2 is the first format the service writes with
+    them.
 
     Memory: two keys per entry (its round and slot, its client and request id: the entries' own
-    JSON strings, about 150 bytes an entry in all), plus the numbers of each Fire Number draw
-    and the final number of each spin of a round with Fire Numbers.
+    JSON strings, about 150 bytes an entry in all), plus the numbers of each Fire Number draw,
+    the final number of each spin of a round with Fire Numbers, and the wheel of each spin that
+    came to rest on 7, 17 or 27.
     """
 
     def __init__(self) -> None:
@@ -709,6 +728,7 @@ class RoundTracker:
         self._requests: dict[bytes, int] = {}
         self._fire: dict[int, tuple[Any, Any, Any]] = {}  # index -> numbers, count, profile
         self._final: dict[int, Any] = {}  # index of a spin of a round with Fire Numbers -> number
+        self._blazing: dict[int, Any] = {}  # index of a spin on 7, 17 or 27 -> its wheel
         # Rounds with a void, with Fire Numbers: few, so that most entries look up nothing more.
         self._voided: dict[bytes, int] = {}
         self._fire_rounds: set[bytes] = set()
@@ -734,6 +754,8 @@ class RoundTracker:
             first = filled.setdefault(round_key + legacy, position)
             if first == position and kind in _ORDERED:
                 self._remember(position, kind, round_key, _record(data))
+            if first == position and kind == _SPIN_KIND:
+                self._blazing_7(position, data)
             return
         # A slot agrees with its kind: a game kind's own slot (any other, a lab slot too, is
         # wrong), a lab entry's lab/<request id>, a generic draw's neither a game kind's slot
@@ -762,12 +784,24 @@ class RoundTracker:
                 f"already filled: a game event was drawn twice",
                 index=position,
             )
+        if kind == _SPIN_KIND:
+            self._blazing_7(position, data)
         if kind == _VOID_KIND:
             self._voided[round_key] = position
         elif kind in _ORDERED and (
             kind != _SPIN_KIND or (self._fire_rounds and round_key in self._fire_rounds)
         ):
             self._order(position, line, shape, round_key, data)
+
+    def _blazing_7(self, position: int, data: bytes) -> None:
+        """Remembers the wheel of a spin that came to rest on 7, 17 or 27 (617c.2(e))."""
+        if not any(needle in data for needle in _BLAZING_7S_BYTES):
+            return
+        record = _record(data)
+        final = record["outcome"].get("final")
+        number = final.get("number") if isinstance(final, dict) else None
+        if number in rounds.BLAZING_7S_TRIGGERS:
+            self._blazing[position] = record["params"].get("wheel")
 
     def _remember(self, position: int, kind: bytes, round_key: bytes, record: Any) -> None:
         """What a later entry of the round is checked against: a Fire Number draw's numbers,
@@ -802,6 +836,24 @@ class RoundTracker:
                 f"the Fire Numbers come before the round's spin (58 Pa. Code 617b.7(e)), "
                 f"which is entry {spin}"
             )
+        if kind in (_FIRE_KIND, _JACKPOT_KIND):
+            if kind == _FIRE_KIND:
+                held, what = self._filled.get(round_key + _JACKPOT), "a jackpot tier draw"
+            else:
+                held = fire if fire is not None else self._filled.get(round_key + _BONUS)
+                what = "Fire Numbers" if fire is not None else "a bonus game"
+            if held is not None:
+                raise broken(
+                    f"the round has {what} (entry {held}): in Mega Fire Blaze Roulette the "
+                    "jackpot's tier is drawn inside the bonus game (58 Pa. Code "
+                    "617b.7(g)(5)(ii)), so a round holds a jackpot tier draw or Fire Numbers, "
+                    "not both"
+                )
+            if kind == _JACKPOT_KIND:
+                return
+        if kind == _MULTIBALL_KIND:
+            self._multiball(position, line, shape, spin, data, broken)
+            return
         if fire is None and kind == _SPIN_KIND:
             return  # a spin of a round without Fire Numbers: the common case, nothing to read
         record = _record(data)
@@ -839,6 +891,36 @@ class RoundTracker:
                 )
         self._remember(position, kind, round_key, record)
 
+    def _multiball(
+        self,
+        position: int,
+        line: int,
+        shape: EntryShape,
+        spin: int | None,
+        data: bytes,
+        broken: Callable[[str], VerificationFailure],
+    ) -> None:
+        """A game server's Blazing 7's bonus round (one that names a spin) follows its round's
+        spin on 7, 17 or 27 on the same wheel type (58 Pa. Code 617c.2(e))."""
+        if b'"spin_index":' not in data:
+            return  # a lab's draw of the balls alone (see the class docstring)
+        params = _record(data)["params"]
+        named = params.get("spin_index")
+        if named is None:
+            return
+        if spin is None or named != spin:
+            held = "has no spin" if spin is None else f"has its spin at entry {spin}"
+            raise broken(
+                f"it names spin {named}, but the round {held}: a game server's Blazing 7's "
+                "bonus round follows its round's spin (58 Pa. Code 617c.2(e))"
+            )
+        wheel = params.get("wheel")
+        if self._blazing.get(spin, False) != wheel:
+            raise broken(
+                f"the round's spin (entry {spin}) did not come to rest on 7, 17 or 27 on a "
+                f"{wheel} wheel: there is no Blazing 7's bonus round (58 Pa. Code 617c.2(e))"
+            )
+
     @staticmethod
     def _slot_name(shape: EntryShape) -> str:
         slot = "?" if shape.slot is None else _text(shape.slot)
@@ -857,7 +939,7 @@ class RoundTracker:
         )
 
 
-_ORDERED = frozenset({_SPIN_KIND, _FIRE_KIND, _BONUS_KIND})
+_ORDERED = frozenset({_SPIN_KIND, _FIRE_KIND, _BONUS_KIND, _JACKPOT_KIND, _MULTIBALL_KIND})
 
 
 def _record(data: bytes) -> Any:

@@ -308,6 +308,9 @@ class DrawRequest:
     a kind whose round rules give it links (the bonus game's Fire Number draw and spin), the
     function that turns them into the entry's params and draw; without it the links are added
     to ``params``. ``params`` (with the named slot) are what idempotency compares.
+    ``game_server``: the caller holds the ``game_server`` role, so the round rules for game
+    servers apply (``rng_service.log.rounds``: the Blazing 7's bonus round after a spin on 7,
+    17 or 27); a lab's draws have no such rule.
     """
 
     client_id: str
@@ -322,6 +325,7 @@ class DrawRequest:
     slot: str = ""
     link: LinkFn | None = field(default=None, compare=False)
     digest: bytes = field(default=b"", compare=False)
+    game_server: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.digest:
@@ -353,7 +357,7 @@ def _digest(
 _REQUEST = _setters(
     DrawRequest,
     "client_id request_id table_id round_id session_id kind params draw profile_sha256 slot "
-    "link digest",
+    "link digest game_server",
     post_init=False,
 )
 
@@ -371,6 +375,7 @@ def draw_request(
     profile_sha256: str = "",
     slot: str = "",
     link: LinkFn | None = None,
+    game_server: bool = False,
 ) -> DrawRequest:
     """``DrawRequest(...)`` (its digest computed from these fields, as its ``__post_init__``
     does), built for about half the cost: the servicers make one for every outcome call."""
@@ -389,6 +394,7 @@ def draw_request(
     s[9](self, slot)
     s[10](self, link)
     s[11](self, digest)
+    s[12](self, game_server)
     return self
 
 
@@ -1235,7 +1241,10 @@ class Appender:
         req = p.request
         slot_name = rounds.effective_slot(req.kind, req.slot, req.request_id)
         filled = draft.state.get((req.client_id, req.table_id, req.round_id), _NOTHING_FILLED)
-        if not filled and req.kind not in rounds.NEED_A_FILLED_ROUND:
+        if not filled and not (
+            req.kind in rounds.NEED_A_FILLED_ROUND
+            or (req.game_server and req.kind in rounds.NEED_A_SPIN_FOR_GAME_SERVERS)
+        ):
             return slot_name, _NO_LINKS
         try:
             links = rounds.check(
@@ -1246,6 +1255,7 @@ class Appender:
                 params=req.params,
                 profile_sha256=req.profile_sha256,
                 filled=filled,
+                game_server=req.game_server,
             )
         except RoundRefused as e:
             # A refusal that an entry of this group caused stands only if the group commits.
@@ -1373,7 +1383,7 @@ class Appender:
         state: dict[tuple[str, str, str], dict[str, rounds.Filled]] = {}
         for rec in stored.slots:
             data = rows.get(rec.index)
-            if data is None:  # its round is tainted: nothing of it is relied on
+            if data is None:  # its round is tainted, or a lab entry: nothing of it is relied on
                 continue
             load = functools.partial(LogEntry.decode, data)
             slot = rec.slot
@@ -1414,8 +1424,8 @@ class Appender:
         rows: dict[int, bytes] = {}
         for slot in stored.slots:
             key = ("round", slot.client_id, slot.table_id, slot.round_id)
-            if key in tainted:
-                continue
+            if key in tainted or (slot.slot is not None and rounds.is_lab_slot(slot.slot)):
+                continue  # a lab entry (batch, stream) is no slot of a round: never relied on
             try:
                 rows[slot.index] = self._checked_slot(slot)
             except LookupIntegrityError as e:

@@ -21,11 +21,18 @@ earlier in the same commit group):
   with Fire Numbers spins on a single zero wheel (617b.7(a)); the bonus game follows a spin of
   the same round whose final number is one of its Fire Numbers (617b.7(f)), once per round,
   under the Fire Number draw's profile; its entry names both (``fire_numbers_index``,
-  ``spin_index``) and takes the Fire Number count from the draw (617b.7(g)(3));
-- Blazing 7's (617c.2): the multi-ball bonus round is once per round (its slot); that it
-  follows a spin on 7, 17 or 27 (617c.2(e)) is documented, not checked: labs draw it on its own
-  to measure the bonus round's return (docs/outcomes.md, "Round rules");
+  ``spin_index``) and takes the Fire Number count from the draw (617b.7(g)(3)); a round with
+  a Fire Number draw or a bonus game takes no ``jackpot_tier`` draw, and a round with one takes
+  no Fire Numbers: the jackpot's tier is drawn inside the bonus game (617b.7(g)(5)(ii));
+- Blazing 7's (617c.2): the multi-ball bonus round is once per round (its slot); a game
+  server's (``game_server``: the request's ``game_server``) follows the round's spin on the
+  same wheel type that came to rest on 7, 17 or 27 (617c.2(e)), and its entry names that spin
+  (``spin_index``). A lab's draw of the balls alone (``rng-certify rtp --live``, ``collect
+  multiball_3``) has no such rule and names no spin (docs/outcomes.md, "Round rules");
 - a voided round (``VoidRound``) takes nothing more.
+
+Lab entries (``lab/<request id>`` slots) are never among a round's filled slots: the sequencer
+leaves them out, so a batch of spins fills no ``spin`` and triggers no bonus round.
 
 Pure: no storage, no I/O. The appender (``rng_service.log.appender``) feeds it.
 """
@@ -46,14 +53,17 @@ from rng_service.errors import (
 from rng_service.log.entry import JsonValue, LogEntry
 
 __all__ = [
+    "BLAZING_7S_TRIGGERS",
     "BONUS_KIND",
     "FIRE_NUMBERS_KIND",
     "GENERIC_KINDS",
+    "JACKPOT_KIND",
     "KIND_SLOTS",
     "LAB_KINDS",
     "LAB_SLOT_PREFIX",
     "MULTIBALL_KIND",
     "NEED_A_FILLED_ROUND",
+    "NEED_A_SPIN_FOR_GAME_SERVERS",
     "RESERVED_SLOTS",
     "SLOT_ALLOWED",
     "SPIN_KIND",
@@ -64,10 +74,12 @@ __all__ = [
     "effective_slot",
     "is_lab_slot",
     "named_slot",
+    "needs_a_filled_round",
     "slot_of_legacy",
 ]
 
 SPIN_KIND = "roulette_spin"
+JACKPOT_KIND = "jackpot_tier"
 FIRE_NUMBERS_KIND = "fire_numbers"
 BONUS_KIND = "mega_fire_blaze_bonus"
 MULTIBALL_KIND = "multiball"
@@ -79,7 +91,7 @@ KIND_SLOTS: Mapping[str, str] = {
     SPIN_KIND: "spin",
     FIRE_NUMBERS_KIND: "fire_numbers",
     BONUS_KIND: "bonus",
-    "jackpot_tier": "jackpot",
+    JACKPOT_KIND: "jackpot",
     "dice_roll": "dice",
     "card_shuffle": "shuffle",
     MULTIBALL_KIND: "multiball",
@@ -177,6 +189,7 @@ class _Request:
     params: Mapping[str, JsonValue]
     profile_sha256: str
     filled: Mapping[str, Filled]
+    game_server: bool
 
     @property
     def where(self) -> str:
@@ -201,15 +214,19 @@ def check(
     params: Mapping[str, JsonValue],
     profile_sha256: str,
     filled: Mapping[str, Filled],
+    game_server: bool = False,
 ) -> dict[str, JsonValue]:
     """Checks a request against its round's filled slots; returns the links its entry records
     (for example ``{"spin_index": 12}``), or raises a :class:`~rng_service.errors.RoundRefused`.
 
-    ``filled`` maps each filled slot of the round to its entry. The checks, in order: the
-    round is not voided; the request's slot is empty; the kind's order rules.
+    ``filled`` maps each filled slot of the round to its entry (no lab slot: those are no
+    slots of a round, and no rule names one). ``game_server``: the caller is a game server
+    (not a lab), so the rules for game servers only apply (Blazing 7's, 617c.2(e)). The
+    checks, in order: the round is not voided; the request's slot is empty; the kind's order
+    rules.
     """
     rule = _RULES.get(kind)
-    if not filled and (rule is None or kind in _FINE_ALONE):  # the common case: a new round
+    if not filled and not needs_a_filled_round(kind, game_server):  # the common case
         return {}
     if slot.startswith(LAB_SLOT_PREFIX):
         return {}
@@ -237,7 +254,12 @@ def check(
         )
     if rule is None:
         return {}
-    return rule(_Request(table_id, round_id, params, profile_sha256, filled))
+    return rule(_Request(table_id, round_id, params, profile_sha256, filled, game_server))
+
+
+def needs_a_filled_round(kind: str, game_server: bool) -> bool:
+    """Whether a round with nothing in it refuses ``kind`` (for a game server or not)."""
+    return kind in NEED_A_FILLED_ROUND or (game_server and kind in NEED_A_SPIN_FOR_GAME_SERVERS)
 
 
 def _fire_numbers(r: _Request) -> dict[str, JsonValue]:
@@ -248,7 +270,58 @@ def _fire_numbers(r: _Request) -> dict[str, JsonValue]:
             "the Fire Numbers are selected before the round's spin (58 Pa. Code 617b.7(e)); "
             f"this round was spun at log index {spin.index}",
         )
+    jackpot = r.filled.get("jackpot")
+    if jackpot is not None:
+        raise r.refuse(
+            "jackpot_in_mega_fire_blaze",
+            f"this round drew a jackpot tier at log index {jackpot.index}: in Mega Fire Blaze "
+            "Roulette the jackpot's tier is drawn inside the bonus game (58 Pa. Code "
+            "617b.7(g)(5)(ii)), so a round with a DrawJackpotTier takes no Fire Numbers; "
+            "start a new round",
+        )
     return {}
+
+
+def _jackpot(r: _Request) -> dict[str, JsonValue]:
+    for slot, what in (("bonus", "its bonus game"), ("fire_numbers", "its Fire Numbers")):
+        held = r.filled.get(slot)
+        if held is not None:
+            raise r.refuse(
+                "jackpot_in_mega_fire_blaze",
+                f"this is a Mega Fire Blaze round ({what} at log index {held.index}): its "
+                "jackpot's tier is drawn inside the bonus game (58 Pa. Code 617b.7(g)(5)(ii), "
+                "PlayMegaFireBlazeBonus), not by DrawJackpotTier",
+            )
+    return {}
+
+
+def _multiball(r: _Request) -> dict[str, JsonValue]:
+    if not r.game_server:
+        return {}  # a lab's draw of the balls alone (docs/outcomes.md, "Round rules")
+    spin = r.filled.get("spin")
+    if spin is None:
+        raise r.refuse(
+            "multiball_without_spin",
+            "the Blazing 7's bonus round follows the round's spin that came to rest on 7, 17 "
+            "or 27 (58 Pa. Code 617c.2(e)); this round has no spin yet",
+        )
+    wheel = r.params.get("wheel")
+    spun = spin.entry.params.get("wheel")
+    if wheel != spun:
+        raise r.refuse(
+            "multiball_wheel",
+            f"wheel: the round's spin at log index {spin.index} was on a {spun} wheel; the "
+            f"Blazing 7's bonus round is played on the same wheel (58 Pa. Code 617c.2(g)), "
+            f"not {wheel}",
+        )
+    number = _final_number(spin)
+    if number not in BLAZING_7S_TRIGGERS:
+        raise r.refuse(
+            "multiball_not_triggered",
+            f"the round's spin at log index {spin.index} came to rest on {number}, not on 7, "
+            "17 or 27: there is no Blazing 7's bonus round (58 Pa. Code 617c.2(e))",
+        )
+    return {"spin_index": spin.index}
 
 
 def _spin(r: _Request) -> dict[str, JsonValue]:
@@ -311,14 +384,20 @@ def _bonus(r: _Request) -> dict[str, JsonValue]:
     return {"fire_number_count": count, "fire_numbers_index": fire.index, "spin_index": spin.index}
 
 
-#: Kinds whose order rules accept a round with nothing in it yet.
-_FINE_ALONE = frozenset({FIRE_NUMBERS_KIND, SPIN_KIND})
 #: Kinds that a round with nothing in it refuses (:func:`check` of any other kind on such a
 #: round returns no links and raises nothing).
 NEED_A_FILLED_ROUND = frozenset({BONUS_KIND})
+#: Kinds that a round with nothing in it refuses when a game server asks (617c.2(e)).
+NEED_A_SPIN_FOR_GAME_SERVERS = frozenset({MULTIBALL_KIND})
+#: The final numbers of a spin that trigger the Blazing 7's bonus round (617c.2(e)); the
+#: outcomes' own ``multiball.BLAZING_7S_NUMBERS`` (this module imports no outcome module:
+#: docs/architecture.md), which a test holds equal.
+BLAZING_7S_TRIGGERS = frozenset({"7", "17", "27"})
 
 _RULES: Mapping[str, Callable[[_Request], dict[str, JsonValue]]] = {
     FIRE_NUMBERS_KIND: _fire_numbers,
     SPIN_KIND: _spin,
     BONUS_KIND: _bonus,
+    JACKPOT_KIND: _jackpot,
+    MULTIBALL_KIND: _multiball,
 }

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rng_service.clock import Clock
@@ -34,6 +34,7 @@ __all__ = [
     "RateLimit",
     "Role",
     "TokenBucket",
+    "shared_table",
 ]
 
 #: In a client's ``tables``, ``kinds`` or ``profiles``: any value.
@@ -102,6 +103,33 @@ METHODS: Mapping[str, MethodRule] = {
 
 #: Outcome kinds a game server's ``kinds`` may name.
 GAME_KINDS = tuple(rule.kind for rule in METHODS.values() if rule.kind)
+
+
+def shared_table(grants: Sequence[tuple[str, Iterable[str]]]) -> tuple[int, int, str] | None:
+    """The first table granted to two game servers, as (earlier, later, table): positions in
+    ``grants`` (the game servers' identities and tables, in configuration order) and the table
+    the later one holds (:data:`ANY` when it is its "*"); None when every table has one game
+    server. A table is one physical table with one game server driving it (docs/security.md,
+    "Roles"): two would share its rounds' slots and its chain, each able to draw or void the
+    other's rounds. ``"*"`` overlaps every table, another ``"*"`` too."""
+    owner: dict[str, int] = {}
+    everything: int | None = None
+    for position, (_, tables) in enumerate(grants):
+        held = sorted(set(tables))
+        if ANY in held:
+            if everything is not None:
+                return everything, position, ANY
+            if owner:
+                return min(owner.values()), position, ANY
+            everything = position
+            continue
+        for table in held:
+            if everything is not None:
+                return everything, position, table
+            earlier = owner.setdefault(table, position)
+            if earlier != position:
+                return earlier, position, table
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +224,14 @@ class Policy:
             if client.identity in self._by_identity:
                 raise ValueError(f"client identity {client.identity!r} is configured twice")
             self._by_identity[client.identity] = client
+        servers = [c for c in self._by_identity.values() if Role.GAME_SERVER in c.roles]
+        shared = shared_table([(c.identity, c.tables) for c in servers])
+        if shared is not None:
+            earlier, later, table = (servers[shared[0]], servers[shared[1]], shared[2])
+            raise ValueError(
+                f"game servers {earlier.identity!r} and {later.identity!r} are both granted "
+                f"table {table!r}: a table has one game server"
+            )
         self._buckets = {
             c.identity: TokenBucket(c.rate_limit, self.clock)
             for c in self._by_identity.values()

@@ -43,6 +43,7 @@ from rng_service.security.policy import (
     Policy,
     Principal,
     RateLimit,
+    Role,
 )
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "RefusalLog",
     "caller",
     "caller_id",
+    "caller_is_game_server",
     "leave",
 ]
 
@@ -167,6 +169,19 @@ def caller_id(default: str) -> str:
     (servicers built without an authorizer, as in unit tests)."""
     principal = _CALLER.get()
     return default if principal is None else principal.identity
+
+
+def caller_is_game_server() -> bool:
+    """Whether the current RPC's caller draws under the round rules for game servers only
+    (``rng_service.log.rounds``: the Blazing 7's bonus round after a spin on 7, 17 or 27): it
+    holds the ``game_server`` role and not ``lab`` (a lab draws the balls alone to measure
+    them; the plaintext development caller holds every role, so it is a lab here). False
+    outside an authorized call."""
+    principal = _CALLER.get()
+    if principal is None:
+        return False
+    roles = principal.client.roles
+    return Role.GAME_SERVER in roles and Role.LAB not in roles
 
 
 def caller() -> Principal | None:

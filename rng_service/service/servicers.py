@@ -47,7 +47,7 @@ from rng_service.outcomes.batch import (
 )
 from rng_service.outcomes.profiles import MegaFireBlazeProfile
 from rng_service.sampling import RandomSource
-from rng_service.service.auth import Authorizer, caller_id
+from rng_service.service.auth import Authorizer, caller_id, caller_is_game_server
 from rng_service.service.convert import (
     RequestIds,
     bonus_to_proto,
@@ -290,6 +290,9 @@ class OutcomeServicer(outcomes_pb2_grpc.OutcomeServiceServicer):
                 profile_sha256=profile_sha256,
                 slot=rounds.named_slot(kind, ids.slot),
                 link=link,
+                game_server=(
+                    kind in rounds.NEED_A_SPIN_FOR_GAME_SERVERS and caller_is_game_server()
+                ),
             )
         )
         # The outcome is logged even if the caller goes away; a retry gets it back. No

@@ -116,3 +116,30 @@ def test_bad_client_specs_are_refused_before_anything_is_written(
         rng_service_main(["dev-ca", "--out", str(tmp_path / "tls"), "--client", spec])
     assert message in str(info.value.code)
     assert not (tmp_path / "tls").exists()
+
+
+@pytest.mark.parametrize(
+    ("specs", "message"),
+    [
+        (["g1:game_server:T1,T2", "a:auditor", "g2:game_server:T2"],
+         "--client 'g2:game_server:T2': table 'T2' is also granted to --client "
+         "'g1:game_server:T1,T2'; one physical table has one game server"),
+        (["g1:game_server:*", "g2:game_server:T9"],
+         "--client 'g2:game_server:T9': table 'T9' is also granted to --client "
+         "'g1:game_server:*'"),
+        (["g1:game_server:T9", "g2:game_server:*"],
+         "--client 'g2:game_server:*': \"*\" (every table) overlaps the tables of --client "
+         "'g1:game_server:T9'"),
+    ],
+)  # fmt: skip
+def test_two_game_servers_on_one_table_are_refused_before_anything_is_written(
+    tmp_path: Path, specs: list[str], message: str
+) -> None:
+    argv = ["dev-ca", "--out", str(tmp_path / "tls")]
+    for spec in specs:
+        argv += ["--client", spec]
+    with pytest.raises(SystemExit) as info:
+        rng_service_main(argv)
+    assert str(info.value.code).startswith("error: " + message)
+    assert "\n" not in str(info.value.code)
+    assert not (tmp_path / "tls").exists()

@@ -328,3 +328,27 @@ def test_chains_number_every_tables_entries(svc: tuple[Running, Counted]) -> Non
                                                  count=1, sides=6))  # fmt: skip
     first = LogEntry.decode(other.receipt.entry)
     assert (first.table_seq, first.table_prev) == (1, None)
+
+
+def test_a_mega_fire_blaze_round_and_a_jackpot_tier_refuse_each_other(
+    svc: tuple[Running, Counted],
+) -> None:
+    """617b.7(g)(5)(ii): the jackpot's tier is drawn inside the bonus game, so a round with
+    Fire Numbers takes no DrawJackpotTier, and one with a jackpot tier no Fire Numbers."""
+    r, _ = svc
+    fire = call(r, *_kind("fire_numbers", "mfb-fire", "JP1"))
+    details = refused(svc, *_kind("jackpot", "mfb-jackpot", "JP1"))
+    assert details == (
+        f"table 'RT' round 'JP1': this is a Mega Fire Blaze round (its Fire Numbers at log "
+        f"index {fire.receipt.index}): its jackpot's tier is drawn inside the bonus game (58 "
+        "Pa. Code 617b.7(g)(5)(ii), PlayMegaFireBlazeBonus), not by DrawJackpotTier"
+    )
+    tier = call(r, *_kind("jackpot", "jp-first", "JP2"))
+    details = refused(svc, *_kind("fire_numbers", "jp-then-fire", "JP2"))
+    assert details.startswith(
+        f"table 'RT' round 'JP2': this round drew a jackpot tier at log index "
+        f"{tier.receipt.index}: in Mega Fire Blaze Roulette the jackpot's tier is drawn "
+        "inside the bonus game (58 Pa. Code 617b.7(g)(5)(ii))"
+    )
+    # The refused request ids were not consumed.
+    assert not call(r, *_kind("jackpot", "mfb-jackpot", "JP3")).receipt.replayed

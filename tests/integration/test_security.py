@@ -60,7 +60,7 @@ raw_stream_enabled = true
 [[clients]]
 identity = "game-1"
 roles = ["game_server"]
-tables = ["*"]
+tables = ["T1", "T"]
 
 [[clients]]
 identity = "game-2"
@@ -84,7 +84,7 @@ roles = ["operator"]
 [[clients]]
 identity = "limited-1"
 roles = ["game_server"]
-tables = ["T1"]
+tables = ["L1"]
 rate_per_second = 1.0
 burst = 2
 """
@@ -201,6 +201,26 @@ def _raw(s: Secure, identity: str, rid: str) -> Any:
     return list(stub.StreamRawOutput(request, timeout=20))
 
 
+def _multiball(s: Secure, identity: str, rid: str) -> Any:
+    """A game server's three balls follow a spin of the same round on 7, 17 or 27 (617c.2(e));
+    a lab draws them alone."""
+    stub = outcomes_pb2_grpc.OutcomeServiceStub(s.channel(identity))
+    round_id = rid
+    if identity == ROLE_CLIENT[Role.GAME_SERVER]:
+        for i in range(1000):  # about one round in 13 qualifies
+            round_id = f"{rid}-{i}"
+            spin = stub.SpinRoulette(
+                o.SpinRouletteRequest(context=ctx(f"spin-{round_id}", round_id=round_id),
+                                      wheel=DZ), timeout=20,
+            )  # fmt: skip
+            if spin.result.number in ("7", "17", "27"):
+                break
+    return stub.DrawMultiBall(
+        o.DrawMultiBallRequest(context=ctx(rid, round_id=round_id), wheel=DZ, balls=3),
+        timeout=20,
+    )
+
+
 def _bonus(s: Secure, identity: str, rid: str) -> Any:
     """The bonus follows the caller's own Fire Number draw and a spin of the same round on one
     of the Fire Numbers; only a game server or a lab can make them (other roles are refused
@@ -231,9 +251,7 @@ CALLS: dict[str, Call] = {
     "SpinRoulette": _outcome(
         "SpinRoulette", lambda r: o.SpinRouletteRequest(context=ctx(r), wheel=DZ)
     ),
-    "DrawMultiBall": _outcome(
-        "DrawMultiBall", lambda r: o.DrawMultiBallRequest(context=ctx(r), wheel=DZ, balls=3)
-    ),
+    "DrawMultiBall": _multiball,
     "SelectFireNumbers": _outcome(
         "SelectFireNumbers", lambda r: o.SelectFireNumbersRequest(context=ctx(r), profile=PROFILE)
     ),
@@ -392,9 +410,10 @@ def test_a_game_server_within_its_scope_draws(secure: Secure) -> None:
 
 
 def test_idempotency_is_scoped_to_the_client_identity(secure: Secure) -> None:
-    request = o.SpinRouletteRequest(context=ctx("same-id", table_id="T2"), wheel=DZ)
+    request = o.SpinRouletteRequest(context=ctx("same-id", round_id="R-same"), wheel=DZ)
     first = outcomes_pb2_grpc.OutcomeServiceStub(secure.channel("game-1")).SpinRoulette(request)
     again = outcomes_pb2_grpc.OutcomeServiceStub(secure.channel("game-1")).SpinRoulette(request)
+    request = o.SpinRouletteRequest(context=ctx("same-id", "T2", "R-same"), wheel=DZ)
     other = outcomes_pb2_grpc.OutcomeServiceStub(secure.channel("game-2")).SpinRoulette(request)
     assert again.receipt.replayed
     assert again.receipt.index == first.receipt.index
@@ -403,9 +422,10 @@ def test_idempotency_is_scoped_to_the_client_identity(secure: Secure) -> None:
 
 
 def test_a_bonus_cannot_use_another_clients_fire_numbers(secure: Secure) -> None:
-    """A round is the caller's own: another client's draw at the same table and round is not
-    in it, and the refusal tells nothing about that entry or the log (the same answer for its
-    index, an index beyond the log, and none)."""
+    """A round is the caller's own: another client's draw of the same round id is not in it
+    (each at its own table: a table has one game server), and the refusal tells nothing about
+    that entry or the log (the same answer for its index, an index beyond the log, and
+    none)."""
     game1 = outcomes_pb2_grpc.OutcomeServiceStub(secure.channel("game-1"))
     drawn = game1.SelectFireNumbers(
         o.SelectFireNumbersRequest(context=ctx("x-fire", round_id="RX"), profile=PROFILE)
@@ -415,7 +435,7 @@ def test_a_bonus_cannot_use_another_clients_fire_numbers(secure: Secure) -> None
     for index in (drawn.receipt.index, 10**12, None):
         secure.clock.advance(10)  # limited-1's bucket is full again
         request = o.PlayMegaFireBlazeBonusRequest(
-            context=ctx("x-bonus", round_id="RX"), profile=PROFILE
+            context=ctx("x-bonus", "L1", "RX"), profile=PROFILE
         )
         if index is not None:
             request.fire_numbers_index = index
@@ -488,7 +508,9 @@ def test_rate_limit_per_client_then_refill(secure: Secure) -> None:
     secure.clock.advance(10)  # a full bucket: burst 2
 
     def spin(rid: str) -> Any:
-        return stub.SpinRoulette(o.SpinRouletteRequest(context=ctx(rid), wheel=DZ), timeout=20)
+        return stub.SpinRoulette(
+            o.SpinRouletteRequest(context=ctx(rid, "L1"), wheel=DZ), timeout=20
+        )
 
     spin("rl-1")
     spin("rl-2")
@@ -668,3 +690,51 @@ def test_authorization_and_rate_limits_run_before_the_body_is_decoded(secure: Se
     # Undecodable bodies spend the caller's tokens like any call its role allows.
     assert _raw(secure, "limited-1", spin).code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert secure.size() == before
+
+
+# --- round rules that depend on the role -------------------------------------------------------
+
+
+def test_a_game_servers_blazing_7s_balls_need_the_rounds_spin_a_labs_do_not(
+    secure: Secure,
+) -> None:
+    """617c.2(e): a game server's three balls follow its round's spin on 7, 17 or 27 (the
+    refusal is FAILED_PRECONDITION, nothing logged); a lab draws them alone (rng-certify
+    rtp --live, collect multiball_3)."""
+    game1 = outcomes_pb2_grpc.OutcomeServiceStub(secure.channel("game-1"))
+    lab = outcomes_pb2_grpc.OutcomeServiceStub(secure.channel("lab-1"))
+
+    def balls(stub: Any, rid: str, round_id: str) -> Any:
+        return stub.DrawMultiBall(
+            o.DrawMultiBallRequest(context=ctx(rid, round_id=round_id), wheel=DZ, balls=3),
+            timeout=20,
+        )
+
+    before = secure.size()
+    with pytest.raises(grpc.RpcError) as info:
+        balls(game1, "b7-alone", "B7-1")
+    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert info.value.details() == (
+        "table 'T1' round 'B7-1': the Blazing 7's bonus round follows the round's spin that "
+        "came to rest on 7, 17 or 27 (58 Pa. Code 617c.2(e)); this round has no spin yet"
+    )
+    assert secure.size() == before
+    drawn = LogEntry.decode(balls(lab, "b7-lab", "B7-1").receipt.entry)
+    assert (drawn.kind, drawn.client, "spin_index" in drawn.params) == ("multiball", "lab-1", False)
+    # Spins of game-1's rounds until one lands on 7, 17 or 27: its balls then name it.
+    for n in range(400):
+        spun = game1.SpinRoulette(
+            o.SpinRouletteRequest(context=ctx(f"b7-spin-{n}", round_id=f"B7-R{n}"), wheel=DZ)
+        )
+        if spun.result.number in ("7", "17", "27"):
+            break
+        with pytest.raises(grpc.RpcError) as info:
+            balls(game1, f"b7-balls-{n}", f"B7-R{n}")
+        assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert f"came to rest on {spun.result.number}, not on 7, 17 or 27" in str(
+            info.value.details()
+        )
+    else:
+        pytest.fail("no spin on 7, 17 or 27 in 400 spins")
+    entry = LogEntry.decode(balls(game1, f"b7-balls-{n}", f"B7-R{n}").receipt.entry)
+    assert entry.params["spin_index"] == spun.receipt.index

@@ -4,7 +4,7 @@ against a full export, and what each says when an entry is missing or the store 
 
 The log (module fixture): table T1 has rounds G1..G9 (one spin each; G5 also voided by the
 operator), table T2 rounds X1..X4 interleaved with them, so T1's chain runs through entries of
-other tables.
+other tables; last, a lab batch naming table T2 and round X4.
 """
 
 from __future__ import annotations
@@ -67,6 +67,11 @@ def fill(running: Running) -> dict[str, int]:
                     table_id="T1", round_id="G5", request_id="v5", reason="ball left the wheel"
                 )
             indexes["void@v5"] = void.receipt.index
+    # Last: a lab batch naming table T2 and round X4 (no slot of that round).
+    with RngClient(f"127.0.0.1:{running.port}") as client:
+        batch = client.batch(count=5, wheel="double_zero", request_id="lab-b1",
+                             table_id="T2", round_id="X4")  # fmt: skip
+    indexes["lab-b1"] = batch.receipt.index
     return indexes
 
 
@@ -384,7 +389,7 @@ def test_a_rewritten_round_column_is_flagged_by_every_lookup(
         out
     )
     g5 = indexes["g5"]
-    assert f"it has no seq 4 in the tree of 14 entries, but seq 5 (entry {g5}, whose " in out
+    assert f"it has no seq 4 in the tree of 15 entries, but seq 5 (entry {g5}, whose " in out
     code, out = run(["table-history", "--target", target, "--table", "T1", "--key", vkey], capsys)
     assert code == 1
     assert "DATA_LOSS" in out
@@ -589,3 +594,26 @@ def test_a_live_table_history_never_claims_complete(
     code, out = run(["table-history", "--against", str(export), "--client", "default",
                      "--table", "T7", "--key", vkey], capsys)  # fmt: skip
     assert code == 1, out
+
+
+def test_a_dispute_names_lab_entries_of_the_round_apart(
+    log: Log, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A DrawBatch naming the round's table and round id fills no slot of it: the dispute lists
+    the round's own spin as its outcome and the batch apart (docs/outcomes-api.md)."""
+    args = ["--client", "default", "--table", "T2", "--round", "X4", "--key", log.vkey]
+    code, report = jsoned(["dispute", "--against", str(log.export), *args], capsys)
+    assert code == 0, report
+    (x4,) = report["rounds"]
+    assert x4["slots"] == ["spin"]
+    assert [e["index"] for e in x4["entries"]] == [log.indexes["x4"]]
+    assert [(e["index"], e["slot"]) for e in x4["lab_entries"]] == [
+        (log.indexes["lab-b1"], "lab/lab-b1")
+    ]
+    code, text = run(["dispute", "--against", str(log.export), *args], capsys)
+    assert code == 0, text
+    assert "these are all the outcomes of round 'X4' of table 'T2' (client 'default'): 1 entry" in (
+        text
+    )
+    assert f"round 'X4': slots in order: spin (log index {log.indexes['x4']})" in text
+    assert "not among its slots: 1 lab entry naming this table and round id" in text

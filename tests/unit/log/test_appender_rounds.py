@@ -220,3 +220,76 @@ def test_replicas_sharing_a_store_share_the_rules_and_the_chains() -> None:
     assert len(entries) == 11
     assert [e.table_seq for e in entries] == list(range(1, 12))
     assert [e.table_prev for e in entries] == [None, *range(10)]
+
+
+# -- order rules of issue 34: Mega Fire Blaze's jackpot, Blazing 7's bonus round ---------------
+
+
+def landed(rid: str, round_id: str, number: str, *, wheel: str = "double_zero",
+           kind: str = "roulette_spin") -> DrawRequest:  # fmt: skip
+    """A spin (or a lab batch entry) whose ball came to rest on ``number`` (a fixed draw)."""
+    final = {"number": number, "colour": "red", "position": 0, "voided": False}
+    return DrawRequest(
+        client_id="c", request_id=rid, table_id="T", round_id=round_id, session_id="",
+        kind=kind, params={"wheel": wheel},
+        draw=lambda src: {"wheel": wheel, "spins": [final], "final": final},
+    )  # fmt: skip
+
+
+def balls(rid: str, round_id: str, *, game_server: bool = True, wheel: str = "double_zero"
+          ) -> DrawRequest:  # fmt: skip
+    def draw(src: RandomSource) -> Mapping[str, JsonValue]:
+        return {"wheel": wheel, "balls": [src.randbelow(38) for _ in range(3)]}
+
+    return DrawRequest(
+        client_id="c", request_id=rid, table_id="T", round_id=round_id, session_id="",
+        kind="multiball", params={"wheel": wheel, "balls": 3}, draw=draw,
+        game_server=game_server,
+    )  # fmt: skip
+
+
+def test_a_game_servers_multiball_needs_its_rounds_spin_on_a_blazing_7(h: Harness) -> None:
+    h.run_group([landed("s1", "R1", "8"), landed("s2", "R2", "27"),
+                 landed("s3", "R3", "7", wheel="single_zero"),
+                 landed("b4", "R4", "17", kind="roulette_spin_batch")])  # fmt: skip
+    assert h.storage.tree_size() == 4
+    refused = {
+        "R1": ("multiball_not_triggered", "came to rest on 8"),
+        "R3": ("multiball_wheel", "single_zero wheel"),
+        "R4": ("multiball_without_spin", "no spin yet"),  # a lab batch entry is no spin
+        "R5": ("multiball_without_spin", "no spin yet"),
+    }
+    for round_id, (rule, said) in refused.items():
+        with pytest.raises(RoundOrderViolation, match=said) as info:
+            h.run_group([balls(f"m-{round_id}", round_id)])[0].result()
+        assert info.value.rule == rule
+        assert f"round '{round_id}'" in str(info.value)
+    assert h.storage.tree_size() == 4  # nothing logged
+    assert h.storage.entry_by_request("c", "m-R1") is None
+    ok = entry(h.run_group([balls("m-R2", "R2")])[0].result())
+    assert ok.params["spin_index"] == 1
+    assert ok.index == 4
+    # Nothing was drawn for the refusals: the accepted draw has the generator's first bytes.
+    ref = RandomSource(DeterministicGenerator(entropy_input=b"\x01" * 32, nonce=b"\x02" * 16))
+    assert ok.outcome["balls"] == [ref.randbelow(38) for _ in range(3)]
+    # A lab's draw of the balls alone (rng-certify rtp --live, collect multiball_3) names no spin.
+    lab = entry(h.run_group([balls("m-lab", "R9", game_server=False)])[0].result())
+    assert "spin_index" not in lab.params
+    # Within one group: the spin first, then the balls.
+    group = h.run_group([landed("s6", "R6", "17"), balls("m-R6", "R6")])
+    assert entry(group[1].result()).params["spin_index"] == entry(group[0].result()).index
+
+
+def test_a_mega_fire_blaze_round_and_a_jackpot_tier_refuse_each_other(h: Harness) -> None:
+    h.run_group([other("fire_numbers", "f1", "R1"), other("jackpot_tier", "j2", "R2")])
+    with pytest.raises(RoundOrderViolation, match=r"round 'R1'.*617b\.7\(g\)\(5\)\(ii\)") as i1:
+        h.run_group([other("jackpot_tier", "j1", "R1")])[0].result()
+    with pytest.raises(RoundOrderViolation, match=r"round 'R2'.*617b\.7\(g\)\(5\)\(ii\)") as i2:
+        h.run_group([other("fire_numbers", "f2", "R2")])[0].result()
+    assert i1.value.rule == i2.value.rule == "jackpot_in_mega_fire_blaze"
+    assert h.storage.tree_size() == 2
+    # In one group, either order.
+    group = h.run_group([other("jackpot_tier", "j3", "R3"), other("fire_numbers", "f3", "R3")])
+    with pytest.raises(RoundOrderViolation, match="jackpot tier at log index 2"):
+        group[1].result()
+    assert h.storage.tree_size() == 3

@@ -278,3 +278,43 @@ def test_an_entry_of_a_disputed_session_the_lookup_hid_is_named() -> None:
     )
     assert report.sessions == ("S",)
     assert report.others == ()
+
+
+def test_lab_entries_of_a_rounds_table_and_round_id_are_named_apart() -> None:
+    """A DrawBatch or stream entry naming the round's table and round id fills no slot of the
+    round (its own lab/<request id>): the dispute lists only the round's own slots and names
+    the lab entries apart; a round with nothing but lab entries has no outcome."""
+
+    def entry(index: int, round_id: str, kind: str, slot: str) -> LogEntry:
+        return LogEntry(
+            index=index, timestamp_ns=1_767_225_600_000_000_000 + index, kind=kind,
+            params={}, outcome={"n": index}, client="c", table_id="T9", round_id=round_id,
+            session_id="", request_id=f"d{index}", generator=GeneratorRef("g", 0, False),
+            slot=slot, table_seq=index + 1, table_prev=None if index == 0 else index - 1,
+        )  # fmt: skip
+
+    log = [
+        entry(0, "R1", "roulette_spin", "spin"),
+        entry(1, "R2", "roulette_spin_batch", "lab/d1"),
+        entry(2, "R2", "roulette_spin", "spin"),
+        entry(3, "R2", "roulette_spin_batch", "lab/d3"),
+        entry(4, "R3", "dice_roll_batch", "lab/d4"),
+        entry(5, "R4", "roulette_spin", "spin"),
+    ]
+    rounds = found("R2", log=log)
+    report = judge_dispute(client="c", table_id="T9", found=rounds, span=span(rounds, log=log))
+    (finding,) = report.rounds
+    assert [(e.index, e.slot) for e in finding.entries] == [(2, "spin")]
+    assert [(e.index, e.slot) for e in finding.lab] == [(1, "lab/d1"), (3, "lab/d3")]
+    assert report.previous is not None
+    assert report.previous.index == 0
+    assert report.following is not None
+    assert report.following.index == 4
+    # A lab entry the lookup hid is still named (it is in the chain, of a disputed round).
+    hidden = {"R2": [e for e in rounds["R2"] if e.index != 3]}
+    with pytest.raises(VerificationFailure, match=r"log index 3 .* did not return it"):
+        judge_dispute(client="c", table_id="T9", found=hidden, span=span(rounds, log=log))
+    lab_only = found("R3", log=log)
+    with pytest.raises(VerificationFailure, match=r"round 'R3' .* has no outcome in the log: "
+                       r"the only entries naming it are lab entries \(log index 4"):  # fmt: skip
+        judge_dispute(client="c", table_id="T9", found=lab_only, span=span(lab_only, log=log))

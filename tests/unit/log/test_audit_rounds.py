@@ -91,6 +91,15 @@ class Log:
         return self.add("mega_fire_blaze_bonus", round_id, slot="bonus", params=params,
                         outcome={"total": 5}, **kw)  # fmt: skip
 
+    def balls(self, round_id: str, spin: int | None = None, wheel: str = "double_zero",
+              **kw: Any) -> int:  # fmt: skip
+        """A multi-ball draw: a game server's names its round's spin, a lab's none."""
+        params: dict[str, JsonValue] = {"wheel": wheel, "balls": 3}
+        if spin is not None:
+            params["spin_index"] = spin
+        return self.add("multiball", round_id, slot="multiball", params=params,
+                        outcome={"wheel": wheel, "balls": []}, **kw)  # fmt: skip
+
     def void(self, round_id: str, **kw: Any) -> int:
         return self.add(
             "round_void", round_id, slot="void", request_id=f"void@v{len(self.entries)}",
@@ -266,3 +275,83 @@ def test_format_1_entries_fill_their_kinds_slot_from_the_first() -> None:
     verify_export(log.export(), KEYS)
     log.spin("R1")
     refused(log, r"entry 5 .* fills slot 'spin' of round 'R1' .* which entry 0 already filled")
+
+
+def test_no_jackpot_tier_draw_in_a_mega_fire_blaze_round() -> None:
+    """617b.7(g)(5)(ii): the jackpot's tier is drawn inside the bonus game; a round holds a
+    jackpot tier draw or Fire Numbers, not both, in either order."""
+    log = Log()
+    log.fire("R1")
+    log.add("jackpot_tier", "R1", slot="jackpot")
+    refused(
+        log,
+        r"entry 1 .*\(jackpot_tier\) in slot 'jackpot' of round 'R1' .* breaks the "
+        r"round's order: the round has Fire Numbers \(entry 0\): .*617b.7\(g\)\(5\)\(ii\)",
+    )
+
+    log = Log()
+    log.add("jackpot_tier", "R1", slot="jackpot")
+    log.fire("R1")
+    refused(log, r"entry 1 .*\(fire_numbers\) .* the round has a jackpot tier draw \(entry 0\)")
+
+    log = Log()
+    log.add("jackpot_tier", "R1", slot="jackpot", version=1)  # a round begun in release 1
+    log.fire("R1")
+    refused(log, r"entry 1 .*\(fire_numbers\) .* the round has a jackpot tier draw \(entry 0\)")
+
+
+def test_release_1_rounds_keep_no_order_rules() -> None:
+    """Format 1 logged a jackpot tier beside Fire Numbers (release 1 had no such rule): those
+    entries still verify; the rule holds from format 2 on."""
+    log = Log()
+    log.fire("R1", version=1)
+    log.add("jackpot_tier", "R1", version=1)
+    log.add("multiball", "R2", version=1, params={"wheel": "double_zero", "balls": 3})
+    verify_export(log.export(), KEYS)
+
+
+def test_a_game_servers_blazing_7s_bonus_round_follows_its_rounds_spin_on_a_7() -> None:
+    """617c.2(e): a multi-ball draw naming a spin (a game server's) names its round's spin,
+    which came to rest on 7, 17 or 27 on the same wheel type; one naming none is a lab's."""
+    for number in ("7", "17", "27"):
+        log = Log()
+        spin = log.spin("R1", number=number)
+        log.balls("R1", spin=spin)
+        log.balls("R2")  # a lab's draw alone
+        log.add("jackpot_tier", "R3", slot="jackpot")  # a jackpot tier without Fire Numbers
+        verify_export(log.export(), KEYS)
+
+    log = Log()
+    log.balls("R1", spin=0)
+    refused(
+        log, r"entry 0 .*\(multiball\) .* names spin 0, but the round has no spin: .*617c.2\(e\)"
+    )
+
+    log = Log()
+    log.spin("R0")
+    spin = log.spin("R1", number="8")
+    log.balls("R1", spin=spin)
+    refused(log, r"entry 2 .* the round's spin \(entry 1\) did not come to rest on 7, 17 or 27 "
+                 r"on a double_zero wheel")  # fmt: skip
+
+    log = Log()
+    spin = log.spin("R1", number="7", wheel="single_zero")
+    log.balls("R1", spin=spin)  # double zero balls after a single zero spin
+    refused(log, r"entry 1 .* did not come to rest on 7, 17 or 27 on a double_zero wheel")
+
+    log = Log()
+    other = log.spin("R0")
+    log.spin("R1", number="17")
+    log.balls("R1", spin=other)
+    refused(log, r"entry 2 .* names spin 0, but the round has its spin at entry 1")
+
+    log = Log()  # a spin of a lab batch entry in the same round is no spin of the round
+    log.add("roulette_spin_batch", "R1", slot="lab/b1", request_id="b1",
+            outcome={"final": {"number": "7"}})  # fmt: skip
+    log.balls("R1", spin=0)
+    refused(log, r"entry 1 .* names spin 0, but the round has no spin")
+
+    log = Log()  # a round begun in release 1: its format 1 spin is the round's spin
+    spin = log.spin("R1", number="27", version=1)
+    log.balls("R1", spin=spin)
+    verify_export(log.export(), KEYS)

@@ -48,6 +48,7 @@ def check(kind: str, slots: dict[str, rounds.Filled], **request: Any) -> dict[st
         params=request.get("params", {}),
         profile_sha256=request.get("profile", "p1"),
         filled=slots,
+        game_server=request.get("game_server", False),
         **ANY,
     )
 
@@ -192,6 +193,84 @@ def test_the_multi_ball_draw_is_once_per_round_without_a_trigger_check(number: s
 
 
 def test_kinds_without_order_rules_only_fill_their_slot() -> None:
-    for kind in ("dice_roll", "card_shuffle", "jackpot_tier", "uniform_int", "weighted_choice",
-                 "multiball"):  # fmt: skip
+    # (multiball: a lab's draw of the balls alone; a game server's has its rule, below)
+    for kind in ("dice_roll", "card_shuffle", "uniform_int", "weighted_choice", "multiball"):
         assert check(kind, {"spin": spin(1, "3"), "fire_numbers": fire(0, ["3"])}) == {}
+    assert check("jackpot_tier", {"spin": spin(1, "3"), "dice": filled(0, "dice_roll")}) == {}
+
+
+# -- Mega Fire Blaze: no DrawJackpotTier in a round with Fire Numbers (617b.7(g)(5)(ii)) -------
+
+
+@pytest.mark.parametrize(
+    "slots",
+    [
+        {"fire_numbers": fire(0, ["3"])},
+        {"fire_numbers": fire(0, ["3"]), "spin": spin(1, "3"),
+         "bonus": filled(2, "mega_fire_blaze_bonus")},
+    ],
+    ids=["after-fire-numbers", "after-bonus"],
+)  # fmt: skip
+def test_a_mega_fire_blaze_round_refuses_a_jackpot_tier(slots: dict[str, rounds.Filled]) -> None:
+    with pytest.raises(RoundOrderViolation) as e:
+        check("jackpot_tier", slots)
+    assert e.value.rule == "jackpot_in_mega_fire_blaze"
+    assert "table 'T1' round 'R1'" in str(e.value)
+    assert "617b.7(g)(5)(ii)" in str(e.value)
+
+
+def test_a_jackpot_tier_drawn_first_refuses_the_fire_numbers() -> None:
+    with pytest.raises(RoundOrderViolation) as e:
+        check("fire_numbers", {"jackpot": filled(0, "jackpot_tier")})
+    assert e.value.rule == "jackpot_in_mega_fire_blaze"
+    assert "log index 0" in str(e.value)
+    assert "617b.7(g)(5)(ii)" in str(e.value)
+    assert check("jackpot_tier", {}) == {}  # alone, a jackpot tier is a draw of its own
+
+
+# -- Blazing 7's: a game server's three balls after a spin on 7, 17 or 27 (617c.2(e)) ---------
+
+BALLS = {"wheel": "double_zero", "balls": 3}
+
+
+@pytest.mark.parametrize("number", ["7", "17", "27"])
+def test_a_game_servers_multiball_follows_a_spin_on_a_blazing_7(number: str) -> None:
+    slots = {"spin": spin(4, number, "double_zero")}
+    assert check("multiball", slots, params=BALLS, game_server=True) == {"spin_index": 4}
+
+
+@pytest.mark.parametrize(
+    ("slots", "rule", "said"),
+    [
+        ({}, "multiball_without_spin", "no spin yet"),
+        ({"dice": filled(0, "dice_roll")}, "multiball_without_spin", "no spin yet"),
+        ({"spin": spin(4, "8", "double_zero")}, "multiball_not_triggered", "came to rest on 8"),
+        ({"spin": spin(4, "00", "double_zero")}, "multiball_not_triggered", "on 00, not on 7"),
+        ({"spin": spin(4, "7", "single_zero")}, "multiball_wheel", "single_zero wheel"),
+        # A lab batch of the same table and round is no slot of the round: no spin.
+        ({"lab/b1": spin(4, "7", "double_zero")}, "multiball_without_spin", "no spin yet"),
+    ],
+    ids=["empty", "no-spin", "not-7", "double-zero", "other-wheel", "lab-batch"],
+)  # fmt: skip
+def test_a_game_servers_multiball_without_its_trigger_is_refused(
+    slots: dict[str, rounds.Filled], rule: str, said: str
+) -> None:
+    with pytest.raises(RoundOrderViolation) as e:
+        check("multiball", slots, params=BALLS, game_server=True)
+    assert e.value.rule == rule
+    assert said in str(e.value)
+    assert "table 'T1' round 'R1'" in str(e.value)
+    assert "617c.2" in str(e.value)
+    assert rounds.needs_a_filled_round("multiball", True)
+    assert not rounds.needs_a_filled_round("multiball", False)
+
+
+def test_the_trigger_numbers_are_the_outcomes_blazing_7s() -> None:
+    from rng_service.outcomes.multiball import BLAZING_7S_NUMBERS
+
+    assert rounds.BLAZING_7S_TRIGGERS == frozenset(BLAZING_7S_NUMBERS) == {"7", "17", "27"}
+
+
+def test_a_labs_multiball_is_drawn_alone() -> None:
+    assert check("multiball", {}, params=BALLS) == {}
+    assert check("multiball", {"spin": spin(4, "8", "double_zero")}, params=BALLS) == {}

@@ -132,3 +132,73 @@ def test_bad_security_settings_name_the_entry(tmp_path: Path, text: str, expecte
     with pytest.raises(ConfigError) as info:
         load(tmp_path, text)
     assert str(info.value).startswith(expected)
+
+
+def _server(identity: str, *tables: str, roles: str = '"game_server"') -> str:
+    listed = ", ".join(f'"{t}"' for t in tables)
+    return f'[[clients]]\nidentity = "{identity}"\nroles = [{roles}]\ntables = [{listed}]\n'
+
+
+AUDITOR = '[[clients]]\nidentity = "a"\nroles = ["auditor"]\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            _server("g1", "T1", "T2") + AUDITOR + _server("g2", "T3", "T2"),
+            "clients[2] (g2).tables: table 'T2' is also granted to game server clients[0] (g1); "
+            "one physical table has one game server (allowed: tables no other game_server "
+            "client is granted)",
+        ),
+        (
+            _server("g1", "*") + _server("g2", "T9"),
+            "clients[1] (g2).tables: table 'T9' is also granted to game server clients[0] (g1) "
+            'by its "*"; one physical table',
+        ),
+        (
+            _server("g1", "T9") + _server("g2", "*"),
+            'clients[1] (g2).tables: "*" (every table) overlaps the tables of game server '
+            "clients[0] (g1); one physical table",
+        ),
+        (
+            _server("g1", "*") + _server("g2", "*"),
+            'clients[1] (g2).tables: "*" (every table) overlaps the tables of game server '
+            "clients[0] (g1)",
+        ),
+        (  # a client with the game_server role among others is a game server too
+            _server("g1", "T1") + _server("g2", "T1", roles='"lab", "game_server"'),
+            "clients[1] (g2).tables: table 'T1' is also granted to game server clients[0] (g1)",
+        ),
+    ],
+    ids=["one-table", "star-first", "star-second", "two-stars", "with-another-role"],
+)
+def test_a_table_granted_to_two_game_servers_is_refused(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        load(tmp_path, text)
+    assert str(info.value).startswith(expected)
+    assert "\n" not in str(info.value)
+
+
+def test_game_servers_with_tables_of_their_own_are_fine(tmp_path: Path) -> None:
+    text = _server("g1", "T1", "T2") + _server("g2", "T3") + AUDITOR + _server("g3", "t1")
+    assert [c.identity for c in load(tmp_path, text).clients] == ["g1", "g2", "a", "g3"]
+    # a sole game server may have every table; other roles have none
+    text = _server("g1", "*") + AUDITOR + '[[clients]]\nidentity = "l"\nroles = ["lab"]\n'
+    assert len(load(tmp_path, text).clients) == 3
+
+
+def test_the_policy_refuses_two_game_servers_on_one_table() -> None:
+    from rng_service.clock import FakeClock
+    from rng_service.security.policy import ClientPolicy, Policy
+
+    game = frozenset({Role.GAME_SERVER})
+    with pytest.raises(ValueError, match=r"'g1' and 'g2' are both granted table '\*'"):
+        Policy(
+            [ClientPolicy("g1", game, frozenset({"T1"})), ClientPolicy("g2", game)],
+            clock=FakeClock(),
+        )
+    lab = ClientPolicy("l", frozenset({Role.LAB}))  # tables "*" by default, but no game server
+    Policy([ClientPolicy("g1", game, frozenset({"T1"})), lab], clock=FakeClock())

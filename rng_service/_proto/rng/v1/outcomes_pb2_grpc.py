@@ -123,8 +123,9 @@ class OutcomeServiceServicer:
     def DrawMultiBall(self, request, context):
         """Multi-ball draw of the Blazing 7's bonus round (617c.2(f)-(i)): k balls released together
         on one wheel come to rest in k distinct compartments, uniformly over every k-subset. Once
-        per round (slot "multiball"); the game server plays it after a spin on 7, 17 or 27
-        (617c.2(e)), which the service does not check (docs/outcomes.md, "Round rules").
+        per round (slot "multiball"). A game server's follows its round's spin on 7, 17 or 27 on
+        the same wheel type (617c.2(e); else FAILED_PRECONDITION), and its entry names that spin
+        (params spin_index); a lab draws the balls alone (docs/outcomes.md, "Round rules").
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -153,7 +154,10 @@ class OutcomeServiceServicer:
 
     def DrawJackpotTier(self, request, context):
         """One jackpot tier (Mini, Minor, Major, Grand) drawn with the named profile's tier weights
-        (617b.7(g)(5)(ii)), for a jackpot decided outside a bonus game.
+        (617b.7(g)(5)(ii)), for a jackpot decided outside a bonus game. A Mega Fire Blaze round
+        draws its jackpot tiers inside its bonus game: a round with Fire Numbers or a bonus game
+        refuses this call, and a round with a jackpot tier refuses the Fire Numbers
+        (FAILED_PRECONDITION).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
