@@ -128,12 +128,19 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         config = load_witness_config(Path(args.config))
         _check_key_files(config)
-        key = load_private_key(config.key_file, _passphrase(config.key_passphrase_env))
+        passphrase = _passphrase(config.key_passphrase_env)
+        try:
+            key = load_private_key(config.key_file, passphrase)
+        except RngServiceError as e:
+            raise WitnessConfigError(f"key_file: {e}") from None
         signer = CosignatureSigner(config.name, key)
         config.state.parent.mkdir(parents=True, exist_ok=True)
-        state = WitnessState(config.state)
-    except (WitnessConfigError, RngServiceError) as e:
-        setting = str(e).split(":", 1)[0] if isinstance(e, WitnessConfigError) else "key_file"
+        try:
+            state = WitnessState(config.state)
+        except RngServiceError as e:
+            raise WitnessConfigError(f"state: {e}") from None
+    except WitnessConfigError as e:
+        setting = str(e).split(":", 1)[0]
         _log.error({"event": "startup_failed", "error": str(e), "setting": setting})
         return 2
     witness = Witness(signer=signer, logs=config.trusted(), state=state, clock=SystemClock())
