@@ -69,6 +69,8 @@ LABEL org.opencontainers.image.title="rng-service" \
       io.rng-service.debian-snapshot="${DEBIAN_SNAPSHOT}" \
       io.rng-service.python-lock="requirements/image.txt"
 COPY --from=build /opt/rng-service /opt/rng-service
+# /var/lib/rng-service is the SQLite log's directory (storage.path below): created here, since
+# the service never creates a log's directory (a mistyped path is refused, not a second log).
 RUN (getent group rng >/dev/null || groupadd --system --gid 10001 rng) \
  && (getent passwd rng >/dev/null || useradd --system --uid 10001 --gid rng --home-dir /var/lib/rng-service --shell /usr/sbin/nologin rng) \
  && mkdir -p /var/lib/rng-service /etc/rng-service \

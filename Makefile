@@ -35,9 +35,13 @@ help:
 
 $(STAMP): pyproject.toml
 	@test -n "$(PY)" || { echo "error: Python 3.11 or newer is needed (python3.11 not found on PATH)"; exit 1; }
+	@echo "install [1/3]: creating the virtual environment $(VENV) with $(PY)"
 	$(PY) -m venv $(VENV)
+	@echo "install [2/3]: upgrading pip in $(VENV)"
 	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip 2>&1 | { grep -v '^WARNING: Location' || true; }
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,certify]' 2>&1 | { grep -v '^WARNING: Location' || true; }
+	@echo "install [3/3]: installing rng-service and its dependencies into $(VENV) (about a minute on a fresh clone; pip names each package as it goes)"
+	$(BIN)/pip install --disable-pip-version-check --progress-bar off -e '.[dev,certify]' 2>&1 | { grep --line-buffered -v '^WARNING: Location' || true; }
+	@echo "install: done"
 	@touch $@
 
 install: $(STAMP)
@@ -65,7 +69,11 @@ test: install system-deps lint
 test-fast: install
 	$(BIN)/python -m pytest -m "not soak and not slow" -x -q $(PYTEST_ARGS)
 
+# ./var holds config/dev.toml's SQLite log, key and locks: the service never creates a log's
+# directory (a mistyped storage.path is refused, not a second log), so make run does.
 run: install
+	mkdir -p var
+	@echo "run: starting rng-service dev-run --config $(CONFIG) (JSON log lines follow; serving once the \"listening\" line appears)"
 	$(BIN)/rng-service dev-run --config $(CONFIG)
 
 soak: install system-deps

@@ -30,7 +30,7 @@ from prometheus_client import (
 )
 
 from rng_service.clock import Clock, SystemClock
-from rng_service.config import Config, StorageSettings, check_transport
+from rng_service.config import Config, ConfigError, StorageSettings, check_transport
 from rng_service.drbg import EntropySource, GeneratorConfig, OsEntropySource, ProductionGenerator
 from rng_service.errors import IntegrityError, RngServiceError
 from rng_service.log.appender import Appender
@@ -199,10 +199,23 @@ def open_storage(
             if not path.is_file():
                 raise StartupError(f"storage.path: {path} does not exist")
             return SqliteStorage(path, read_only=read_only, migrate=migrate and not read_only)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        check_store_directory(path)
         return SqliteStorage(path)
     except (OSError, RngServiceError) as e:
         raise StartupError(f"storage.path: cannot open {path}: {e}") from e
+
+
+def check_store_directory(path: Path) -> None:
+    """Refuses an SQLite log whose directory does not exist (StartupError naming
+    ``storage.path``): the service never creates it, so that a typo in the path cannot start a
+    second, empty log beside the real one. The directory is the deployment's to create
+    (``make run``, the image, the compose volume)."""
+    if not path.parent.is_dir():
+        raise StartupError(
+            f"storage.path: the directory {path.parent} of {path} does not exist (allowed: a "
+            "file in an existing directory; create the directory first: the service never "
+            "creates a log's directory, so that a mistyped path cannot start a second, empty log)"
+        )
 
 
 def _verifier_from(
@@ -274,6 +287,8 @@ def migrate_store(config: Config) -> MigrationReport:
     so never under a running service. Raises StartupError."""
     owner = InstanceLock()
     if config.storage.driver == "sqlite":
+        if not config.storage.path.is_file():  # before the lock, which would create a file
+            raise StartupError(f"storage.path: {config.storage.path} does not exist")
         Service._lock(
             lambda: owner.lock_store(config.storage.path),
             setting="storage.path",
@@ -521,6 +536,7 @@ class Service:
                 io_setting="server.lock_dir",
             )
         if self._storage is None and cfg.storage.driver == "sqlite":
+            check_store_directory(cfg.storage.path)
             self._lock(
                 lambda: self._owner.lock_store(cfg.storage.path),
                 setting="storage.path",
@@ -667,7 +683,10 @@ class Service:
         ownership, the store and its own check; the generators; the log writer and the
         witnesses' check; health; the gRPC server and its port; witnessing rounds; metrics; the
         verification page. Raises StartupError naming what is at fault."""
-        check_transport(self.config)  # before anything binds: plaintext only on loopback
+        try:  # before anything binds: plaintext only on loopback
+            check_transport(self.config)
+        except ConfigError as e:
+            raise StartupError(str(e)) from None
         if self.front_ends > 1 and self.config.certification.raw_stream_enabled:
             raise StartupError(
                 "certification.raw_stream_enabled: the raw output stream is served with one "
@@ -1094,9 +1113,10 @@ async def _serve(
     try:
         endpoints = await service.start()
     except StartupError as e:
-        _log.error(
-            {"event": "startup_failed", "error": str(e), "setting": e.setting, "file": e.file}
-        )
+        event = {"event": "startup_failed", "error": str(e), "setting": e.setting}
+        if e.file:  # only when a file is at fault (a key or TLS file)
+            event["file"] = e.file
+        _log.error(event)
         await _stop_after_failed_start(service)
         return 2
     except Exception as e:  # anything else: still one JSON event, the traceback in a field

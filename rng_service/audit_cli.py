@@ -838,10 +838,38 @@ def _command(
     return p
 
 
+HELP_DESCRIPTION = """\
+rng-audit: export the outcome log and verify it, or one receipt, offline; prove a table's
+history complete and answer disputes (rng-audit COMMAND --help: each command's options)."""
+
+HELP_EPILOG = """\
+Exit status: 0 when everything verifies; 1 when something does not (the message says what and
+at which index): tampering, a fork, another log's origin, an export with nothing in it (unless
+--allow-empty), an entry the log does not give while exporting (or the service refuses with
+DATA_LOSS), a broken table chain; 2 nothing was checked: usage errors (keys of several names
+and no --origin), unreadable or malformed files, unreachable services; 141 the reader of
+standard output went away.
+
+Which log: --origin, or else the name of the --key keys (a log's key is named by its origin,
+C2SP tlog-checkpoint). Without a kept checkpoint (--checkpoint) or enough witness cosignatures
+(--witness KEY ... --min-witnesses K) the output says that truncation was NOT CHECKED: a copy
+cut back to an older checkpoint verifies the same. With --witness, every cosignature of a given
+witness key is checked and listed with its time, and some checkpoint must carry cosignatures of
+K of them; exit status 1 if not.
+
+A service with mTLS needs an auditor's certificate for --target: rng-audit export --target
+HOST:PORT --ca CA --cert CERT --tls-key KEY ... (before or after the command; --key is always
+the log's verifier key). Without them --target is plaintext, which a service accepts on
+loopback only. --target is never taken from the environment: whether a check uses a live
+service is the auditor's explicit choice. Progress is shown on stderr when it is a terminal,
+never in a pipe or a log. Details: docs/auditing.md; conventions: docs/cli.md."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rng-audit",
-        description=__doc__,
+        description=HELP_DESCRIPTION,
+        epilog=HELP_EPILOG,
         formatter_class=HelpFormatter,
     )
     add_shared(parser, TLS_OPTIONS, title=_TLS_TITLE, top=True)

@@ -1,4 +1,4 @@
-"""``rng-service``: run the service, manage keys, call it, verify receipts.
+"""rng-service: run the service, manage keys, call it, verify receipts.
 
 Subcommands:
   serve            run with a config file (production)
@@ -34,6 +34,7 @@ from rng_service.cli_support import (
     HelpFormatter,
     UsageError,
     format_address,
+    print_keygen_result,
     stdout_reader_went_away,
     verifier_keys,
 )
@@ -41,6 +42,14 @@ from rng_service.config import Config, ConfigError, load_config
 from rng_service.errors import RngServiceError
 
 __all__ = ["main"]
+
+EXIT_STATUSES = """\
+Exit status: 0 done (and verified); 1 refused or failed by the service, or something did not
+verify (check-store: the store is not the log that was signed); 2 nothing was done: a bad
+option, an unreadable file, a bad key or configuration (serve, dev-run: a startup_failed event
+naming the setting); 3 (call) the outcome is logged but a step after the draw failed; 141 the
+reader of standard output went away. Each command's options: rng-service COMMAND --help;
+the conventions: docs/cli.md; the settings: docs/operations.md."""
 
 DEV_BANNER = """\
 ************************************************************************
@@ -176,8 +185,7 @@ def _cmd_keygen(args: argparse.Namespace) -> int:
     info = generate_key_pair(
         out, name=args.name, passphrase=_passphrase(args.passphrase_env), overwrite=args.force
     )
-    print(f"private key: {out} (mode 0600)")
-    print(f"verifier key: {info.verifier_key}")
+    print_keygen_result(info, give_to="the log's auditors and witnesses")
     return 0
 
 
@@ -397,7 +405,10 @@ def _command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="rng-service", description=__doc__.split("\n")[0], formatter_class=HelpFormatter
+        prog="rng-service",
+        description="rng-service: run the service, manage keys, call it, verify receipts.",
+        epilog=EXIT_STATUSES,
+        formatter_class=HelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     config_help = (

@@ -855,7 +855,12 @@ def _plan(args: argparse.Namespace) -> _Plan:
 def _failed(plan: _Plan, e: ClientError, request_id: str | None = None) -> int:
     where = f" (target {plan.target.address}: {plan.target.source})" if e.code in _WHERE else ""
     plan.out.error(f"{e}{where}")
-    if request_id is not None and e.code in _MAYBE_LOGGED:
+    if request_id is not None and not e.sent:
+        plan.out.note(
+            "nothing was sent: the connection to the service never became ready, so no "
+            "outcome was drawn or logged"
+        )
+    elif request_id is not None and e.code in _MAYBE_LOGGED:
         plan.out.note(
             f"the outcome may have been drawn and logged: retry with --request-id {request_id} "
             "(a logged outcome is returned, never drawn again)"
@@ -1007,13 +1012,14 @@ def _run_stream(args: argparse.Namespace) -> int:
                 plan.out.result(document, text, lines=True)
                 chunks += 1
         except ClientError as e:
-            _failed(plan, e)
+            _failed(plan, e, None if e.sent else request_id)
             for problem in problems:
                 plan.out.error(problem)
-            plan.out.note(
-                f"{chunks} chunk(s) above are logged; --request-id {request_id} with the same "
-                "options replays them and draws only the missing ones"
-            )
+            if e.sent:
+                plan.out.note(
+                    f"{chunks} chunk(s) above are logged; --request-id {request_id} with the "
+                    "same options replays them and draws only the missing ones"
+                )
             return EXIT_FAILED
     for problem in problems:
         plan.out.error(problem)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
+from rng_service.cli_text import HelpFormatter, print_keygen_result
 from rng_service.config import load_config
 from rng_service.errors import RngServiceError
 
@@ -64,6 +65,7 @@ __all__ = [
     "jsonable",
     "new_request_id",
     "parse_time_ns",
+    "print_keygen_result",
     "quiet_grpc_core",
     "refuse_option",
     "resolve_target",
@@ -93,23 +95,6 @@ TARGET_ENV = "RNG_TARGET"
 
 class UsageError(Exception):
     """Bad options or unusable local input, found before anything was sent: exit status 2."""
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Keeps descriptions as written and adds ``(default: X)`` to an option's help when it has
-    a default worth saying (not None, False or empty) and the help does not mention one."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        text = action.help or ""
-        default = action.default
-        if (
-            not action.option_strings
-            or "default" in text
-            or default in (None, False, "", argparse.SUPPRESS)
-            or default == []
-        ):
-            return text
-        return f"{text} (default: %(default)s)"
 
 
 @dataclass(frozen=True)
@@ -457,3 +442,4 @@ class Progress:
             line += f" {self._unit}"
         self._stream.write(f"\r{line}")
         self._stream.flush()
+

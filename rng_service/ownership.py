@@ -87,11 +87,13 @@ class LockFile:
         self._fd: int | None = fd
 
     @classmethod
-    def acquire(cls, path: Path) -> LockFile:
-        """Takes the lock on ``path`` (created, with its directory, if missing) and writes this
-        process's pid and host into it. Raises :class:`LockHeld` naming the holder if another
-        process has it, ``OSError`` if the file cannot be opened."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def acquire(cls, path: Path, *, make_directory: bool = True) -> LockFile:
+        """Takes the lock on ``path`` (created if missing, and its directory too with
+        ``make_directory``) and writes this process's pid and host into it. Raises
+        :class:`LockHeld` naming the holder if another process has it, ``OSError`` if the file
+        cannot be opened (``FileNotFoundError``: its directory does not exist)."""
+        if make_directory:
+            path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -139,15 +141,18 @@ class InstanceLock:
         return real.with_name(real.name + ".lock")
 
     def lock_port(self, lock_dir: Path, port: int) -> LockFile:
-        """Takes the port's lock; raises :class:`LockHeld` or ``OSError``."""
-        return self._take(self.port_lock_path(lock_dir, port))
+        """Takes the port's lock (creating ``lock_dir`` if missing); raises :class:`LockHeld`
+        or ``OSError``."""
+        return self._take(self.port_lock_path(lock_dir, port), make_directory=True)
 
     def lock_store(self, database: Path) -> LockFile:
-        """Takes the SQLite log's lock; raises :class:`LockHeld` or ``OSError``."""
-        return self._take(self.store_lock_path(database))
+        """Takes the SQLite log's lock; raises :class:`LockHeld` or ``OSError``
+        (``FileNotFoundError`` when the database's directory does not exist: it is never
+        created here, so that a mistyped ``storage.path`` cannot start a second log)."""
+        return self._take(self.store_lock_path(database), make_directory=False)
 
-    def _take(self, path: Path) -> LockFile:
-        lock = LockFile.acquire(path)
+    def _take(self, path: Path, *, make_directory: bool) -> LockFile:
+        lock = LockFile.acquire(path, make_directory=make_directory)
         self._locks.append(lock)
         return lock
 

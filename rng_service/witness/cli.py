@@ -33,6 +33,7 @@ from prometheus_client import (
 )
 
 from rng_service import __version__
+from rng_service.cli_text import HelpFormatter, print_keygen_result
 from rng_service.clock import SystemClock
 from rng_service.errors import RngServiceError
 from rng_service.log.cosignature import CosignatureSigner
@@ -63,10 +64,7 @@ def _cmd_keygen(args: argparse.Namespace) -> int:
         Path(args.out), name=args.name, passphrase=_passphrase(args.passphrase_env or ""),
         cosigner=True,
     )  # fmt: skip
-    print(info.verifier_key)
-    print(f"wrote {info.private_key_path} (private, mode 0600), {info.public_key_path} and "
-          f"{info.verifier_key_path}; give the verifier key above to the log's operator and "
-          f"its auditors", file=sys.stderr)  # fmt: skip
+    print_keygen_result(info, give_to="the log's operator and its auditors")
     return 0
 
 
@@ -128,12 +126,19 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         config = load_witness_config(Path(args.config))
         _check_key_files(config)
-        key = load_private_key(config.key_file, _passphrase(config.key_passphrase_env))
+        passphrase = _passphrase(config.key_passphrase_env)
+        try:
+            key = load_private_key(config.key_file, passphrase)
+        except RngServiceError as e:
+            raise WitnessConfigError(f"key_file: {e}") from None
         signer = CosignatureSigner(config.name, key)
         config.state.parent.mkdir(parents=True, exist_ok=True)
-        state = WitnessState(config.state)
-    except (WitnessConfigError, RngServiceError) as e:
-        setting = str(e).split(":", 1)[0] if isinstance(e, WitnessConfigError) else "key_file"
+        try:
+            state = WitnessState(config.state)
+        except RngServiceError as e:
+            raise WitnessConfigError(f"state: {e}") from None
+    except WitnessConfigError as e:
+        setting = str(e).split(":", 1)[0]
         _log.error({"event": "startup_failed", "error": str(e), "setting": setting})
         return 2
     witness = Witness(signer=signer, logs=config.trusted(), state=state, clock=SystemClock())
@@ -216,26 +221,54 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+EXIT_STATUSES = """\
+Exit status: 0 done; 1 anything else that failed (a key that does not decrypt, a state file
+that cannot be read); 2 nothing was done: a bad option or configuration (serve: one
+startup_failed event naming the setting). Each command's options: rng-witness COMMAND
+--help; the witness: docs/operations.md, "Witnesses"; the conventions: docs/cli.md."""
+
+
+def _command(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=help, formatter_class=HelpFormatter
+    )
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="rng-witness", description="A C2SP tlog-witness that cosigns log checkpoints."
+        prog="rng-witness",
+        description="rng-witness: a C2SP tlog-witness that cosigns log checkpoints.",
+        epilog=EXIT_STATUSES,
+        formatter_class=HelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("keygen", help="write the witness's Ed25519 key pair")
-    p.add_argument("--out", required=True, help="private key file to write (PEM, mode 0600)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    env_help = (
+        "the environment variable holding the key's passphrase (default: none, the key is "
+        "not encrypted)"
+    )
+    p = _command(sub, "keygen", "write the witness's Ed25519 key pair; print its verifier key")
+    p.add_argument(
+        "--out", required=True, metavar="FILE",
+        help="the private key file to write (PEM, mode 0600; FILE.pub and FILE.vkey beside it)",
+    )  # fmt: skip
     p.add_argument("--name", required=True, help="the witness's key name, e.g. witness.example/w1")
-    p.add_argument("--passphrase-env", help="encrypt the key with the passphrase in this variable")
+    p.add_argument("--passphrase-env", metavar="VAR", help=env_help)
     p.set_defaults(fn=_cmd_keygen)
-    p = sub.add_parser("pubkey", help="print the cosignature verifier key of a witness key")
-    p.add_argument("--key-file", required=True)
-    p.add_argument("--name", required=True, help="the witness's key name")
-    p.add_argument("--passphrase-env")
+    p = _command(sub, "pubkey", "print the cosignature verifier key of a witness key")
+    p.add_argument(
+        "--key-file", required=True, metavar="FILE",
+        help="the witness's private key file (PEM), its key_file",
+    )  # fmt: skip
+    p.add_argument("--name", required=True, help="the witness's key name (its name setting)")
+    p.add_argument("--passphrase-env", metavar="VAR", help=env_help)
     p.set_defaults(fn=_cmd_pubkey)
-    p = sub.add_parser("serve", help="run the witness")
-    p.add_argument("--config", required=True, help="the witness's TOML configuration")
+    config_help = "the witness's TOML configuration file (docs/operations.md, \"Witnesses\")"
+    p = _command(sub, "serve", "run the witness")
+    p.add_argument("--config", required=True, metavar="FILE", help=config_help)
     p.set_defaults(fn=_cmd_serve)
-    p = sub.add_parser("state", help="the latest cosigned checkpoint of each log, and evidence")
-    p.add_argument("--config", required=True)
+    p = _command(sub, "state", "print the latest cosigned checkpoint of each log, and evidence")
+    p.add_argument("--config", required=True, metavar="FILE", help=config_help)
     p.set_defaults(fn=_cmd_state)
     return parser
 

@@ -511,6 +511,56 @@ def test_5_tls_hints_and_client_tls_from_strings(live: Live, mtls: Live) -> None
         assert client.public_keys()[0]["name"] == ORIGIN
 
 
+def test_5_a_draw_that_never_connected_says_nothing_was_sent(live: Live, mtls: Live) -> None:
+    """Issue 35, finding 3: a plaintext spin against the mTLS port fails in the handshake,
+    before any request left the client: it says so, without the retry advice meant for a call
+    that may have been logged. Nothing listening is the same case."""
+    spin = ["call", "spin", "--wheel", "double_zero", "--table", "T0", "--round", "R0"]
+    for target in (mtls.target, f"127.0.0.1:{_free_port()}"):
+        r = run("rng-service", *spin, "--target", target)
+        assert r.code == 1, r.err
+        assert "UNAVAILABLE" in r.err
+        assert "nothing was sent: the connection to the service never became ready" in r.err
+        assert "may have been drawn" not in r.err
+        assert "retry with --request-id" not in r.err
+    r = run("rng-service", "call", "stream", "--count", "4", "--wheel", "single_zero",
+            "--target", mtls.target)  # fmt: skip
+    assert r.code == 1, r.err
+    assert "nothing was sent" in r.err
+    assert "replays them" not in r.err
+
+
+def test_5_a_draw_that_reached_a_service_keeps_the_retry_advice(live: Live) -> None:
+    """The other side: a call answered UNAVAILABLE by a server it reached (here a stand-in on
+    loopback that fails every call, as a service whose store just went down does) may have
+    been logged, so the retry advice with the request id stays."""
+    from concurrent import futures
+
+    import grpc
+
+    def fail(request: bytes, context: grpc.ServicerContext) -> bytes:
+        context.abort(grpc.StatusCode.UNAVAILABLE, "the log store cannot commit")
+
+    server = grpc.server(futures.ThreadPoolExecutor(2))
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(
+            "rng.v1.OutcomeService", {"SpinRoulette": grpc.unary_unary_rpc_method_handler(fail)}
+        ),)
+    )  # fmt: skip
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        r = run("rng-service", "call", "spin", "--wheel", "double_zero", "--table", "T0",
+                "--round", "R0", "--request-id", "r-reached",
+                "--target", f"127.0.0.1:{port}")  # fmt: skip
+    finally:
+        server.stop(0)
+    assert r.code == 1, r.err
+    assert "UNAVAILABLE: the log store cannot commit" in r.err
+    assert "retry with --request-id r-reached" in r.err
+    assert "nothing was sent" not in r.err
+
+
 # --- finding 6: progress on a terminal, never elsewhere -------------------------------------
 
 

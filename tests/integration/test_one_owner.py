@@ -86,3 +86,38 @@ def test_lock_files_name_their_holder_and_free_on_release(tmp_path: Path) -> Non
     LockFile.acquire(InstanceLock.store_lock_path(db)).release()
     (tmp_path / "junk.lock").write_text("not json")
     assert read_holder(tmp_path / "junk.lock").pid is None
+
+
+def test_the_store_lock_never_creates_the_logs_directory(tmp_path: Path) -> None:
+    """A mistyped ``storage.path`` must not start a second log: the lock taken before the store
+    opens refuses a database whose directory does not exist, and creates nothing."""
+    db = tmp_path / "no-such-dir" / "log.sqlite3"
+    with pytest.raises(FileNotFoundError):
+        InstanceLock().lock_store(db)
+    assert not db.parent.exists()
+    InstanceLock().lock_port(tmp_path / "run", 50998)  # the lock directory is still made
+    assert (tmp_path / "run").is_dir()
+
+
+def test_the_store_refuses_a_missing_directory_naming_the_setting(tmp_path: Path) -> None:
+    from rng_service.app import StartupError, open_storage
+    from rng_service.config import StorageSettings
+
+    db = tmp_path / "no-such-dir" / "log.sqlite3"
+    with pytest.raises(StartupError) as info:
+        open_storage(StorageSettings(path=db))
+    assert str(info.value).startswith(f"storage.path: the directory {db.parent} of {db} does not")
+    assert info.value.setting == "storage.path"
+    assert not db.parent.exists()
+
+
+def test_serve_with_a_mistyped_storage_directory_is_refused(tmp_path: Path, key: Path) -> None:
+    """The issue's case as an operator meets it: exit 2 naming storage.path, no log created."""
+    config = write_config(tmp_path, key, port=0, db=Path("/nonexistent-dir-i35/log.sqlite3"))
+    refused = serve_refused(config)
+    assert refused["setting"] == "storage.path"
+    assert (
+        "/nonexistent-dir-i35 of /nonexistent-dir-i35/log.sqlite3 does not exist"
+        in (refused["error"])
+    )
+    assert not Path("/nonexistent-dir-i35").exists()

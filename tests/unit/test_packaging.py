@@ -130,3 +130,39 @@ def test_an_installed_wheel_serves_the_verify_page_from_its_prefix(tmp_path: Pat
     assert module.startswith(str(site))  # the installed copy, not the checkout's package
     assert directory == str(installed_page)
     assert int(count) >= 1
+
+
+def _make_n(*args: str) -> str:
+    make = shutil.which("make")
+    assert make is not None
+    done = subprocess.run(
+        [make, "-n", *args], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout
+
+
+def test_make_run_shows_its_progress_and_creates_the_logs_directory() -> None:
+    """``make run`` on a fresh clone (the install step forced with ``-W pyproject.toml``):
+    a line per step, pip's own output not silenced for the long install, and ./var (the
+    SQLite log's directory, which the service never creates) made before the service starts."""
+    lines = _make_n("-W", "pyproject.toml", "run").splitlines()
+    steps = [line for line in lines if line.startswith('echo "install [')]
+    assert [s.split("]")[0] for s in steps] == [
+        'echo "install [1/3',
+        'echo "install [2/3',
+        'echo "install [3/3',
+    ]
+    long_install = next(line for line in lines if "-e '.[dev,certify]'" in line)
+    assert "--quiet" not in long_install  # pip names each package as it goes
+    assert "--line-buffered" in long_install  # and the filter passes each line on at once
+    assert lines.index("mkdir -p var") < next(
+        i for i, line in enumerate(lines) if "rng-service dev-run" in line and "echo" not in line
+    )
+
+
+def test_the_image_creates_the_logs_directory() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    assert "RNG_SERVICE__STORAGE__PATH=/var/lib/rng-service/outcome-log.sqlite3" in dockerfile
+    assert "mkdir -p /var/lib/rng-service " in dockerfile
+    compose = (ROOT / "deploy" / "docker-compose.yml").read_text(encoding="utf-8")
+    assert "- rng-state:/var/lib/rng-service" in compose
