@@ -26,7 +26,7 @@ help:
 	@echo "make run     start the service on 127.0.0.1:50051 (SQLite under ./var, development key)"
 	@echo "make test    install everything the tests need (system packages too) and run the whole suite"
 	@echo "make lint    ruff + mypy --strict + the layer contracts (lint-imports)"
-	@echo "make layers  rewrite the layer contracts in pyproject.toml from docs/architecture.md"
+	@echo "make layers  rewrite the import contracts in .importlinter from docs/architecture.md"
 	@echo "make bench   full benchmarks (writes bench/results/*.json)"
 	@echo "make soak    long soak and load runs"
 	@echo "make image   build and check localhost/rng-service:dev with podman (as root)"
@@ -60,7 +60,7 @@ lint: install
 	$(BIN)/ruff format --check rng_service certification tests bench scripts
 	$(BIN)/mypy rng_service certification
 	$(BIN)/python scripts/layer_contracts.py --check
-	$(BIN)/lint-imports --no-logo --no-cache
+	$(BIN)/lint-imports --no-logo --no-cache .importlinter
 
 test: install system-deps lint
 	$(BIN)/python -m pytest -m "not soak and not serial" -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)

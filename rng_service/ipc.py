@@ -53,6 +53,7 @@ from rng_service import errors as _errors
 from rng_service.errors import RngServiceError, Unavailable
 from rng_service.log.appender import AppendResult, DrawRequest, Waiter
 from rng_service.log.entry import GeneratorRef, LogEntry
+from rng_service.log.frozen_setters import slot_setters
 from rng_service.log.receipt import Receipt
 from rng_service.storage.base import CheckpointRecord
 
@@ -126,9 +127,10 @@ _FIELDS: dict[type, tuple[str, ...]] = {
 }
 _DISPATCH = {cls: _reducer(cls) for cls in _FIELDS}
 #: Each field's slot descriptor ``__set__``, in field order (``object.__setattr__`` would look
-#: the name up in the class for every field of every object).
+#: the name up in the class for every field of every object); the pickled values are set as
+#: they were, no ``__post_init__`` runs (``DrawRequest`` carries its digest).
 _SETTERS: dict[type, tuple[Callable[[Any, Any], None], ...]] = {
-    cls: tuple(vars(cls)[name].__set__ for name in names) for cls, names in _FIELDS.items()
+    cls: slot_setters(cls, " ".join(names), post_init=False) for cls, names in _FIELDS.items()
 }
 
 

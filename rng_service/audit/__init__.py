@@ -2,7 +2,8 @@
 
 Pure code over bytes and text (no database, no gRPC): :mod:`rng_service.audit.export` owns the
 ``rng-audit-export/v2`` file format, :mod:`rng_service.audit.verify` recomputes the RFC 6962
-tree of an export and checks C2SP signed checkpoints and receipts against it,
+tree of an export and checks C2SP signed checkpoints and receipts against it (its entry check
+made faster by :mod:`rng_service.audit.fast_check`),
 :mod:`rng_service.audit.witnesses` checks witness cosignatures (C2SP tlog-cosignature),
 :mod:`rng_service.audit.consistency` owns the consistency files (two checkpoints and the proof
 between them) and :mod:`rng_service.audit.link` the verify page's receipt links.
@@ -27,9 +28,9 @@ from rng_service.audit.export import (
     MissingEntries,
     write_export,
 )
+from rng_service.audit.fast_check import EntryChecker
 from rng_service.audit.receipts import ReceiptFieldError, read_receipt
 from rng_service.audit.verify import (
-    EntryChecker,
     ExportReport,
     PinnedOrigin,
     VerificationFailure,

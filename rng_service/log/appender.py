@@ -51,7 +51,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import dataclasses
 import functools
 import logging
 import queue
@@ -61,7 +60,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Protocol
 
 from rng_service.clock import Clock
 from rng_service.errors import (
@@ -89,6 +88,7 @@ from rng_service.log.entry import (
     format_time,
     request_digest,
 )
+from rng_service.log.frozen_setters import slot_setters as _setters
 from rng_service.log.merkle import leaf_hash
 from rng_service.log.note import Checkpoint, NoteSigner, parse_note, sign_note
 from rng_service.log.receipt import Receipt
@@ -120,32 +120,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
-
-
-def _setters(cls: type, order: str, *, post_init: bool = True) -> tuple[Any, ...]:
-    """The slot descriptors' ``__set__`` of the frozen slotted dataclass ``cls``, in the
-    field order ``order`` names, for a cheaper constructor of it (``_new_entry`` and the
-    others below): the same object as ``cls(...)`` given every field (same class and values,
-    still frozen), for about half the cost.
-
-    A frozen dataclass's generated ``__init__`` sets each field with ``object.__setattr__(self,
-    name, value)``, which looks the name up in the class every time (and the entries were
-    built with 17 keyword arguments); the writer builds a ``LogEntry``, an ``EntryRecord``, a
-    ``Receipt`` and an ``AppendResult`` for every outcome (docs/performance.md). Checked when
-    the module loads, so that a class whose fields were reordered or changed fails at import,
-    never by a value in the wrong field: ``order`` must be the class's fields, none outside
-    ``__init__``, and no ``__post_init__`` unless ``post_init=False`` says the constructor
-    computes what it would (``draw_request``)."""
-    params = getattr(cls, "__dataclass_params__", None)
-    if params is None or not params.frozen or "__slots__" not in vars(cls):
-        raise TypeError(f"{cls.__name__}: not a frozen slotted dataclass")
-    fields = dataclasses.fields(cls)
-    if (post_init and hasattr(cls, "__post_init__")) or not all(f.init for f in fields):
-        raise TypeError(f"{cls.__name__}: __post_init__ or a field outside __init__")
-    names = [f.name for f in fields]
-    if names != order.split():
-        raise TypeError(f"{cls.__name__}: the fields are {names}, not {order.split()}")
-    return tuple(vars(cls)[name].__set__ for name in names)
 
 
 _new = object.__new__

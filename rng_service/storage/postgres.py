@@ -71,6 +71,19 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from rng_service.errors import InvalidArgument, StorageUnavailable
+from rng_service.storage._sql import (
+    CHECKPOINT_ORDER,
+    GROUP_LOGGED,
+    GROUP_LOGGED_ON,
+    GROUP_ROUND_SLOTS,
+    GROUP_ROUND_SLOTS_ON,
+    GROUP_TABLE_HEAD,
+    GROUP_TABLE_HEAD_WHERE,
+    checkpoint_conditions,
+    entry_conditions,
+    group_state_from_rows,
+    statements,
+)
 from rng_service.storage.base import (
     AppendBatch,
     CheckpointRecord,
@@ -207,42 +220,20 @@ SCHEMA_VERSION = MIGRATIONS[-1].version
 # Any constant works as long as every process of the service uses the same one.
 _INIT_LOCK_KEY = 0x726E675F6C6F67  # "rng_log"
 
-_SELECT_ENTRIES = (
-    "SELECT idx, data, leaf_hash, client_id, request_id, request_digest, kind, table_id, "
-    "round_id, session_id, timestamp_ns, commit_size, slot, table_seq FROM entries "
-)
-_INSERT_ENTRY = (
-    "INSERT INTO entries (idx, data, leaf_hash, client_id, request_id, request_digest, kind, "
-    "table_id, round_id, session_id, timestamp_ns, commit_size, slot, table_seq) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-)
-# group_state: one row shape for its three parts (the part 0, 1, 2, then the entry columns in
-# the order of entry_from_row, then a head's table_seq again as column 15). One probe of
-# entries_request per request, of entries_slot per round (no entry bytes), and one backward
-# probe of entries_table_seq per table.
+_SQL = statements("%s")
+# group_state: one statement for its three parts (the row shape is in
+# rng_service.storage._sql), the keys as arrays: one probe of entries_request per request, of
+# entries_slot per round (no entry bytes), and one backward probe of entries_table_seq per table.
 _GROUP_STATE = (
-    "SELECT 0, e.idx, e.data, e.leaf_hash, e.client_id, e.request_id, e.request_digest, e.kind, "
-    "e.table_id, e.round_id, e.session_id, e.timestamp_ns, e.commit_size, e.slot, e.table_seq, "
-    "NULL::bigint FROM unnest(%s::text[], %s::text[]) AS q(c, rid) "
-    "JOIN entries AS e ON e.client_id = q.c AND e.request_id = q.rid "
+    f"SELECT {GROUP_LOGGED}, NULL::bigint FROM unnest(%s::text[], %s::text[]) AS q(c, rid) "  # noqa: S608
+    f"JOIN entries AS e ON {GROUP_LOGGED_ON} "
     "UNION ALL "
-    "SELECT 1, e.idx, NULL, NULL, k.c, NULL, NULL, NULL, k.t, k.r, NULL, NULL, NULL, e.slot, "
-    "NULL, NULL FROM unnest(%s::text[], %s::text[], %s::text[]) AS k(c, t, r) "
-    "JOIN entries AS e ON e.client_id = k.c AND e.table_id = k.t AND e.round_id = k.r "
+    f"SELECT {GROUP_ROUND_SLOTS} FROM unnest(%s::text[], %s::text[], %s::text[]) AS k(c, t, r) "
+    f"JOIN entries AS e ON {GROUP_ROUND_SLOTS_ON} "
     "UNION ALL "
-    "SELECT 2, x.idx, NULL, NULL, h.c, NULL, NULL, NULL, h.t, NULL, NULL, NULL, NULL, NULL, "
-    "NULL, x.table_seq FROM unnest(%s::text[], %s::text[]) AS h(c, t) "
-    "CROSS JOIN LATERAL (SELECT idx, table_seq FROM entries WHERE client_id = h.c "
-    "AND table_id = h.t AND table_seq IS NOT NULL ORDER BY table_seq DESC LIMIT 1) AS x"
-)
-_INSERT_NODE = "INSERT INTO nodes (level, idx, hash) VALUES (%s, %s, %s)"
-_INSERT_CHECKPOINT = "INSERT INTO checkpoints (size, timestamp_ns, note) VALUES (%s, %s, %s)"
-_INSERT_COSIGNATURE = (
-    "INSERT INTO cosignatures (size, body_sha256, witness, key_id, cosigned_at, line, "
-    "received_ns) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-    "ON CONFLICT (size, body_sha256, witness, key_id) DO UPDATE SET "
-    "cosigned_at = excluded.cosigned_at, line = excluded.line, "
-    "received_ns = excluded.received_ns WHERE excluded.cosigned_at > cosignatures.cosigned_at"
+    f"SELECT {GROUP_TABLE_HEAD} FROM unnest(%s::text[], %s::text[]) AS h(c, t) "
+    "CROSS JOIN LATERAL (SELECT idx, table_seq FROM entries "
+    f"WHERE {GROUP_TABLE_HEAD_WHERE}) AS e"
 )
 _MAX_INT64 = 2**63 - 1
 _POOL_MIN = 2  # connections kept open: the log writer's and one for reads
@@ -627,12 +618,14 @@ class PostgresStorage:
                         "UPDATE log_head SET tree_size = %s WHERE tree_size = %s",
                         (size + len(entries), size),
                     )
-                    cur.executemany(_INSERT_ENTRY, [entry_to_row(e) for e in entries])
+                    cur.executemany(_SQL.insert_entry, [entry_to_row(e) for e in entries])
                 if batch.nodes:
-                    cur.executemany(_INSERT_NODE, [(n.level, n.index, n.hash) for n in batch.nodes])
+                    cur.executemany(
+                        _SQL.insert_node, [(n.level, n.index, n.hash) for n in batch.nodes]
+                    )
                 if batch.checkpoint is not None:
                     cp = batch.checkpoint
-                    cur.execute(_INSERT_CHECKPOINT, (cp.size, cp.timestamp_ns, cp.note))
+                    cur.execute(_SQL.insert_checkpoint, (cp.size, cp.timestamp_ns, cp.note))
 
         def conflict(e: psycopg.IntegrityError) -> Exception:
             constraint = e.diag.constraint_name
@@ -688,7 +681,7 @@ class PostgresStorage:
     def add_checkpoint(self, checkpoint: CheckpointRecord) -> None:
         self._write(
             "storing a checkpoint",
-            _INSERT_CHECKPOINT,
+            _SQL.insert_checkpoint,
             (checkpoint.size, checkpoint.timestamp_ns, checkpoint.note),
         )
 
@@ -699,7 +692,7 @@ class PostgresStorage:
         def work(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
             with conn.cursor() as cur:
                 cur.executemany(
-                    _INSERT_COSIGNATURE,
+                    _SQL.insert_cosignature,
                     [(r.size, r.body_sha256, r.witness, r.key_id, r.timestamp, r.line,
                       r.received_ns) for r in records],
                 )  # fmt: skip
@@ -708,12 +701,7 @@ class PostgresStorage:
 
     def set_meta(self, key: str, value: bytes) -> None:
         check_meta_key(key)
-        self._write(
-            f"setting meta {key!r}",
-            "INSERT INTO meta (key, value) VALUES (%s, %s) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, bytes(value)),
-        )
+        self._write(f"setting meta {key!r}", _SQL.set_meta, (key, bytes(value)))
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -726,11 +714,7 @@ class PostgresStorage:
 
     def entries(self, start: int, end: int) -> list[EntryRecord]:
         check_entry_range(start, end)
-        rows = self._read(
-            "reading entries",
-            _SELECT_ENTRIES + "WHERE idx >= %s AND idx < %s ORDER BY idx",
-            (start, end),
-        )
+        rows = self._read("reading entries", _SQL.entries_range, (start, end))
         return [entry_from_row(r) for r in rows]
 
     def entries_by_requests(
@@ -740,7 +724,7 @@ class PostgresStorage:
             return {}
         rows = self._read(
             "looking up requests",
-            _SELECT_ENTRIES + "WHERE client_id = %s AND request_id = ANY(%s::text[])",
+            _SQL.select_entries + "WHERE client_id = %s AND request_id = ANY(%s::text[])",
             (client_id, list(dict.fromkeys(request_ids))),
             # A generic plan made on a young log matches client_id only and filters every
             # entry of the client: 3 to 7 ms a lookup after seconds of load (bench replicas).
@@ -782,33 +766,14 @@ class PostgresStorage:
             # A generic plan made on a young log would scan (see entries_by_requests).
             prepare=False,
         )
-        logged: dict[tuple[str, str], EntryRecord] = {}
-        slots: dict[int, SlotRecord] = {}
-        heads: dict[tuple[str, str], TableHead] = {}
-        for row in rows:
-            if row[0] == 0:
-                record = entry_from_row(row[1:])
-                logged[(record.client_id, record.request_id)] = record
-            elif row[0] == 1:
-                slots[row[1]] = SlotRecord(row[4], row[8], row[9], row[1], row[13])
-            else:
-                heads[(row[4], row[8])] = TableHead(index=row[1], table_seq=row[15])
-        return GroupState(logged, [slots[i] for i in sorted(slots)], heads)
+        return group_state_from_rows(rows)
 
     def entry_by_request(self, client_id: str, request_id: str) -> EntryRecord | None:
-        rows = self._read(
-            "looking up a request",
-            _SELECT_ENTRIES + "WHERE client_id = %s AND request_id = %s",
-            (client_id, request_id),
-        )
+        rows = self._read("looking up a request", _SQL.entry_by_request, (client_id, request_id))
         return entry_from_row(rows[0]) if rows else None
 
     def entry_by_leaf_hash(self, leaf_hash: bytes) -> EntryRecord | None:
-        rows = self._read(
-            "looking up a leaf hash",
-            _SELECT_ENTRIES + "WHERE leaf_hash = %s ORDER BY idx LIMIT 1",
-            (leaf_hash,),
-        )
+        rows = self._read("looking up a leaf hash", _SQL.entry_by_leaf_hash, (leaf_hash,))
         return entry_from_row(rows[0]) if rows else None
 
     def find_entries(
@@ -824,23 +789,19 @@ class PostgresStorage:
         limit: int = 1000,
     ) -> list[EntryRecord]:
         check_limit(limit)
-        conditions: list[sql.SQL] = []
-        params: list[Any] = []
-        for condition, value in (
-            ("client_id = %s", client_id),
-            ("table_id = %s", table_id),
-            ("round_id = %s", round_id),
-            ("session_id = %s", session_id),
-            ("request_id = %s", request_id),
-            ("timestamp_ns >= %s", since_ns),
-            ("timestamp_ns < %s", until_ns),
-        ):
-            if value is not None:
-                conditions.append(sql.SQL(condition))
-                params.append(value)
+        conditions, params = entry_conditions(
+            "%s",
+            client_id=client_id,
+            table_id=table_id,
+            round_id=round_id,
+            session_id=session_id,
+            request_id=request_id,
+            since_ns=since_ns,
+            until_ns=until_ns,
+        )
         params.append(limit)
         query = sql.SQL("{select} {where} ORDER BY idx LIMIT %s").format(
-            select=sql.SQL(_SELECT_ENTRIES),
+            select=sql.SQL(_SQL.select_entries),
             where=_where(conditions),
         )
         return [entry_from_row(r) for r in self._read("searching entries", query, params)]
@@ -857,8 +818,7 @@ class PostgresStorage:
         check_limit(limit)
         rows = self._read(
             "reading a table's chain",
-            _SELECT_ENTRIES + "WHERE client_id = %s AND table_id = %s AND table_seq >= %s "
-            "AND table_seq <= %s ORDER BY table_seq, idx LIMIT %s",
+            _SQL.table_history,
             (client_id, table_id, first_seq, _MAX_INT64 if last_seq is None else last_seq, limit),
         )
         return [entry_from_row(r) for r in rows]
@@ -877,11 +837,7 @@ class PostgresStorage:
         return {(level, idx): bytes(value) for level, idx, value in rows}
 
     def latest_checkpoint(self) -> CheckpointRecord | None:
-        rows = self._read(
-            "reading the latest checkpoint",
-            "SELECT size, timestamp_ns, note FROM checkpoints "
-            "ORDER BY size DESC, timestamp_ns DESC, id DESC LIMIT 1",
-        )
+        rows = self._read("reading the latest checkpoint", _SQL.latest_checkpoint)
         return checkpoint_from_row(rows[0]) if rows else None
 
     def checkpoints(
@@ -892,25 +848,16 @@ class PostgresStorage:
         since_ns: int | None = None,
         until_ns: int | None = None,
     ) -> list[CheckpointRecord]:
-        conditions: list[sql.SQL] = []
-        params: list[Any] = []
-        for condition, value in (
-            ("size >= %s", min_size),
-            ("size <= %s", max_size),
-            ("timestamp_ns >= %s", since_ns),
-            ("timestamp_ns < %s", until_ns),
-        ):
-            if value is not None:
-                conditions.append(sql.SQL(condition))
-                params.append(value)
-        query = sql.SQL(
-            "SELECT size, timestamp_ns, note FROM checkpoints {where} "
-            "ORDER BY size, timestamp_ns, id"
-        ).format(where=_where(conditions))
+        conditions, params = checkpoint_conditions(
+            "%s", min_size=min_size, max_size=max_size, since_ns=since_ns, until_ns=until_ns
+        )
+        query = sql.SQL("SELECT size, timestamp_ns, note FROM checkpoints {where} {order}").format(
+            where=_where(conditions), order=sql.SQL(CHECKPOINT_ORDER)
+        )
         return [checkpoint_from_row(r) for r in self._read("reading checkpoints", query, params)]
 
     def get_meta(self, key: str) -> bytes | None:
-        rows = self._read("reading meta", "SELECT value FROM meta WHERE key = %s", (key,))
+        rows = self._read("reading meta", _SQL.get_meta, (key,))
         return bytes(rows[0][0]) if rows else None
 
     def cosignatures(
@@ -918,32 +865,23 @@ class PostgresStorage:
     ) -> list[CosignatureRecord]:
         rows = self._read(
             "reading cosignatures",
-            "SELECT size, body_sha256, witness, key_id, cosigned_at, line, received_ns "
-            "FROM cosignatures WHERE size >= %s AND size <= %s "
-            "ORDER BY size, witness, key_id, body_sha256",
+            _SQL.cosignatures,
             (0 if min_size is None else min_size, 2**63 - 1 if max_size is None else max_size),
         )
         return [cosignature_from_row(r) for r in rows]
 
     def latest_cosignatures(self) -> list[CosignatureRecord]:
-        rows = self._read(
-            "reading the latest cosignatures",
-            "SELECT c.size, c.body_sha256, c.witness, c.key_id, c.cosigned_at, c.line, "
-            "c.received_ns FROM cosignatures AS c JOIN (SELECT witness, key_id, "
-            "MAX(size) AS size FROM cosignatures GROUP BY witness, key_id) AS m "
-            "ON c.witness = m.witness AND c.key_id = m.key_id AND c.size = m.size "
-            "ORDER BY c.witness, c.key_id, c.cosigned_at DESC",
-        )
+        rows = self._read("reading the latest cosignatures", _SQL.latest_cosignatures)
         return first_per_witness(cosignature_from_row(r) for r in rows)
 
     def close(self) -> None:
         self._pool.close()
 
 
-def _where(conditions: list[sql.SQL]) -> sql.Composable:
+def _where(conditions: list[str]) -> sql.Composable:
     if not conditions:
         return sql.SQL("")
-    return sql.SQL("WHERE ") + sql.SQL(" AND ").join(conditions)
+    return sql.SQL("WHERE ") + sql.SQL(" AND ").join(sql.SQL(c) for c in conditions)
 
 
 def _one_line(error: BaseException) -> str:

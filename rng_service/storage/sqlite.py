@@ -27,6 +27,19 @@ from pathlib import Path
 from typing import Any
 
 from rng_service.errors import InvalidArgument, StorageUnavailable
+from rng_service.storage._sql import (
+    CHECKPOINT_ORDER,
+    GROUP_LOGGED,
+    GROUP_LOGGED_ON,
+    GROUP_ROUND_SLOTS,
+    GROUP_ROUND_SLOTS_ON,
+    GROUP_TABLE_HEAD,
+    GROUP_TABLE_HEAD_WHERE,
+    checkpoint_conditions,
+    entry_conditions,
+    group_state_from_rows,
+    statements,
+)
 from rng_service.storage.base import (
     AppendBatch,
     CheckpointRecord,
@@ -127,14 +140,6 @@ SCHEMA_VERSION = max(MIGRATIONS)
 """Version of the schema this build reads and writes; an older database is migrated only when
 opened with ``migrate=True`` (``rng-service migrate-store``), a newer one is refused."""
 
-_COSIGNATURE_COLUMNS = "size, body_sha256, witness, key_id, cosigned_at, line, received_ns"
-_INSERT_COSIGNATURE = (
-    f"INSERT INTO cosignatures ({_COSIGNATURE_COLUMNS}) VALUES (?,?,?,?,?,?,?) "  # noqa: S608
-    "ON CONFLICT (size, body_sha256, witness, key_id) DO UPDATE SET "
-    "cosigned_at = excluded.cosigned_at, line = excluded.line, "
-    "received_ns = excluded.received_ns WHERE excluded.cosigned_at > cosignatures.cosigned_at"
-)
-
 # Binding a ``bytes`` parameter (entry bytes, leaf hashes, digests, node hashes: about five a
 # logged outcome) makes the sqlite3 module look for an adapter (``bytes`` is not among the types
 # it binds without one). With none registered it asks its PrepareProtocol type for
@@ -147,39 +152,19 @@ sqlite3.register_adapter(bytes, bytes.__bytes__)
 
 # Queries are literals; the only composed SQL (filters in find_entries/checkpoints, the IN
 # list in nodes) is built from fixed fragments, never from caller text (hence the S608 noqa).
-_SELECT_ENTRIES = (
-    "SELECT idx, data, leaf_hash, client_id, request_id, request_digest, kind, table_id, "
-    "round_id, session_id, timestamp_ns, commit_size, slot, table_seq FROM entries "
-)
-_INSERT_ENTRY = (
-    "INSERT INTO entries (idx, data, leaf_hash, client_id, request_id, request_digest, kind, "
-    "table_id, round_id, session_id, timestamp_ns, commit_size, slot, table_seq) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-)
-# group_state's parts, one row shape: the part (0, 1, 2), then the entry columns in the order of
-# entry_from_row, then the table_seq of a head again (as column 15). CROSS JOIN keeps the keys
+_SQL = statements("?")
+# group_state's parts (the row shape is in rng_service.storage._sql). CROSS JOIN keeps the keys
 # the outer loop: one probe of entries_request per request, of the covering index entries_slot
 # per round (no entry bytes; an IN list of row values would scan the table), and one backward
 # probe of entries_table_seq per table (its highest table_seq).
-_LOGGED = (
-    "SELECT 0, e.idx, e.data, e.leaf_hash, e.client_id, e.request_id, e.request_digest, e.kind, "
-    "e.table_id, e.round_id, e.session_id, e.timestamp_ns, e.commit_size, e.slot, e.table_seq, "
-    "NULL FROM q CROSS JOIN entries AS e ON e.client_id = q.c AND e.request_id = q.rid"
-)
+_LOGGED = f"SELECT {GROUP_LOGGED}, NULL FROM q CROSS JOIN entries AS e ON {GROUP_LOGGED_ON}"  # noqa: S608
 _ROUND_SLOTS = (
-    "SELECT 1, e.idx, NULL, NULL, k.c, NULL, NULL, NULL, k.t, k.r, NULL, NULL, NULL, e.slot, "
-    "NULL, NULL FROM k CROSS JOIN entries AS e "
-    "ON e.client_id = k.c AND e.table_id = k.t AND e.round_id = k.r"
+    f"SELECT {GROUP_ROUND_SLOTS} FROM k CROSS JOIN entries AS e ON {GROUP_ROUND_SLOTS_ON}"  # noqa: S608
 )
 _TABLE_HEADS = (
-    "SELECT 2, e.idx, NULL, NULL, h.c, NULL, NULL, NULL, h.t, NULL, NULL, NULL, NULL, NULL, "
-    "NULL, e.table_seq FROM h CROSS JOIN entries AS e "
-    "ON e.idx = (SELECT idx FROM entries WHERE client_id = h.c AND table_id = h.t "
-    "AND table_seq IS NOT NULL ORDER BY table_seq DESC LIMIT 1)"
+    f"SELECT {GROUP_TABLE_HEAD} FROM h CROSS JOIN entries AS e "  # noqa: S608
+    f"ON e.idx = (SELECT idx FROM entries WHERE {GROUP_TABLE_HEAD_WHERE})"
 )
-_INSERT_NODE = "INSERT INTO nodes (level, idx, hash) VALUES (?,?,?)"
-_INSERT_CHECKPOINT = "INSERT INTO checkpoints (size, timestamp_ns, note) VALUES (?,?,?)"
-_CHECKPOINT_ORDER = "ORDER BY size, timestamp_ns, id"
 _MAX_VARIABLES = 32766  # SQLite's default SQLITE_MAX_VARIABLE_NUMBER since 3.32
 _NODE_BATCH = 400  # coordinates per query: 800 parameters stay under every SQLite limit
 _MAX_INT64 = 2**63 - 1
@@ -391,13 +376,17 @@ class SqliteStorage:
                     if batch is not None:
                         entries = batch.entries
                         check_append_batch(size, entries)
-                        _insert_rows(conn, _INSERT_ENTRY, [entry_to_row(e) for e in entries])
+                        _insert_rows(conn, _SQL.insert_entry, [entry_to_row(e) for e in entries])
                         _insert_rows(
-                            conn, _INSERT_NODE, [(n.level, n.index, n.hash) for n in batch.nodes]
+                            conn,
+                            _SQL.insert_node,
+                            [(n.level, n.index, n.hash) for n in batch.nodes],
                         )
                         if batch.checkpoint is not None:
                             cp = batch.checkpoint
-                            conn.execute(_INSERT_CHECKPOINT, (cp.size, cp.timestamp_ns, cp.note))
+                            conn.execute(
+                                _SQL.insert_checkpoint, (cp.size, cp.timestamp_ns, cp.note)
+                            )
                     conn.execute("COMMIT")
                 except BaseException:
                     self._rollback()
@@ -464,7 +453,9 @@ class SqliteStorage:
                 raise StorageUnavailable(f"SQLite log {self._path}: write failed: {e}") from e
 
     def add_checkpoint(self, checkpoint: CheckpointRecord) -> None:
-        self._write(_INSERT_CHECKPOINT, (checkpoint.size, checkpoint.timestamp_ns, checkpoint.note))
+        self._write(
+            _SQL.insert_checkpoint, (checkpoint.size, checkpoint.timestamp_ns, checkpoint.note)
+        )
 
     def add_cosignatures(self, records: Sequence[CosignatureRecord]) -> None:
         if not records:
@@ -475,7 +466,7 @@ class SqliteStorage:
                 self._writer.execute("BEGIN IMMEDIATE")
                 try:
                     self._writer.executemany(
-                        _INSERT_COSIGNATURE,
+                        _SQL.insert_cosignature,
                         [(r.size, r.body_sha256, r.witness, r.key_id, r.timestamp, r.line,
                           r.received_ns) for r in records],
                     )  # fmt: skip
@@ -490,11 +481,7 @@ class SqliteStorage:
 
     def set_meta(self, key: str, value: bytes) -> None:
         check_meta_key(key)
-        self._write(
-            "INSERT INTO meta (key, value) VALUES (?, ?) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, bytes(value)),
-        )
+        self._write(_SQL.set_meta, (key, bytes(value)))
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -504,10 +491,7 @@ class SqliteStorage:
 
     def entries(self, start: int, end: int) -> list[EntryRecord]:
         check_entry_range(start, end)
-        rows = self._read(
-            _SELECT_ENTRIES + "WHERE idx >= ? AND idx < ? ORDER BY idx",
-            (start, end),
-        )
+        rows = self._read(_SQL.entries_range, (start, end))
         return [entry_from_row(r) for r in rows]
 
     def entries_by_requests(
@@ -519,7 +503,7 @@ class SqliteStorage:
             chunk = unique[start : start + _NODE_BATCH]
             marks = ",".join("?" * len(chunk))
             rows = self._read(
-                _SELECT_ENTRIES + f"WHERE client_id = ? AND request_id IN ({marks})",
+                _SQL.select_entries + f"WHERE client_id = ? AND request_id IN ({marks})",
                 (client_id, *chunk),
             )
             for row in rows:
@@ -528,10 +512,7 @@ class SqliteStorage:
         return found
 
     def entry_by_request(self, client_id: str, request_id: str) -> EntryRecord | None:
-        rows = self._read(
-            _SELECT_ENTRIES + "WHERE client_id = ? AND request_id = ?",
-            (client_id, request_id),
-        )
+        rows = self._read(_SQL.entry_by_request, (client_id, request_id))
         return entry_from_row(rows[0]) if rows else None
 
     def round_slots(self, rounds: Sequence[tuple[str, str, str]]) -> list[SlotRecord]:
@@ -551,9 +532,7 @@ class SqliteStorage:
         asked = list(dict.fromkeys(requests))
         wanted = list(dict.fromkeys(rounds))
         heads_of = list(dict.fromkeys(tables))
-        logged: dict[tuple[str, str], EntryRecord] = {}
-        slots: dict[int, SlotRecord] = {}
-        heads: dict[tuple[str, str], TableHead] = {}
+        rows: list[tuple[Any, ...]] = []
         while asked or wanted or heads_of:
             # Each part within SQLite's bound-parameter limit; a large group takes more rounds.
             ids, asked = asked[:_NODE_BATCH], asked[_NODE_BATCH:]
@@ -570,21 +549,11 @@ class SqliteStorage:
                     parts.append(part)
                     params += [x for key in keys for x in key]
             sql = f"WITH {', '.join(ctes)} " + " UNION ALL ".join(parts)
-            for row in self._read(sql, params):
-                if row[0] == 0:
-                    record = entry_from_row(row[1:])
-                    logged[(record.client_id, record.request_id)] = record
-                elif row[0] == 1:
-                    slots[row[1]] = SlotRecord(row[4], row[8], row[9], row[1], row[13])
-                else:
-                    heads[(row[4], row[8])] = TableHead(index=row[1], table_seq=row[15])
-        return GroupState(logged, [slots[i] for i in sorted(slots)], heads)
+            rows += self._read(sql, params)
+        return group_state_from_rows(rows)
 
     def entry_by_leaf_hash(self, leaf_hash: bytes) -> EntryRecord | None:
-        rows = self._read(
-            _SELECT_ENTRIES + "WHERE leaf_hash = ? ORDER BY idx LIMIT 1",
-            (leaf_hash,),
-        )
+        rows = self._read(_SQL.entry_by_leaf_hash, (leaf_hash,))
         return entry_from_row(rows[0]) if rows else None
 
     def find_entries(
@@ -600,30 +569,19 @@ class SqliteStorage:
         limit: int = 1000,
     ) -> list[EntryRecord]:
         check_limit(limit)
-        where: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("client_id", client_id),
-            ("table_id", table_id),
-            ("round_id", round_id),
-            ("session_id", session_id),
-            ("request_id", request_id),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        if since_ns is not None:
-            where.append("timestamp_ns >= ?")
-            params.append(since_ns)
-        if until_ns is not None:
-            where.append("timestamp_ns < ?")
-            params.append(until_ns)
+        where, params = entry_conditions(
+            "?",
+            client_id=client_id,
+            table_id=table_id,
+            round_id=round_id,
+            session_id=session_id,
+            request_id=request_id,
+            since_ns=since_ns,
+            until_ns=until_ns,
+        )
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         params.append(limit)
-        rows = self._read(
-            _SELECT_ENTRIES + f"{clause} ORDER BY idx LIMIT ?",
-            params,
-        )
+        rows = self._read(_SQL.select_entries + f"{clause} ORDER BY idx LIMIT ?", params)
         return [entry_from_row(r) for r in rows]
 
     def table_history(
@@ -636,10 +594,8 @@ class SqliteStorage:
         limit: int = 1000,
     ) -> list[EntryRecord]:
         check_limit(limit)
-        # A range scan of entries_table_seq (client_id, table_id, table_seq).
         rows = self._read(
-            _SELECT_ENTRIES + "WHERE client_id = ? AND table_id = ? AND table_seq >= ? "
-            "AND table_seq <= ? ORDER BY table_seq, idx LIMIT ?",
+            _SQL.table_history,
             (client_id, table_id, first_seq, _MAX_INT64 if last_seq is None else last_seq, limit),
         )
         return [entry_from_row(r) for r in rows]
@@ -663,10 +619,7 @@ class SqliteStorage:
         return found
 
     def latest_checkpoint(self) -> CheckpointRecord | None:
-        rows = self._read(
-            "SELECT size, timestamp_ns, note FROM checkpoints "
-            "ORDER BY size DESC, timestamp_ns DESC, id DESC LIMIT 1"
-        )
+        rows = self._read(_SQL.latest_checkpoint)
         return checkpoint_from_row(rows[0]) if rows else None
 
     def checkpoints(
@@ -677,46 +630,31 @@ class SqliteStorage:
         since_ns: int | None = None,
         until_ns: int | None = None,
     ) -> list[CheckpointRecord]:
-        where: list[str] = []
-        params: list[Any] = []
-        for condition, value in (
-            ("size >= ?", min_size),
-            ("size <= ?", max_size),
-            ("timestamp_ns >= ?", since_ns),
-            ("timestamp_ns < ?", until_ns),
-        ):
-            if value is not None:
-                where.append(condition)
-                params.append(value)
+        where, params = checkpoint_conditions(
+            "?", min_size=min_size, max_size=max_size, since_ns=since_ns, until_ns=until_ns
+        )
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         rows = self._read(
-            f"SELECT size, timestamp_ns, note FROM checkpoints {clause} {_CHECKPOINT_ORDER}",  # noqa: S608
+            f"SELECT size, timestamp_ns, note FROM checkpoints {clause} {CHECKPOINT_ORDER}",  # noqa: S608
             params,
         )
         return [checkpoint_from_row(r) for r in rows]
 
     def get_meta(self, key: str) -> bytes | None:
-        rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
+        rows = self._read(_SQL.get_meta, (key,))
         return bytes(rows[0][0]) if rows else None
 
     def cosignatures(
         self, *, min_size: int | None = None, max_size: int | None = None
     ) -> list[CosignatureRecord]:
         rows = self._read(
-            f"SELECT {_COSIGNATURE_COLUMNS} FROM cosignatures "  # noqa: S608
-            "WHERE size >= ? AND size <= ? ORDER BY size, witness, key_id, body_sha256",
+            _SQL.cosignatures,
             (0 if min_size is None else min_size, 2**63 - 1 if max_size is None else max_size),
         )
         return [cosignature_from_row(r) for r in rows]
 
     def latest_cosignatures(self) -> list[CosignatureRecord]:
-        rows = self._read(
-            f"SELECT {', '.join('c.' + c for c in _COSIGNATURE_COLUMNS.split(', '))} "  # noqa: S608
-            "FROM cosignatures AS c JOIN (SELECT witness, key_id, MAX(size) AS size "
-            "FROM cosignatures GROUP BY witness, key_id) AS m ON c.witness = m.witness "
-            "AND c.key_id = m.key_id AND c.size = m.size "
-            "ORDER BY c.witness, c.key_id, c.cosigned_at DESC"
-        )
+        rows = self._read(_SQL.latest_cosignatures)
         return first_per_witness(cosignature_from_row(r) for r in rows)
 
     def close(self) -> None:

@@ -1,13 +1,16 @@
-"""The layer contracts: one table in docs/architecture.md, enforced by import-linter.
+"""The import contracts: tables in docs/architecture.md, enforced by import-linter.
 
-``scripts/layer_contracts.py`` turns the table into the ``forbidden`` contracts in
-pyproject.toml and ``make lint`` runs ``lint-imports`` on them. These tests check that
+``scripts/layer_contracts.py`` turns the layer table into the ``forbidden`` contracts, and
+the known-cycles table into the ignored imports of the ``acyclic_siblings`` contracts, in
+.importlinter; ``make lint`` runs ``lint-imports`` on them. These tests check that
 
-* pyproject.toml holds exactly the contracts of the table (so the doc cannot drift);
+* .importlinter holds exactly the contracts of the tables (so the doc cannot drift), and
+  pyproject.toml none;
 * every module of rng_service, certification and tests/reader is in exactly one row;
 * lint-imports keeps every contract on this tree, and reports each of a set of forbidden
   imports added to a copy of it: at module level, inside a function and under
-  ``if TYPE_CHECKING:`` (import-linter's graph holds all three);
+  ``if TYPE_CHECKING:`` (import-linter's graph holds all three); a new import cycle, in any
+  package, and a known cycle's import that is gone are reported too;
 * no module imports by name at run time (``__import__``, ``importlib.import_module``), which
   no static graph sees;
 * importing a row's modules in a fresh interpreter loads nothing the row must never reach
@@ -18,13 +21,13 @@ pyproject.toml and ``make lint`` runs ``lint-imports`` on them. These tests chec
 from __future__ import annotations
 
 import ast
+import configparser
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,8 @@ TREES = (
 
 LC: Any = scripts.load("layer_contracts")
 ROWS = LC.parse_table(DOC.read_text(encoding="utf-8"))
+CYCLES = LC.parse_cycles(DOC.read_text(encoding="utf-8"))
+CONTRACTS = LC.contracts(ROWS, CYCLES)
 ROW_BY_NAME = {r.name: r for r in ROWS}
 
 
@@ -65,7 +70,7 @@ MODULES = _modules_on_disk()
 def _lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1"}
     return subprocess.run(
-        [str(LINT_IMPORTS), "--no-logo", "--no-cache"],
+        [str(LINT_IMPORTS), "--no-logo", "--no-cache", ".importlinter"],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -77,22 +82,107 @@ def _lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def _broken(output: str) -> set[str]:
     """Ids of the contracts lint-imports reported broken."""
-    ids = {c["name"]: c["id"] for c in LC.contracts(ROWS)}
-    return {ids[m.group(1)] for m in re.finditer(r"^(.+) BROKEN$", output, re.M)}
+    ids = {c["name"]: c["id"] for c in CONTRACTS}
+    return {
+        ids[m.group(1)]
+        for m in re.finditer(r"^(.+) BROKEN( \(\d+ ignored imports?\))?$", output, re.M)
+    }
 
 
 # --- the table and the contracts -------------------------------------------------------------
 
 
-def test_pyproject_holds_exactly_the_contracts_of_the_table() -> None:
-    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert LC.updated_pyproject(text, LC.render(ROWS)) == text, "run `make layers`"
-    config = tomllib.loads(text)["tool"]["importlinter"]
-    assert config["contracts"] == LC.contracts(ROWS)
-    assert config["root_packages"] == ["rng_service", "certification", "tests"]
-    assert config["include_external_packages"] is True
+def _ini_options(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """What import-linter reads from an INI text: a value with a newline is a list."""
+    parser = configparser.ConfigParser()
+    parser.read_string(text)
+
+    def clean(section: configparser.SectionProxy) -> dict[str, Any]:
+        return {k: v.strip().split("\n") if "\n" in v else v for k, v in section.items()}
+
+    contracts = [
+        {"id": name.split(":")[-1], **clean(parser[name])}
+        for name in parser.sections()
+        if name.startswith("importlinter:contract:")
+    ]
+    return clean(parser["importlinter"]), contracts
+
+
+def _as_read(contract: dict[str, object]) -> dict[str, object]:
+    """A generated contract as the INI reader hands it to import-linter (strings and lists)."""
+    return {k: [str(x) for x in v] if isinstance(v, list) else str(v) for k, v in contract.items()}
+
+
+def test_importlinter_holds_exactly_the_contracts_of_the_tables() -> None:
+    text = (ROOT / ".importlinter").read_text(encoding="utf-8")
+    assert LC.render(ROWS, CYCLES) == text, "run `make layers`"
+    session, contracts = _ini_options(text)
+    assert contracts == [_as_read(c) for c in CONTRACTS]
+    assert session["root_packages"] == ["rng_service", "certification", "tests"]
+    assert session["include_external_packages"] == "True"
     # Imports under `if TYPE_CHECKING:` are imports too (a probe below proves they count).
-    assert config["exclude_type_checking_imports"] is False
+    assert session["exclude_type_checking_imports"] == "False"
+    # One place only: lint-imports reads whichever file it finds first.
+    assert not LC.pyproject_has_contracts((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert not (ROOT / "setup.cfg").exists()
+
+
+def test_the_check_refuses_contracts_in_pyproject(tmp_path: Path) -> None:
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert not LC.pyproject_has_contracts(text)
+    assert LC.pyproject_has_contracts(text + '\n[tool.importlinter]\nroot_packages = ["x"]\n')
+    assert LC.pyproject_has_contracts(text + "\n[[tool.importlinter.contracts]]\n")
+
+
+def test_every_root_package_has_a_cycle_contract_reaching_its_deepest_package() -> None:
+    cycle_contracts = {c["id"]: c for c in CONTRACTS if c["type"] == "acyclic_siblings"}
+    assert set(cycle_contracts) == {f"no-cycles-{r}" for r in LC.ROOT_PACKAGES}
+    for root in LC.ROOT_PACKAGES:
+        assert cycle_contracts[f"no-cycles-{root}"]["ancestors"] == [root]
+    # acyclic_siblings descends `depth` levels below each ancestor: every package of the
+    # tree (a module's parent) must be within that.
+    deepest = max(m.count(".") - 1 for m in MODULES)
+    assert deepest < LC.CYCLE_DEPTH, deepest
+    assert all(c["depth"] == LC.CYCLE_DEPTH for c in cycle_contracts.values())
+
+
+def test_the_known_cycles_are_listed_with_a_reason_each() -> None:
+    """The three cycles that predate the contract, and nothing else, are ignored."""
+    assert {c.expression for c in CYCLES} == {
+        "rng_service.frontend -> rng_service.app",
+        "certification.report.rtp -> certification.report.html",
+        "certification.rtp.command -> certification.rtp.build",
+    }
+    for c in CYCLES:
+        assert len(c.why.split()) >= 8, c
+        assert c.importer in MODULES, c
+        assert c.imported in MODULES, c
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("| `rng_service.frontend -> rng_service.app` |", "| `rng_service.frontend` |", "is not"),
+        (
+            "| `rng_service.frontend -> rng_service.app` |",
+            "| `rng_service.frontend -> certification.power` |",
+            "both ends",
+        ),
+        ("| Import | Why |", "| Import |", "header"),
+    ],
+)
+def test_a_malformed_cycles_table_is_refused(old: str, new: str, message: str) -> None:
+    text = DOC.read_text(encoding="utf-8")
+    assert old in text
+    with pytest.raises(LC.TableError, match=re.escape(message)):
+        LC.parse_cycles(text.replace(old, new, 1))
+
+
+def test_a_known_cycle_without_a_reason_is_refused() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    line = next(ln for ln in text.splitlines() if ln.startswith("| `rng_service.frontend -> "))
+    with pytest.raises(LC.TableError, match="no reason"):
+        LC.parse_cycles(text.replace(line, line.split(" | ")[0] + " | |", 1))
 
 
 def test_the_table_states_the_documented_rules() -> None:
@@ -182,7 +272,7 @@ def test_a_module_in_two_rows_is_found() -> None:
 def test_lint_imports_keeps_every_contract() -> None:
     result = _lint_imports(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"Contracts: {len(LC.contracts(ROWS))} kept, 0 broken." in result.stdout
+    assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in result.stdout
 
 
 #: (file, appended text, contracts it must break, the import as lint-imports reports it)
@@ -238,7 +328,7 @@ def _copy_tree(dest: Path) -> None:
         shutil.copytree(ROOT / name, dest / name, ignore=ignore)
     shutil.copytree(ROOT / "tests" / "reader", dest / "tests" / "reader", ignore=ignore)
     shutil.copy(ROOT / "tests" / "__init__.py", dest / "tests" / "__init__.py")
-    shutil.copy(ROOT / "pyproject.toml", dest / "pyproject.toml")
+    shutil.copy(ROOT / ".importlinter", dest / ".importlinter")
 
 
 def test_each_forbidden_import_added_to_a_copy_breaks_its_contract(tmp_path: Path) -> None:
@@ -321,3 +411,47 @@ def test_importing_a_row_loads_nothing_it_must_never_reach(row: str) -> None:
     assert set(modules) <= set(loaded)
     bad = sorted(m for m in loaded if _is_never_reached(m, r))
     assert not bad, f"importing {row} loads {bad}"
+
+
+#: (file, appended text, the package whose children it ties into a cycle)
+CYCLE_PROBES = [
+    (
+        "rng_service/outcomes/dice.py",
+        "\n\ndef _probe() -> None:\n    from rng_service.outcomes import batch  # noqa: F401\n",
+        "rng_service.outcomes",
+    ),
+    (
+        "certification/sp800_22/_result.py",
+        "\n\ndef _probe() -> None:\n    from certification.sp800_22 import _walk  # noqa: F401\n",
+        "certification.sp800_22",
+    ),
+    (
+        "tests/reader/sampling.py",
+        "\n\ndef _probe() -> None:\n    from tests.reader import kinds  # noqa: F401\n",
+        "tests.reader",
+    ),
+]
+
+
+def test_a_new_import_cycle_in_any_root_breaks_its_cycle_contract(tmp_path: Path) -> None:
+    _copy_tree(tmp_path)
+    for file, text, _ in CYCLE_PROBES:
+        path = tmp_path / file
+        path.write_text(path.read_text(encoding="utf-8") + text, encoding="utf-8")
+    result = _lint_imports(tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    # Each probe stays inside its own row: only the cycle contracts break.
+    assert _broken(result.stdout) == {f"no-cycles-{r}" for r in LC.ROOT_PACKAGES}
+    for _, _, package in CYCLE_PROBES:
+        assert f"No cycles are allowed in {package}." in result.stdout, result.stdout[-3000:]
+
+
+def test_a_known_cycle_whose_import_is_gone_fails_until_its_row_goes(tmp_path: Path) -> None:
+    _copy_tree(tmp_path)
+    path = tmp_path / "rng_service" / "frontend.py"
+    text = path.read_text(encoding="utf-8")
+    assert "from rng_service.app import" in text
+    path.write_text(text.replace("from rng_service.app import", "from rng_service import"))
+    result = _lint_imports(tmp_path)
+    assert result.returncode != 0, result.stdout + result.stderr
+    assert "rng_service.frontend -> rng_service.app" in result.stdout + result.stderr

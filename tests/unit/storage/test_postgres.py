@@ -369,7 +369,7 @@ def test_writer_waiting_on_the_head_sees_the_committed_size(dsn: str) -> None:
         with psycopg.connect(dsn) as other:  # another writer, mid-transaction
             other.execute("SELECT tree_size FROM log_head FOR UPDATE")
             e = make_entry(2, request_id="from-other-writer")
-            other.execute(postgres._INSERT_ENTRY, entry_to_row(e))
+            other.execute(postgres._SQL.insert_entry, entry_to_row(e))
             other.execute("UPDATE log_head SET tree_size = 3")
             with concurrent.futures.ThreadPoolExecutor(1) as pool:
                 mine = pool.submit(_append, store, 2, 2)
