@@ -626,3 +626,25 @@ def test_bytes_changed_with_their_leaf_hash_are_never_served(
     code, out = check_store(config, capsys)  # the full check names the node too
     assert code == 1
     assert "entry 10's leaf node (level 0, index 10) is not the hash the entries give" in out
+
+
+def test_a_new_key_without_the_old_one_in_retired_keys_refuses_the_start(
+    pristine: Pristine, log: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Issue 34, break 5, from the command line: the log's checkpoints are signed by the
+    pristine key; a start with a new key and no log.retired_keys is refused with exit status
+    2 and one line naming log.retired_keys and the missing key; with the old key retired it
+    starts."""
+    _, db = log
+    new_key = tmp_path / "new.pem"
+    generate_key_pair(new_key, name=ORIGIN)
+    failed = serve_refused(write_config(db.parent, new_key))
+    old_id = (pristine.key.parent / "key.pem.vkey").read_text().split("+")[1]
+    assert failed["setting"] == "log.retired_keys"
+    assert failed["error"].startswith(
+        f"log.retired_keys: stored checkpoints are signed by {ORIGIN}+{old_id}, which no "
+        "configured key is"
+    ), failed
+    assert "\n" not in failed["error"]
+    retired = write_config(db.parent, new_key, extra=f'retired_keys = "{pristine.key}.vkey"')
+    Served(retired).stop()

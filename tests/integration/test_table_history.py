@@ -529,7 +529,6 @@ def test_a_live_dispute_never_claims_all_the_outcomes(
         assert (report["ok"], report["proven_complete"]) == (False, False)
         assert [e["index"] for e in report["rounds"][0]["entries"]] == [again]
         export = tmp_path / "log.export"
-        running.service.appender.publish_checkpoint()  # type: ignore[union-attr]
         assert main(["export", "--target", target, "--out", str(export)]) == 1  # the edited row
         capsys.readouterr()
     finally:

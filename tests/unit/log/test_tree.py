@@ -419,8 +419,8 @@ def test_leaf_hashes_are_the_stored_level_0_nodes_and_are_not_cached() -> None:
     nodes = {(n.level, n.index): n.hash for n in pending.nodes}
     reads: list[int] = []
 
-    def get(coords: object) -> dict[tuple[int, int], bytes]:
-        wanted = list(coords)  # type: ignore[call-overload]
+    def get(coords: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+        wanted = list(coords)
         reads.append(len(wanted))
         return {c: nodes[c] for c in wanted if c in nodes}
 
