@@ -442,7 +442,10 @@ class Service:
                 directory=cfg.directory or None, allow_examples=cfg.allow_examples
             )
         except RngServiceError as e:
-            raise StartupError(f"profiles.directory: {e}") from e
+            text = str(e)  # a message that names the setting already is not prefixed again
+            raise StartupError(
+                text if text.startswith("profiles.directory:") else f"profiles.directory: {text}"
+            ) from e
         _log.info(
             {
                 "event": "profiles_loaded",

@@ -101,6 +101,7 @@ from rng_service.cli_support import (
     verifier_keys,
     writable_file,
 )
+from rng_service.cli_text import count, ordinal
 from rng_service.clock import Clock, SystemClock
 from rng_service.errors import IntegrityError, InvalidArgument, RngServiceError
 from rng_service.log.cosignature import CosignatureVerifier
@@ -199,8 +200,8 @@ def _print_witnesses(report: WitnessReport, now: int) -> None:
         print(
             f"WITNESSED: {report.best.source} (tree size {report.best.size}) is cosigned by "
             f"{len(report.best.cosignatures)} of the given witnesses ({report.required} "
-            f"needed); the {report.required}"
-            f"{'st' if report.required == 1 else 'nd' if report.required == 2 else 'th'} "
+            f"needed); the "
+            f"{'' if report.required == 1 else ordinal(report.required) + ' '}"
             f"newest cosignature is of {_utc(report.as_of)} ({_age(now - report.as_of)}): "
             f"as far as those witnesses saw until then, the log had no larger tree than "
             f"{report.best.size} and no other tree of that size"
@@ -385,14 +386,16 @@ def _cmd_export(args: argparse.Namespace) -> int:
                 )  # fmt: skip
     wait = "witnessed" if args.witnessed else "published"
     print(
-        f"exported {size} entries and {len(notes)} checkpoints of {origin} to {out}"
+        f"exported {count(size, 'entry', 'entries')} and {count(len(notes), 'checkpoint')} "
+        f"of {origin} to {out}"
         + (
-            f", ending at the newest checkpoint {args.min_witnesses or 1} witness(es) cosigned"
+            f", ending at the newest checkpoint {count(args.min_witnesses or 1, 'witness', 'witnesses')} cosigned"
             if args.witnessed
             else ""
         )
         + (
-            f" ({total - size} newer entries wait for the next {wait} checkpoint)"
+            f" ({count(total - size, 'newer entry', 'newer entries')} "
+            f"{'waits' if total - size == 1 else 'wait'} for the next {wait} checkpoint)"
             if total > size
             else ""
         )
@@ -418,7 +421,7 @@ def _witnessed_end(
     witnessed = [size for size, count in sizes if count >= wanted]
     if not witnessed:
         raise WitnessFailure(
-            f"no published checkpoint carries cosignatures of {wanted} witness(es) yet (the "
+            f"no published checkpoint carries cosignatures of {count(wanted, 'witness', 'witnesses')} yet (the "
             f"most any has is {max((c for _, c in sizes), default=0)}): nothing written. The "
             f"log asks its witnesses at every round (witnessing.interval_seconds)"
         )
@@ -451,8 +454,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     newest = max((h.checkpoint.size for h in report.heads), default=0)
     signers = sorted({name for h in report.heads for name in h.key_names})
     print(
-        f"OK: {report.tree_size} entries of {report.origin}, root {report.root_hash.hex()}; "
-        f"{len(report.heads)} checkpoints (newest: tree size {newest}) verified, signed by "
+        f"OK: {count(report.tree_size, 'entry', 'entries')} of {report.origin}, root "
+        f"{report.root_hash.hex()}; {count(len(report.heads), 'checkpoint')} (newest: tree size "
+        f"{newest}) verified, signed by "
         f"{', '.join(signers) or 'nobody'}, all consistent with the entries"
         + (f" and with {report.kept} kept checkpoint(s)" if report.kept else "")
         + (" (entries not decoded: --fast)" if args.fast else "")

@@ -38,6 +38,7 @@ from rng_service.cli_support import (
     stdout_reader_went_away,
     verifier_keys,
 )
+from rng_service.cli_text import count
 from rng_service.config import Config, ConfigError, load_config
 from rng_service.errors import RngServiceError
 
@@ -153,15 +154,16 @@ def _cmd_check_store(args: argparse.Namespace) -> int:
         return 2
     newest = report.newest
     print(
-        f"OK: {where} holds {report.tree_size} entries of {config.log.origin}: every index "
-        f"present, every leaf hash, lookup column and {report.nodes} Merkle nodes match the "
-        f"entries' bytes, {report.checkpoints} stored checkpoints verified with the configured "
-        f"keys and consistent with the entries ({report.seconds:.1f} s)"
+        f"OK: {where} holds {count(report.tree_size, 'entry', 'entries')} of "
+        f"{config.log.origin}: every index present, every leaf hash, lookup column and "
+        f"{count(report.nodes, 'Merkle node')} match the entries' bytes, "
+        f"{count(report.checkpoints, 'stored checkpoint')} verified with the configured keys "
+        f"and consistent with the entries ({report.seconds:.1f} s)"
     )
     if newest is None:
         print(
-            f"note: no stored checkpoint covers the {report.tree_size} entries yet: they "
-            "were checked against their nodes only, no signature covers them"
+            f"note: no stored checkpoint covers the {count(report.tree_size, 'entry', 'entries')}"
+            " yet: they were checked against their nodes only, no signature covers them"
         )
     elif newest.size < report.tree_size:
         print(

@@ -442,4 +442,3 @@ class Progress:
             line += f" {self._unit}"
         self._stream.write(f"\r{line}")
         self._stream.flush()
-

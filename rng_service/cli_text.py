@@ -1,7 +1,8 @@
 """The help and output forms every command line shares, for commands of any layer.
 
-Owns :class:`HelpFormatter` (every option's help says its default) and
-:func:`print_keygen_result` (the one form of a ``keygen`` command's result), the parts of the
+Owns :class:`HelpFormatter` (every option's help says its default),
+:func:`print_keygen_result` (the one form of a ``keygen`` command's result) and the words of
+counts (:func:`count`: ``1 entry``, ``2 entries``; :func:`ordinal`: ``2nd``), the parts of the
 CLI conventions (docs/cli.md, "CLI conventions" 1 and 5) that ``rng-witness``, which may not
 import the service's app layer, follows as ``rng-service`` and ``rng-audit`` do. The standard
 library only; ``rng_service.cli_support`` re-exports both with the rest of the conventions.
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["HelpFormatter", "WrittenKeyPair", "print_keygen_result"]
+__all__ = ["HelpFormatter", "WrittenKeyPair", "count", "ordinal", "print_keygen_result"]
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -57,3 +58,15 @@ def print_keygen_result(info: WrittenKeyPair, *, give_to: str) -> None:
         f"{info.verifier_key_path}; give the verifier key above to {give_to}",
         file=sys.stderr,
     )
+
+
+def count(n: int, singular: str, plural: str | None = None) -> str:
+    """``n`` and its noun in the right number: ``1 entry``, ``2 entries``, ``0 checkpoints``."""
+    return f"{n} {singular if n == 1 else (plural or singular + 's')}"
+
+
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ``11th``, ``12th``, ``13th``, ``21st``, ``112th``."""
+    if 10 <= n % 100 <= 20:
+        return f"{n}th"
+    return f"{n}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th') }"

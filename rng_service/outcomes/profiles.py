@@ -239,7 +239,7 @@ class DocumentReader:
     def table(
         self, doc: Mapping[str, object], key: str, known: Sequence[str]
     ) -> Mapping[str, object]:
-        value = self._get(doc, key)
+        value = self._get(doc, key, f"a table with keys {allowed_list(known)}")
         if not isinstance(value, Mapping):
             raise self.fail(key, "must be a table")
         unknown = sorted(set(value) - set(known))
@@ -247,24 +247,26 @@ class DocumentReader:
             raise self.fail(f"{key}.{unknown[0]}", "unknown key", allowed=allowed_list(known))
         return value
 
-    def _get(self, doc: Mapping[str, object], key: str) -> object:
+    def _get(self, doc: Mapping[str, object], key: str, expected: str) -> object:
+        """The value at dotted ``key``; missing: an error saying what is ``expected`` there."""
         node: object = doc
         for part in key.split("."):
             if not isinstance(node, Mapping) or part not in node:
-                raise self.fail(key, "missing")
+                raise self.fail(key, f"missing (expected: {expected})")
             node = node[part]
         return node
 
     def integer(self, doc: Mapping[str, object], key: str, low: int, high: int) -> int:
-        value = self._get(doc, key)
+        expected = f"the integer {low}" if low == high else f"an integer {low}..{high}"
+        value = self._get(doc, key, expected)
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise self.fail(key, f"bad value {value!r}", allowed=f"integer {low}..{high}")
+            raise self.fail(key, f"bad value {value!r}", allowed=expected)
         return value
 
     def string(
         self, doc: Mapping[str, object], key: str, allowed: Sequence[str] | None = None
     ) -> str:
-        value = self._get(doc, key)
+        value = self._get(doc, key, allowed_list(allowed or ("a string",)))
         if not isinstance(value, str) or (allowed is not None and value not in allowed):
             raise self.fail(
                 key, f"bad value {value!r}", allowed=allowed_list(allowed or ("a string",))
@@ -272,7 +274,7 @@ class DocumentReader:
         return value
 
     def boolean(self, doc: Mapping[str, object], key: str) -> bool:
-        value = self._get(doc, key)
+        value = self._get(doc, key, "true, false")
         if not isinstance(value, bool):
             raise self.fail(key, f"bad value {value!r}", allowed="true, false")
         return value
@@ -280,8 +282,8 @@ class DocumentReader:
     def weights(
         self, doc: Mapping[str, object], key: str, values_key: str, allowed: Sequence[V]
     ) -> WeightTable[V]:
-        values = self._get(doc, f"{key}.{values_key}")
-        weights = self._get(doc, f"{key}.weights")
+        values = self._get(doc, f"{key}.{values_key}", f"an array of {allowed_list(allowed)}")
+        weights = self._get(doc, f"{key}.weights", f"an array of integers 1..{_MAX_WEIGHT}")
         if not isinstance(values, list) or not values:
             raise self.fail(
                 f"{key}.{values_key}", "must be a non-empty array", allowed=allowed_list(allowed)

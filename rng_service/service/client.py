@@ -12,7 +12,6 @@ accept), the :class:`ClientError` message ends with a hint saying so (:func:`con
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -88,10 +87,11 @@ class ClientError(Exception):
     """A call that did not succeed: ``code`` is the gRPC status name (``UNAVAILABLE``, ...),
     ``details`` the service's message (with a connection hint appended where one applies).
 
-    ``sent`` is False only when the request certainly never left this client: the channel
-    never became READY and gRPC failed the call for want of a connection ("failed to connect
-    to all addresses": no transport was picked for it). Otherwise the service may have
-    received it (and, for a draw, logged an outcome)."""
+    ``sent`` is False only when the request certainly never left this client: gRPC failed the
+    call for want of a READY connection ("failed to connect to all addresses": the channel's
+    connection attempts failed, as a plaintext call's handshake with an mTLS port does, and no
+    transport was picked for the call). Otherwise the service may have received it (and, for
+    a draw, logged an outcome)."""
 
     def __init__(self, code: str, message: str, *, sent: bool = True) -> None:
         super().__init__(f"{code}: {message}")
@@ -135,11 +135,11 @@ def connection_hint(code: str, details: str, *, tls: bool) -> str:
 NO_CONNECTION = "failed to connect to all addresses"
 
 
-def _rpc_error(e: grpc.RpcError, *, tls: bool, ever_ready: bool = True) -> ClientError:
+def _rpc_error(e: grpc.RpcError, *, tls: bool) -> ClientError:
     code = e.code().name
     details = e.details() or ""
     hint = connection_hint(code, details, tls=tls)
-    sent = ever_ready or code != "UNAVAILABLE" or not details.startswith(NO_CONNECTION)
+    sent = code != "UNAVAILABLE" or not details.startswith(NO_CONNECTION)
     return ClientError(code, f"{details} (hint: {hint})" if hint else details, sent=sent)
 
 
@@ -241,16 +241,8 @@ class RngClient:
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self._timeout = timeout
         self._tls = tls is not None
-        # Whether a connection was ever READY: until one was, no call can have been sent.
-        self._ever_ready = threading.Event()
-        self._channel.subscribe(self._on_state, try_to_connect=False)
-
-    def _on_state(self, state: grpc.ChannelConnectivity) -> None:
-        if state == grpc.ChannelConnectivity.READY:
-            self._ever_ready.set()
 
     def close(self) -> None:
-        self._channel.unsubscribe(self._on_state)
         self._channel.close()
 
     def __enter__(self) -> RngClient:
@@ -263,7 +255,7 @@ class RngClient:
         try:
             return fn(request, timeout=self._timeout)
         except grpc.RpcError as e:
-            raise _rpc_error(e, tls=self._tls, ever_ready=self._ever_ready.is_set()) from None
+            raise _rpc_error(e, tls=self._tls) from None
 
     def spin(
         self, *, wheel: str, table_id: str, round_id: str, request_id: str, session_id: str = ""
@@ -455,7 +447,7 @@ class RngClient:
             for message in call:
                 yield OutcomeResult(outcome=_plain(message), receipt=_receipt(message.receipt))
         except grpc.RpcError as e:
-            raise _rpc_error(e, tls=self._tls, ever_ready=self._ever_ready.is_set()) from None
+            raise _rpc_error(e, tls=self._tls) from None
         finally:
             call.cancel()  # a consumer that stops early ends the stream (no-op when done)
 
@@ -631,7 +623,7 @@ class RngClient:
                 received += len(message.data)
                 yield message.data
         except grpc.RpcError as e:
-            raise _rpc_error(e, tls=self._tls, ever_ready=self._ever_ready.is_set()) from None
+            raise _rpc_error(e, tls=self._tls) from None
         finally:
             call.cancel()  # a consumer that stops early ends the session (no-op when done)
         if received != num_bytes:

@@ -188,6 +188,12 @@ STATUS_CAUSES: tuple[StatusCause, ...] = (
         "storage, too little capacity)"),
     StatusCause(_C.RESOURCE_EXHAUSTED, "rate_limit", _R,
         "the client is over its own rate limit (token bucket)"),
+    StatusCause(_C.RESOURCE_EXHAUSTED, "grpc_limit", _R,
+        "refused by gRPC core itself, before the service reads the request: a request message "
+        "over 4 MiB (the server's grpc.max_receive_message_length) or request metadata over "
+        "gRPC's header size limit (16 KiB); no RPC of the API needs either. Nothing is drawn "
+        "or logged, and rng_rpc_duration_seconds does not count it: no hook of the service "
+        "sees such a call end (the handler never runs; tests/integration/test_grpc_limits.py)"),
     StatusCause(_C.DEADLINE_EXCEEDED, "client_deadline", _F,
         "the caller's deadline passed before the service answered (slow storage, an "
         "overloaded service)"),

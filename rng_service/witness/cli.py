@@ -229,9 +229,7 @@ startup_failed event naming the setting). Each command's options: rng-witness CO
 
 
 def _command(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = sub.add_parser(
-        name, help=help, formatter_class=HelpFormatter
-    )
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help, formatter_class=HelpFormatter)
     return parser
 
 
@@ -263,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", required=True, help="the witness's key name (its name setting)")
     p.add_argument("--passphrase-env", metavar="VAR", help=env_help)
     p.set_defaults(fn=_cmd_pubkey)
-    config_help = "the witness's TOML configuration file (docs/operations.md, \"Witnesses\")"
+    config_help = 'the witness\'s TOML configuration file (docs/operations.md, "Witnesses")'
     p = _command(sub, "serve", "run the witness")
     p.add_argument("--config", required=True, metavar="FILE", help=config_help)
     p.set_defaults(fn=_cmd_serve)

@@ -137,6 +137,7 @@ def test_a_documented_misconfiguration_is_one_line_naming_the_setting_exit_2(
         assert failed[0]["level"] == "error", said  # not "critical": not a bug
         assert failed[0]["setting"].startswith(row.setting), said
         assert failed[0]["error"].startswith(row.setting), said
+        assert not failed[0]["error"].startswith(f"{row.setting}: {row.setting}:"), said
         assert "\n" not in failed[0]["error"], said
         assert "exception" not in failed[0], said
         assert failed[0].get("file", "-") != "", said  # no empty "file" field

@@ -141,6 +141,12 @@ def test_receipts_against_the_witnessed_log(
     assert "consistent with the live log" in out
     assert "WITNESSED: the latest witnessed checkpoint of" in out
     assert out.count("cosigned: ") == 2
+    assert "(2 needed); the 2nd newest cosignature is of" in out
+    one = ["--witness", str(w1.vkey), str(w2.vkey), "--min-witnesses", "1"]
+    assert audit_main(["verify-receipt", str(receipt), "--key", str(vkey), "--target", target,
+                       *one]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "(1 needed); the newest cosignature is of" in out  # not "the 1st newest"
     # rng-service verify-receipt takes the same options.
     from rng_service.cli import main as cli_main
 

@@ -133,3 +133,16 @@ def test_connection_hints(details: str, tls: bool, hint: str) -> None:
     assert hint in said
     assert bool(said) == bool(hint)
     assert connection_hint("INVALID_ARGUMENT", details, tls=tls) == ""
+
+
+def test_counts_and_ordinals_read_as_english() -> None:
+    from rng_service.cli_text import count, ordinal
+
+    assert count(1, "entry", "entries") == "1 entry"
+    assert count(0, "entry", "entries") == "0 entries"
+    assert count(2, "checkpoint") == "2 checkpoints"
+    assert count(1, "stored checkpoint") == "1 stored checkpoint"
+    expected = {1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 12: "12th", 13: "13th",
+                21: "21st", 22: "22nd", 23: "23rd", 101: "101st", 111: "111th",
+                112: "112th"}  # fmt: skip
+    assert {n: ordinal(n) for n in expected} == expected

@@ -117,7 +117,7 @@ def _bad(text: str) -> InvalidArgument:
         ),
         ("max = 5999", "max = 6000", "bad.toml:payout.straight_up.max", "5999"),
         ("min = 29\nmax = 999", "min = 28\nmax = 999", "bad.toml:payout.line.min", "29..999"),
-        ("schema = 1", "schema = 2", "bad.toml:schema", "1..1"),
+        ("schema = 1", "schema = 2", "bad.toml:schema", "the integer 1"),
         ('game = "mega_fire_blaze"', 'game = "blackjack"', "bad.toml:game", "mega_fire_blaze"),
         ("example = true", 'example = "yes"', "bad.toml:example", "true, false"),
         ("version = 1", "version = 0", "bad.toml:version", "1.."),
@@ -149,6 +149,21 @@ def test_fixed_and_shuffled_segment_modes() -> None:
     assert err.field == "bad.toml:bonus.segments.layout"
     err = _bad(text.replace(seg_old, 'mode = "fixed"\nlayout = ["x2"]\nweights = [1]'))
     assert err.field == "bad.toml:bonus.segments.weights"
+
+
+@pytest.mark.parametrize(
+    ("old", "said"),
+    [
+        ("schema = 1\n", "bad.toml:schema: missing (expected: the integer 1)"),
+        ("example = true\n", "bad.toml:example: missing (expected: true, false)"),
+        ('game = "mega_fire_blaze"\n', "bad.toml:game: missing (expected: mega_fire_blaze)"),
+    ],
+)
+def test_a_missing_key_says_what_is_expected(old: str, said: str) -> None:
+    """Issue 35, finding 5: not just "bad.toml:schema: missing"."""
+    text = _example_text()
+    assert old in text
+    assert str(_bad(text.replace(old, "", 1))) == said
 
 
 def test_floats_and_bad_toml_refused() -> None:

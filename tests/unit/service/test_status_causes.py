@@ -114,6 +114,8 @@ EXPECTED = {
     (C.PERMISSION_DENIED, "client"): REFUSAL,
     (C.RESOURCE_EXHAUSTED, "rate_limit"): REFUSAL,
     (C.RESOURCE_EXHAUSTED, "queue_full"): FAILURE,
+    # Issue 35: over gRPC's own size limits (message, metadata): what the client sent.
+    (C.RESOURCE_EXHAUSTED, "grpc_limit"): REFUSAL,
     (C.CANCELLED, "client_cancelled"): REFUSAL,
     (C.DEADLINE_EXCEEDED, "session_time_limit"): REFUSAL,
     (C.DEADLINE_EXCEEDED, "client_deadline"): FAILURE,
