@@ -389,7 +389,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
         f"exported {count(size, 'entry', 'entries')} and {count(len(notes), 'checkpoint')} "
         f"of {origin} to {out}"
         + (
-            f", ending at the newest checkpoint {count(args.min_witnesses or 1, 'witness', 'witnesses')} cosigned"
+            ", ending at the newest checkpoint "
+            + count(args.min_witnesses or 1, "witness", "witnesses")
+            + " cosigned"
             if args.witnessed
             else ""
         )
@@ -418,12 +420,13 @@ def _witnessed_end(
     1) witnesses cosigned, and its size; :class:`WitnessFailure` if none is."""
     wanted = 1 if min_witnesses is None else min_witnesses
     sizes = [(_origin_of(n)[1], _cosigners(n)) for n, _ in notes]
-    witnessed = [size for size, count in sizes if count >= wanted]
+    witnessed = [size for size, cosigners in sizes if cosigners >= wanted]
     if not witnessed:
         raise WitnessFailure(
-            f"no published checkpoint carries cosignatures of {count(wanted, 'witness', 'witnesses')} yet (the "
-            f"most any has is {max((c for _, c in sizes), default=0)}): nothing written. The "
-            f"log asks its witnesses at every round (witnessing.interval_seconds)"
+            "no published checkpoint carries cosignatures of "
+            + count(wanted, "witness", "witnesses")
+            + f" yet (the most any has is {max((c for _, c in sizes), default=0)}): nothing "
+            "written. The log asks its witnesses at every round (witnessing.interval_seconds)"
         )
     end = max(witnessed)
     return [n for n, s in zip(notes, sizes, strict=True) if s[0] <= end], end

@@ -397,9 +397,8 @@ _FIRE_KIND = json_bytes(rounds.FIRE_NUMBERS_KIND)
 _BONUS_KIND = json_bytes(rounds.BONUS_KIND)
 _JACKPOT_KIND = json_bytes(rounds.JACKPOT_KIND)
 _MULTIBALL_KIND = json_bytes(rounds.MULTIBALL_KIND)
-#: A spin whose bytes hold none of these came to rest on none of 7, 17, 27 (its final spin's
-#: ``number`` is one of its spins' numbers): most spins are not decoded.
-_BLAZING_7S_BYTES = tuple(b'"number":' + json_bytes(n) for n in sorted(rounds.BLAZING_7S_TRIGGERS))
+#: The final numbers of 617c.2(e) as they appear between the quotes of a canonical entry.
+_BLAZING_7S_BYTES = frozenset(n.encode("ascii") for n in rounds.BLAZING_7S_TRIGGERS)
 
 
 class RoundTracker:
@@ -509,9 +508,29 @@ class RoundTracker:
             self._order(position, line, shape, round_key, data)
 
     def _blazing_7(self, position: int, data: bytes) -> None:
-        """Remembers the wheel of a spin that came to rest on 7, 17 or 27 (617c.2(e))."""
-        if not any(needle in data for needle in _BLAZING_7S_BYTES):
+        """Remembers the wheel of a spin that came to rest on 7, 17 or 27 (617c.2(e)).
+
+        Most spins are not decoded: in the canonical bytes the first ``"final":{`` is the
+        outcome's final spin (no member before ``outcome`` has one, and a ``"`` inside a string
+        is escaped), and the first ``"number":"`` after it is that spin's number (its only
+        member before ``number`` is ``colour``); a spin's params are ``{"wheel": ...}``. (Round
+        rules run only on entries checked canonical.) A spin of another shape is decoded."""
+        at = data.find(b'"final":{')
+        if at < 0:
             return
+        at = data.find(b'"number":"', at)
+        if at < 0:
+            return
+        at += 10
+        if data[at : data.find(b'"', at)] not in _BLAZING_7S_BYTES:
+            return
+        at = data.find(b'"params":{"wheel":"')
+        if at >= 0:
+            at += 19
+            end = data.find(b'"', at)
+            if data[end : end + 2] == b'"}':
+                self._blazing[position] = data[at:end].decode("ascii", "replace")
+                return
         record = _record(data)
         final = record["outcome"].get("final")
         number = final.get("number") if isinstance(final, dict) else None
