@@ -103,20 +103,30 @@ def _module(item: str, row: str) -> str:
     return item[1:-1]
 
 
+def _table(text: str, begin: str, end: str, header: tuple[str, ...]) -> list[list[str]]:
+    """The cells of each row of the table between the markers ``begin`` and ``end``, whose
+    first line must be ``header`` (then the separator line)."""
+    try:
+        body = text.split(begin, 1)[1].split(end, 1)[0]
+    except IndexError:
+        raise TableError(f"markers {begin} / {end} not found") from None
+    lines = [ln for ln in body.strip().splitlines() if ln.strip()]
+    if len(lines) < 2 or tuple(_cells(lines[0])) != header:
+        raise TableError(f"the table must start with the header {' | '.join(header)}")
+    rows = [_cells(line) for line in lines[2:]]
+    for cells, line in zip(rows, lines[2:], strict=True):
+        if len(cells) != len(header):
+            raise TableError(f"{len(cells)} cells, expected {len(header)}: {line!r}")
+    return rows
+
+
 def parse_table(text: str) -> list[Row]:
     """The rows of the layer table in the text of docs/architecture.md."""
-    try:
-        body = text.split(TABLE_BEGIN, 1)[1].split(TABLE_END, 1)[0]
-    except IndexError:
-        raise TableError(f"markers {TABLE_BEGIN} / {TABLE_END} not found") from None
-    lines = [ln for ln in body.strip().splitlines() if ln.strip()]
-    if len(lines) < 3 or tuple(_cells(lines[0])) != HEADER:
-        raise TableError(f"the table must start with the header {' | '.join(HEADER)}")
+    cell_rows = _table(text, TABLE_BEGIN, TABLE_END, HEADER)
+    if not cell_rows:
+        raise TableError("the layer table has no rows")
     rows: list[Row] = []
-    for line in lines[2:]:
-        cells = _cells(line)
-        if len(cells) != len(HEADER):
-            raise TableError(f"{len(cells)} cells, expected {len(HEADER)}: {line!r}")
+    for cells in cell_rows:
         name, modules, may, never, why = cells
         if not _ROW_NAME.match(name):
             raise TableError(f"row name {name!r}: lower-case letters, digits and '-'")
@@ -161,18 +171,8 @@ class KnownCycle:
 
 def parse_cycles(text: str) -> list[KnownCycle]:
     """The rows of the known-cycles table in the text of docs/architecture.md."""
-    try:
-        body = text.split(CYCLES_BEGIN, 1)[1].split(CYCLES_END, 1)[0]
-    except IndexError:
-        raise TableError(f"markers {CYCLES_BEGIN} / {CYCLES_END} not found") from None
-    lines = [ln for ln in body.strip().splitlines() if ln.strip()]
-    if len(lines) < 2 or tuple(_cells(lines[0])) != CYCLES_HEADER:
-        raise TableError(f"the cycles table must start with the header {' | '.join(CYCLES_HEADER)}")
     out: list[KnownCycle] = []
-    for line in lines[2:]:
-        cells = _cells(line)
-        if len(cells) != len(CYCLES_HEADER):
-            raise TableError(f"{len(cells)} cells, expected {len(CYCLES_HEADER)}: {line!r}")
+    for cells in _table(text, CYCLES_BEGIN, CYCLES_END, CYCLES_HEADER):
         match = _IMPORT.match(cells[0])
         if not match:
             raise TableError(f"known cycle {cells[0]!r} is not `importer -> imported`")
