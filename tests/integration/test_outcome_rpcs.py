@@ -773,7 +773,11 @@ def test_python_client_returns_plain_values_and_verifiable_receipts(svc: Running
         assert roll.outcome["total"] == sum(roll.outcome["faces"])
         dealt = client.shuffle(plan="four_card_poker", players=2, request_id="cl-deal", **ids)
         assert [h["position"] for h in dealt.outcome["hands"]] == ["player1", "player2", "dealer"]
-        tier = client.jackpot_tier(profile=PROFILE, request_id="cl-jp", **ids)
+        # A Mega Fire Blaze round's jackpot tier is drawn inside its bonus game (617b.7(g)(5)(ii)):
+        # a stand-alone tier belongs to a round of its own.
+        tier = client.jackpot_tier(
+            profile=PROFILE, request_id="cl-jp", table_id="CL", round_id=f"{round_id}-jp"
+        )
         assert tier.outcome["tier"] in ("mini", "minor", "major", "grand")
         balls = client.multiball(wheel="single_zero", balls=3, request_id="cl-mb", **ids)
         assert balls.outcome["balls"][0]["color"] in ("red", "black", "green")

@@ -32,7 +32,7 @@ from rng_service._proto.rng.v1 import (
 )
 from rng_service.app import Service
 from rng_service.clock import FakeClock
-from rng_service.config import Config, ConfigError, load_config
+from rng_service.config import Config, load_config
 from rng_service.log.entry import LogEntry
 from rng_service.security.certs import IssuedCert, issue_ca, issue_client
 from rng_service.security.policy import METHODS, Role
@@ -616,8 +616,10 @@ def _start_fails(config: Config) -> None:
 
 
 def test_plaintext_off_loopback_is_refused_at_start_up(tmp_path: Path) -> None:
+    from rng_service.app import StartupError
+
     config = make_config(tmp_path, RNG_SERVICE__SERVER__HOST="192.0.2.1")
-    with pytest.raises(ConfigError, match=r"^server\.host: '192\.0\.2\.1' is not a loopback"):
+    with pytest.raises(StartupError, match=r"^server\.host: '192\.0\.2\.1' is not a loopback"):
         _start_fails(config)
 
 

@@ -213,14 +213,14 @@ def test_a_receipt_newer_than_the_witnessed_checkpoint_is_not_witnessed_yet(
     for source in (["--target", target], ["--db", str(tmp_path / "log.sqlite3")]):
         assert audit_main(["export", *source, "--witnessed", "--min-witnesses", "2",
                            "--out", str(ended)]) == 0  # fmt: skip
-        assert "ending at the newest checkpoint 2 witness(es) cosigned" in capsys.readouterr().out
+        assert "ending at the newest checkpoint 2 witnesses cosigned" in capsys.readouterr().out
         assert audit_main(["verify", str(ended), "--key", str(vkey), *witness_args]) == 0
         out = capsys.readouterr().out
         assert "WITNESSED: " in out
         assert "NOT CHECKED: truncation" not in out
     assert audit_main(["export", "--target", target, "--witnessed", "--min-witnesses", "3",
                        "--out", str(ended)]) == 1  # fmt: skip
-    assert "no published checkpoint carries cosignatures of 3 witness(es) yet" in (
+    assert "no published checkpoint carries cosignatures of 3 witnesses yet" in (
         capsys.readouterr().err
     )
     assert audit_main(["export", "--target", target, "--min-witnesses", "2",
