@@ -1,0 +1,264 @@
+"""Spins at a steady rate for a long time, with a record of every call that failed.
+
+A game server's view: 8 client threads share one channel and spin fresh rounds at about
+``RATE`` spins/s in total (each thread paced, so 8 calls are in flight at most), each call with
+the CLI's 10-s deadline, against ``rng-service serve`` in a subprocess on a loopback port
+(``tests/integration/soak_server.py``, which records the log writer's group timings and the
+event loop's lag). Every call's request id, start and latency are kept; afterwards every
+failed call is looked up in the log (logged or not, and at which index), and the report puts
+the writer's groups and the loop's late wake-ups around each failure beside it.
+
+It fails if any call failed (the report, in the message and in ``report.json``, says which,
+whether each was logged and what the writer and the loop were doing), or if an answered spin
+is not in the log. ``make test`` runs ``SHORT_SECONDS``; ``make soak`` runs
+``RNG_SOAK_SPIN_SECONDS`` (default 1800: 30 minutes) and writes the report to
+``RNG_SOAK_REPORT`` if set (``RNG_SOAK_FRONT_ENDS``: ``serve --front-ends N``, default 1).
+docs/operations.md ("Soak runs") has the figures.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import statistics
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rng_service.log.keys import generate_key_pair
+from rng_service.service.client import ClientError, RngClient
+from rng_service.storage.sqlite import SqliteStorage
+from tests.integration.soak_server import SoakServer
+
+ORIGIN = "soak.test.example/log"
+#: Spins per second, all threads together, and the threads (calls in flight at most).
+RATE = 200.0
+THREADS = 8
+#: The deadline of each call (the CLI's default).
+DEADLINE_SECONDS = 10.0
+SHORT_SECONDS = 8.0
+#: Writer groups and late loop wake-ups within this many seconds of a failed call's start
+#: and end go into the report.
+WINDOW_SECONDS = 1.0
+
+
+@dataclass
+class Call:
+    request_id: str
+    started: float  # wall clock
+    seconds: float
+    code: str  # "OK" or the gRPC status name
+
+
+def write_config(directory: Path) -> Path:
+    key = directory / "key.pem"
+    generate_key_pair(key, name=ORIGIN)
+    config = directory / "config.toml"
+    config.write_text(
+        "\n".join(
+            [
+                "[server]",
+                'host = "127.0.0.1"',
+                "port = 0",
+                f'lock_dir = "{directory / "run"}"',
+                "shutdown_grace_seconds = 2",
+                "[metrics]",
+                "enabled = false",
+                "[log]",
+                f'origin = "{ORIGIN}"',
+                f'key_file = "{key}"',
+                "[storage]",
+                f'path = "{directory / "log.sqlite3"}"',
+                "",
+            ]
+        )
+    )
+    return config
+
+
+class Spinner:
+    """``THREADS`` threads on one channel, paced to ``RATE`` spins/s, for ``seconds``."""
+
+    def __init__(self, target: str, seconds: float) -> None:
+        self.calls: list[Call] = []
+        self._lock = threading.Lock()
+        self._client = RngClient(target, timeout=DEADLINE_SECONDS)
+        self._seconds = seconds
+        # Bounded in count as well as time: the calls the rate allows, and a few more.
+        self._max_calls = int(seconds * RATE / THREADS) + 10
+
+    def run(self) -> None:
+        start = time.monotonic()
+        threads = [
+            threading.Thread(target=self._run, args=(t, start), daemon=True) for t in range(THREADS)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(self._seconds + 2 * DEADLINE_SECONDS + 30)
+        self._client.close()
+        assert not any(t.is_alive() for t in threads), "a client thread did not finish"
+
+    def _run(self, t: int, start: float) -> None:
+        stop = start + self._seconds
+        for i in range(self._max_calls):
+            due = start + (i * THREADS + t) / RATE
+            now = time.monotonic()
+            if due > stop or now > stop:
+                return
+            if due > now:
+                time.sleep(due - now)
+            rid = f"soak-{t}-{i}"
+            wall, began = time.time(), time.perf_counter()
+            try:
+                self._client.spin(wheel="double_zero", table_id=f"T{t}", round_id=rid,
+                                  request_id=rid)  # fmt: skip
+                code = "OK"
+            except ClientError as e:
+                code = e.code
+            call = Call(rid, wall, time.perf_counter() - began, code)
+            with self._lock:
+                self.calls.append(call)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def build_report(
+    calls: list[Call], records: dict[str, Any], logged: dict[str, int | None], seconds: float
+) -> dict[str, Any]:
+    """The figures of a run, and for each failed call its neighbourhood in the records."""
+    ok = [c.seconds for c in calls if c.code == "OK"]
+    groups = records["groups"]
+    ends, sizes, durations = groups["end"], groups["size"], groups["seconds"]
+    lag = records["loop_lag"]
+    failures = []
+    for c in (c for c in calls if c.code != "OK"):
+        lo, hi = c.started - WINDOW_SECONDS, c.started + c.seconds + WINDOW_SECONDS
+        failures.append(
+            {
+                "request_id": c.request_id,
+                "code": c.code,
+                "started": c.started,
+                "seconds": round(c.seconds, 3),
+                "logged_index": logged.get(c.request_id),
+                "groups_near": [
+                    {"end": e, "size": s, "seconds": round(d, 4)}
+                    for e, s, d in zip(ends, sizes, durations, strict=True)
+                    if lo <= e <= hi
+                ][:200],
+                "longest_gap_between_groups": _longest_gap([e for e in ends if lo <= e <= hi]),
+                "loop_late_near": [
+                    {"at": a, "seconds": round(s, 4)}
+                    for a, s in zip(lag["late_at"], lag["late_seconds"], strict=True)
+                    if lo <= a <= hi
+                ],
+            }
+        )
+    slowest = sorted(zip(durations, ends, sizes, strict=True), reverse=True)[:10]
+    return {
+        "seconds": seconds,
+        "calls": len(calls),
+        "rate_per_second": round(len(calls) / seconds, 1) if seconds else 0.0,
+        "ok": len(ok),
+        "latency_seconds": {
+            "p50": round(_percentile(ok, 0.5), 4),
+            "p99": round(_percentile(ok, 0.99), 4),
+            "p999": round(_percentile(ok, 0.999), 4),
+            "max": round(max(ok, default=0.0), 4),
+        },
+        "groups": {
+            "count": len(durations),
+            "entries": sum(sizes),
+            "size_mean": round(statistics.fmean(sizes), 2) if sizes else 0.0,
+            "size_max": max(sizes, default=0),
+            "seconds_p50": round(_percentile(durations, 0.5), 4),
+            "seconds_p99": round(_percentile(durations, 0.99), 4),
+            "seconds_max": round(max(durations, default=0.0), 4),
+            "slowest": [{"seconds": round(d, 4), "end": e, "size": s} for d, e, s in slowest],
+            "longest_gap_between_groups": _longest_gap(ends),
+        },
+        "loop_lag": {
+            "probes": lag["probes"],
+            "max_seconds": round(lag["max_seconds"], 4),
+            "late_over_100ms": sum(1 for s in lag["late_seconds"] if s > 0.1),
+        },
+        "failures": failures,
+    }
+
+
+def _longest_gap(ends: list[float]) -> dict[str, float]:
+    if len(ends) < 2:
+        return {"seconds": 0.0, "after": ends[0] if ends else 0.0}
+    gap, after = max((b - a, a) for a, b in itertools.pairwise(ends))
+    return {"seconds": round(gap, 4), "after": after}
+
+
+def _soak(tmp_path: Path, seconds: float) -> dict[str, Any]:
+    config = write_config(tmp_path)
+    front_ends = os.environ.get("RNG_SOAK_FRONT_ENDS", "1")
+    server = SoakServer(
+        tmp_path / "harness", ["serve", "--config", str(config), "--front-ends", front_ends]
+    )
+    try:
+        rss_start = server.ask("start")["rss_kb"]
+        began = time.monotonic()
+        spinner = Spinner(server.target, seconds)
+        spinner.run()
+        elapsed = time.monotonic() - began
+        records = server.ask("end")
+    finally:
+        server.stop()
+    calls = spinner.calls
+    store = SqliteStorage(tmp_path / "log.sqlite3", read_only=True)
+    try:
+        logged: dict[str, int | None] = {}
+        for c in calls:
+            if c.code != "OK":
+                rec = store.entry_by_request("default", c.request_id)
+                logged[c.request_id] = None if rec is None else rec.index
+        ok_ids = [c.request_id for c in calls if c.code == "OK"]
+        found = {
+            rid
+            for part in range(0, len(ok_ids), 500)
+            for rid in store.entries_by_requests("default", ok_ids[part : part + 500])
+        }
+        size = store.tree_size()
+    finally:
+        store.close()
+    report = build_report(calls, records, logged, elapsed)
+    report["rss_kb"] = {"start": rss_start, "end": records["rss_kb"]}
+    report["log_size"] = size
+    report["answered_not_logged"] = sorted(set(ok_ids) - found)[:20]
+    (tmp_path / "report.json").write_text(json.dumps(report, indent=1))
+    if os.environ.get("RNG_SOAK_REPORT"):
+        Path(os.environ["RNG_SOAK_REPORT"]).write_text(json.dumps(report, indent=1))
+    summary = {k: v for k, v in report.items() if k != "failures"}
+    summary["groups"] = {k: v for k, v in report["groups"].items() if k != "slowest"}
+    print(json.dumps(summary))
+    assert not report["answered_not_logged"], report["answered_not_logged"]
+    assert not report["failures"], json.dumps(report["failures"], indent=1)[:20000]
+    # Every spin was logged once and every group's entries are counted: the records are whole.
+    assert report["groups"]["entries"] == report["ok"] == size, (report["groups"], size)
+    return report
+
+
+@pytest.mark.slow
+def test_steady_spins_all_answer_and_the_records_are_whole(tmp_path: Path) -> None:
+    report = _soak(tmp_path, SHORT_SECONDS)
+    assert report["calls"] >= 0.8 * RATE * SHORT_SECONDS, report["calls"]
+
+
+@pytest.mark.soak
+@pytest.mark.timeout(int(os.environ.get("RNG_SOAK_SPIN_SECONDS", "1800")) + 600)
+def test_steady_spins_soak(tmp_path: Path) -> None:
+    _soak(tmp_path, float(os.environ.get("RNG_SOAK_SPIN_SECONDS", "1800")))
