@@ -138,6 +138,7 @@ def _answer(out: Path, name: str) -> None:
         snap = tracemalloc.take_snapshot()
         snap.dump(str(out / f"{name}.tm"))
         reply["tracemalloc_bytes"] = tracemalloc.get_traced_memory()[0]
+        reply["tracemalloc_own_bytes"] = tracemalloc.get_tracemalloc_memory()
     tmp = out / f"{name}.json.part"
     tmp.write_text(json.dumps(reply))
     tmp.rename(out / f"{name}.json")
