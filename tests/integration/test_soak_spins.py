@@ -4,9 +4,11 @@ A game server's view: 8 client threads share one channel and spin fresh rounds a
 ``RATE`` spins/s in total (each thread paced, so 8 calls are in flight at most), each call with
 the CLI's 10-s deadline, against ``rng-service serve`` in a subprocess on a loopback port
 (``tests/integration/soak_server.py``, which records the log writer's group timings and the
-event loop's lag). Every call's request id, start and latency are kept; afterwards every
-failed call is looked up in the log (logged or not, and at which index), and the report puts
-the writer's groups and the loop's late wake-ups around each failure beside it.
+event loop's lag). Every call's request id, start, latency and status are kept; afterwards
+every failed call is looked up in the log (logged or not, and at which index), the service's
+own count of calls by status is read from its metrics (a call it counts as
+``DEADLINE_EXCEEDED`` reached a handler; one it does not count never got that far), and the
+report puts the writer's groups and the loop's late wake-ups around each failure beside it.
 
 It fails if any call failed (the report, in the message and in ``report.json``, says which,
 whether each was logged and what the writer and the loop were doing), or if an answered spin
@@ -24,6 +26,7 @@ import os
 import statistics
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +56,7 @@ class Call:
     started: float  # wall clock
     seconds: float
     code: str  # "OK" or the gRPC status name
+    details: str = ""  # the status message of a failed call
 
 
 def write_config(directory: Path) -> Path:
@@ -68,7 +72,8 @@ def write_config(directory: Path) -> Path:
                 f'lock_dir = "{directory / "run"}"',
                 "shutdown_grace_seconds = 2",
                 "[metrics]",
-                "enabled = false",
+                'host = "127.0.0.1"',
+                "port = 0",
                 "[log]",
                 f'origin = "{ORIGIN}"',
                 f'key_file = "{key}"',
@@ -115,15 +120,36 @@ class Spinner:
                 time.sleep(due - now)
             rid = f"soak-{t}-{i}"
             wall, began = time.time(), time.perf_counter()
+            details = ""
             try:
                 self._client.spin(wheel="double_zero", table_id=f"T{t}", round_id=rid,
                                   request_id=rid)  # fmt: skip
                 code = "OK"
             except ClientError as e:
-                code = e.code
-            call = Call(rid, wall, time.perf_counter() - began, code)
+                code, details = e.code, e.details[:300]
+            call = Call(rid, wall, time.perf_counter() - began, code, details)
             with self._lock:
                 self.calls.append(call)
+
+
+def _served_calls(metrics_port: int) -> dict[str, float]:
+    """The service's own count of SpinRoulette calls by status and cause (its
+    ``rng_rpc_duration_seconds`` histogram): a call the client gave up on that the service
+    counts as ``DEADLINE_EXCEEDED``/``client_deadline`` reached a handler; one it does not
+    count never got that far (the transport, gRPC core)."""
+    url = f"http://127.0.0.1:{metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=30) as reply:
+        text = reply.read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("rng_rpc_duration_seconds_count{") and 'method="SpinRoulette"' in line:
+            labels, _, value = line.rpartition(" ")
+            fields = dict(
+                part.split("=", 1) for part in labels[labels.index("{") + 1 : -1].split(",")
+            )
+            key = f"{fields['code'].strip(chr(34))}/{fields['cause'].strip(chr(34))}"
+            out[key] = out.get(key, 0.0) + float(value)
+    return out
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -148,6 +174,7 @@ def build_report(
             {
                 "request_id": c.request_id,
                 "code": c.code,
+                "details": c.details,
                 "started": c.started,
                 "seconds": round(c.seconds, 3),
                 "logged_index": logged.get(c.request_id),
@@ -216,6 +243,13 @@ def _soak(tmp_path: Path, seconds: float) -> dict[str, Any]:
         spinner.run()
         elapsed = time.monotonic() - began
         records = server.ask("end")
+        answered = sum(1 for c in spinner.calls if c.code == "OK")
+        served = _served_calls(server.listening["metrics_port"])
+        for _ in range(50):  # a call is counted just after its client has the answer
+            if served.get("OK/ok", 0) >= answered:
+                break
+            time.sleep(0.1)
+            served = _served_calls(server.listening["metrics_port"])
     finally:
         server.stop()
     calls = spinner.calls
@@ -238,6 +272,7 @@ def _soak(tmp_path: Path, seconds: float) -> dict[str, Any]:
     report = build_report(calls, records, logged, elapsed)
     report["rss_kb"] = {"start": rss_start, "end": records["rss_kb"]}
     report["log_size"] = size
+    report["served_by_status"] = served
     report["answered_not_logged"] = sorted(set(ok_ids) - found)[:20]
     (tmp_path / "report.json").write_text(json.dumps(report, indent=1))
     if os.environ.get("RNG_SOAK_REPORT"):
@@ -247,8 +282,10 @@ def _soak(tmp_path: Path, seconds: float) -> dict[str, Any]:
     print(json.dumps(summary))
     assert not report["answered_not_logged"], report["answered_not_logged"]
     assert not report["failures"], json.dumps(report["failures"], indent=1)[:20000]
-    # Every spin was logged once and every group's entries are counted: the records are whole.
+    # Every spin was logged once, every group's entries and every call the service answered
+    # are counted: the records are whole.
     assert report["groups"]["entries"] == report["ok"] == size, (report["groups"], size)
+    assert served == {"OK/ok": report["ok"]}, served
     return report
 
 
