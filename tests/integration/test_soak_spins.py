@@ -7,7 +7,9 @@ the CLI's 10-s deadline, against ``rng-service serve`` in a subprocess on a loop
 event loop's lag). Every call's request id, start, latency and status are kept; afterwards
 every failed call is looked up in the log (logged or not, and at which index), the service's
 own count of calls by status is read from its metrics (a call it counts as
-``DEADLINE_EXCEEDED`` reached a handler; one it does not count never got that far), and the
+``CANCELLED``/``client_cancelled`` or ``DEADLINE_EXCEEDED``/``client_deadline`` reached a
+handler: the client's deadline cancels the call a little before the service's own copy of it
+passes, so the former is what it counts; one it does not count never got that far), and the
 report puts the writer's groups and the loop's late wake-ups around each failure beside it.
 
 It fails if any call failed (the report, in the message and in ``report.json``, says which,
@@ -135,8 +137,8 @@ class Spinner:
 def _served_calls(metrics_port: int) -> dict[str, float]:
     """The service's own count of SpinRoulette calls by status and cause (its
     ``rng_rpc_duration_seconds`` histogram): a call the client gave up on that the service
-    counts as ``DEADLINE_EXCEEDED``/``client_deadline`` reached a handler; one it does not
-    count never got that far (the transport, gRPC core)."""
+    counts (as cancelled or past its deadline) reached a handler; one it does not count never
+    got that far (the transport, gRPC core)."""
     url = f"http://127.0.0.1:{metrics_port}/metrics"
     with urllib.request.urlopen(url, timeout=30) as reply:
         text = reply.read().decode()
