@@ -4,8 +4,9 @@ not a production path): ``python -m tests.integration.soak_server OUT serve --co
 It runs the very ``serve`` command (``rng_service.cli.main``), with the composition root's
 ``Service`` replaced by a subclass that adds, for the soak tests only:
 
-- the log writer's group timings: every committed group's end time (wall clock), its size and
-  the seconds the writer spent on it (``Appender._process`` to the observer's call), recorded
+- the log writer's group timings: every committed group's end time (wall clock and monotonic
+  clock: a step of the wall clock shows as a change of their difference), its size and the
+  seconds the writer spent on it (``Appender._process`` to the observer's call), recorded
   in compact arrays by a wrapper of the store-health observer the appender reports to;
 - the event loop's lag: a task that sleeps ``LAG_PROBE_SECONDS`` and records how late it woke
   (a stalled loop answers nothing however fast the writer commits);
@@ -54,6 +55,7 @@ class Records:
 
     def __init__(self) -> None:
         self.group_end = array("d")  # wall-clock seconds when the group was reported
+        self.group_mono = array("d")  # the same moment on the monotonic clock
         self.group_size = array("l")  # entries the group added
         self.group_seconds = array("d")  # the writer's seconds on the group
         self.lag_at = array("d")  # wall-clock seconds of a late wake-up
@@ -65,6 +67,7 @@ class Records:
         return {
             "groups": {
                 "end": self.group_end.tolist(),
+                "monotonic": self.group_mono.tolist(),
                 "size": self.group_size.tolist(),
                 "seconds": self.group_seconds.tolist(),
             },
@@ -92,6 +95,7 @@ class _RecordingObserver:
     def committed(self, **kw: Any) -> None:
         if RECORD_GROUPS:
             RECORDS.group_end.append(time.time())
+            RECORDS.group_mono.append(time.monotonic())
             RECORDS.group_size.append(int(kw["entries"]))
             RECORDS.group_seconds.append(float(kw["seconds"]))
         self._inner.committed(**kw)

@@ -50,6 +50,8 @@ SHORT_SECONDS = 8.0
 #: Writer groups and late loop wake-ups within this many seconds of a failed call's start
 #: and end go into the report.
 WINDOW_SECONDS = 1.0
+#: A change of the wall clock against the monotonic clock reported as a step (seconds).
+CLOCK_STEP_SECONDS = 0.25
 
 
 @dataclass
@@ -168,6 +170,7 @@ def build_report(
     ok = [c.seconds for c in calls if c.code == "OK"]
     groups = records["groups"]
     ends, sizes, durations = groups["end"], groups["size"], groups["seconds"]
+    mono = groups["monotonic"]
     lag = records["loop_lag"]
     failures = []
     for c in (c for c in calls if c.code != "OK"):
@@ -185,7 +188,10 @@ def build_report(
                     for e, s, d in zip(ends, sizes, durations, strict=True)
                     if lo <= e <= hi
                 ][:200],
-                "longest_gap_between_groups": _longest_gap([e for e in ends if lo <= e <= hi]),
+                "longest_gap_between_groups": _longest_gap(
+                    [m for e, m in zip(ends, mono, strict=True) if lo <= e <= hi],
+                    [e for e in ends if lo <= e <= hi],
+                ),
                 "loop_late_near": [
                     {"at": a, "seconds": round(s, 4)}
                     for a, s in zip(lag["late_at"], lag["late_seconds"], strict=True)
@@ -214,8 +220,9 @@ def build_report(
             "seconds_p99": round(_percentile(durations, 0.99), 4),
             "seconds_max": round(max(durations, default=0.0), 4),
             "slowest": [{"seconds": round(d, 4), "end": e, "size": s} for d, e, s in slowest],
-            "longest_gap_between_groups": _longest_gap(ends),
+            "longest_gap_between_groups": _longest_gap(mono, ends),
         },
+        "wall_clock_steps": _clock_steps(ends, mono),
         "loop_lag": {
             "probes": lag["probes"],
             "max_seconds": round(lag["max_seconds"], 4),
@@ -225,11 +232,29 @@ def build_report(
     }
 
 
-def _longest_gap(ends: list[float]) -> dict[str, float]:
-    if len(ends) < 2:
-        return {"seconds": 0.0, "after": ends[0] if ends else 0.0}
-    gap, after = max((b - a, a) for a, b in itertools.pairwise(ends))
-    return {"seconds": round(gap, 4), "after": after}
+def _clock_steps(wall: list[float], mono: list[float]) -> list[dict[str, float]]:
+    """Where the wall clock stepped against the monotonic clock between two groups (by more
+    than ``CLOCK_STEP_SECONDS``): the machine's time was set, or it was paused and its wall
+    clock caught up. A stall of every process shows as a gap of the monotonic clock, a step
+    of the wall clock alone does not delay a call."""
+    steps = []
+    for k in range(1, len(wall)):
+        step = (wall[k] - mono[k]) - (wall[k - 1] - mono[k - 1])
+        if abs(step) > CLOCK_STEP_SECONDS:
+            steps.append(
+                {"at": wall[k - 1], "step_seconds": round(step, 3),
+                 "monotonic_gap_seconds": round(mono[k] - mono[k - 1], 3)}
+            )  # fmt: skip
+    return steps
+
+
+def _longest_gap(mono: list[float], wall: list[float]) -> dict[str, float]:
+    """The longest time between two groups on the monotonic clock, and the wall-clock time
+    of the group before it."""
+    if len(mono) < 2:
+        return {"seconds": 0.0, "after": wall[0] if wall else 0.0}
+    gap, k = max((b - a, k) for k, (a, b) in enumerate(itertools.pairwise(mono)))
+    return {"seconds": round(gap, 4), "after": wall[k]}
 
 
 def _soak(tmp_path: Path, seconds: float) -> dict[str, Any]:
