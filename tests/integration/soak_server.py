@@ -64,18 +64,18 @@ class Records:
         self.lag_max = 0.0
 
     def snapshot(self) -> dict[str, Any]:
+        # A group recorded while this copies is cut off: every list ends with the same group.
+        groups = [self.group_end, self.group_mono, self.group_size, self.group_seconds]
+        n = min(len(a) for a in groups)
+        end, mono, size, seconds = (a[:n].tolist() for a in groups)
+        late = min(len(self.lag_at), len(self.lag_seconds))
         return {
-            "groups": {
-                "end": self.group_end.tolist(),
-                "monotonic": self.group_mono.tolist(),
-                "size": self.group_size.tolist(),
-                "seconds": self.group_seconds.tolist(),
-            },
+            "groups": {"end": end, "monotonic": mono, "size": size, "seconds": seconds},
             "loop_lag": {
                 "probes": self.lag_probes,
                 "max_seconds": self.lag_max,
-                "late_at": self.lag_at.tolist(),
-                "late_seconds": self.lag_seconds.tolist(),
+                "late_at": self.lag_at[:late].tolist(),
+                "late_seconds": self.lag_seconds[:late].tolist(),
             },
         }
 
