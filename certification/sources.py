@@ -742,6 +742,7 @@ def _wheel_group(wheel: str, spins: list[tuple[str, int]]) -> WheelGroup:
         alphabet=alphabet,
         voids=tuple(v for _, v in spins),
         void_expected=_conditional(roulette.void_count_distribution(params)) if voids else None,
+        symbols=tuple(sorted(index, key=index.__getitem__)),
     )
 
 

@@ -39,10 +39,12 @@ independent). The run passes when no adjusted P-value is below alpha and the sec
 one is not below its threshold.
 
 Verdict (:class:`certification.verdict.Verdict`): FAIL when a test fails either way; otherwise
-INCONCLUSIVE when some test did not apply for lack of data (its ``min_sample`` says how many
-outcomes it needs), or when no test applied; PASS otherwise. A test that cannot apply whatever
-the sample (no jackpot segment can be completed with fewer than six Fire Numbers) does not
-make a run inconclusive.
+INCONCLUSIVE when a group of wheel spins, dice or shuffles holds fewer outcomes than its
+reference defects need to be seen with 99 % power (:mod:`certification.outcomes.power_sizes`,
+the size needed is named), when some test did not apply for lack of data (its ``min_sample``
+says how many outcomes it needs), or when no test applied; PASS otherwise. A test that cannot
+apply whatever the sample (no jackpot segment can be completed with fewer than six Fire
+Numbers) does not make a run inconclusive.
 """
 
 from __future__ import annotations
@@ -66,8 +68,16 @@ from certification.outcomes._stats import (
     holm_adjusted,
     inclusion_test,
     ks_uniform,
+    max_cell,
     repeats,
     second_level,
+)
+from certification.outcomes.power_sizes import (
+    MEASURED_CONFIDENCE,
+    POWER,
+    GroupSpec,
+    RequiredSize,
+    required_sizes,
 )
 from certification.outcomes.sample import (
     BonusGroup,
@@ -90,6 +100,7 @@ from certification.outcomes.sequence import (
     run_stream_tests,
     runs_up,
     runs_up_and_down,
+    tuple_label,
 )
 from certification.outcomes.shuffles import card_by_position, run_shuffle_tests
 from certification.verdict import Verdict
@@ -101,8 +112,10 @@ __all__ = [
     "SECOND_LEVEL_ALPHA",
     "BatteryResult",
     "Decision",
+    "GroupPower",
     "all_tests",
     "decide",
+    "group_specs",
     "render_json",
     "render_summary",
     "run_battery",
@@ -139,6 +152,33 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class GroupPower:
+    """A group's outcomes against the sizes its reference defects need (``needed``: the
+    largest; ``enough``: outcomes >= needed)."""
+
+    group: str
+    outcomes: int
+    sizes: tuple[RequiredSize, ...]
+
+    @property
+    def deciding(self) -> RequiredSize:
+        return max(self.sizes, key=lambda s: s.size)
+
+    @property
+    def needed(self) -> int:
+        return self.deciding.size
+
+    @property
+    def enough(self) -> bool:
+        return self.outcomes >= self.needed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"group": self.group, "outcomes": self.outcomes, "needed": self.needed,
+                "enough": self.enough, "deciding_defect": self.deciding.defect,
+                "sizes": [s.as_dict() for s in self.sizes]}  # fmt: skip
+
+
+@dataclass(frozen=True)
 class BatteryResult:
     confidence: float
     decisions: tuple[Decision, ...]
@@ -150,6 +190,7 @@ class BatteryResult:
     outcome_count: int
     untested: Mapping[str, int]
     not_outcomes: Mapping[str, int] | None = None
+    power: tuple[GroupPower, ...] = ()
 
     @property
     def alpha(self) -> float:
@@ -171,7 +212,8 @@ def _wheel_tests(g: WheelGroup) -> list[TestResult]:
     ]
     if g.void_expected is not None:
         results.append(chi_square_gof("void_count", group, _counts(g.voids), g.void_expected))
-    results += run_sequence_tests(np.asarray(g.sequence, dtype=np.int64), g.alphabet, group)
+    sequence = np.asarray(g.sequence, dtype=np.int64)
+    results += run_sequence_tests(sequence, g.alphabet, group, g.symbols)
     return results
 
 
@@ -191,6 +233,13 @@ def _dice_tests(g: DiceGroup) -> list[TestResult]:
                 key.append(face + 1)
             expected[tuple(reversed(key))] = uniform
         results.append(chi_square_gof("ordered_tuples", group, _counts(tuples), expected))
+        codes = np.asarray(g.rolls, dtype=np.int64).reshape(-1, g.count) - 1
+        flat = codes @ (g.sides ** np.arange(g.count - 1, -1, -1, dtype=np.int64))
+        results.append(
+            max_cell("ordered_tuples_max_cell", group, np.bincount(flat, minlength=cells),
+                     1.0 / cells, len(g.rolls),
+                     label=tuple_label(g.sides, g.count, _faces(g.sides)))
+        )  # fmt: skip
     if g.count > 1:
         totals = [sum(r) for r in g.rolls]
         results.append(chi_square_gof("totals", group, _counts(totals), g.total_expected))
@@ -200,8 +249,12 @@ def _dice_tests(g: DiceGroup) -> list[TestResult]:
                 chi_square_gof("combinations", group, _counts(combos), g.combination_expected)
             )
     values = np.asarray(faces, dtype=np.int64) - 1
-    results += run_sequence_tests(values, g.sides, group)
+    results += run_sequence_tests(values, g.sides, group, _faces(g.sides))
     return results
+
+
+def _faces(sides: int) -> tuple[str, ...]:
+    return tuple(str(f) for f in range(1, sides + 1))
 
 
 def _fire_tests(g: FireNumberGroup) -> list[TestResult]:
@@ -244,8 +297,12 @@ def _multiball_tests(g: MultiBallGroup) -> list[TestResult]:
     ]
 
 
+def _shuffle_group_name(g: ShuffleGroup) -> str:
+    return f"shuffle/{g.decks}deck{'s' if g.decks > 1 else ''}+{g.jokers}j"
+
+
 def _shuffle_tests(g: ShuffleGroup) -> list[TestResult]:
-    group = f"shuffle/{g.decks}deck{'s' if g.decks > 1 else ''}+{g.jokers}j"
+    group = _shuffle_group_name(g)
     array = np.asarray(g.shuffles, dtype=np.int64)
     return run_shuffle_tests(array, g.top_expected, distinct=g.distinct, group=group)
 
@@ -393,6 +450,32 @@ def all_tests(sample: OutcomeSample) -> list[TestResult]:
     return [result for groups, tests in kinds for group in groups for result in tests(group)]
 
 
+def _wheel_spec(g: WheelGroup) -> GroupSpec:
+    return GroupSpec(f"wheel/{g.wheel}", "wheel", len(g.numbers), g.alphabet)
+
+
+def group_specs(sample: OutcomeSample) -> list[GroupSpec]:
+    """The groups of ``sample`` whose kinds have reference defects (wheels, dice, shuffles of
+    shoes without jokers), named as their tests' groups."""
+    specs = [_wheel_spec(g) for g in sample.wheels]
+    specs += [GroupSpec(f"dice/{g.count}d{g.sides}", "dice", len(g.rolls), g.sides, g.count)
+              for g in sample.dice]  # fmt: skip
+    for g in sample.shuffles:
+        if g.jokers == 0 and g.shuffles:
+            specs.append(GroupSpec(_shuffle_group_name(g), "shuffle", len(g.shuffles),
+                                   len(g.shuffles[0]), copies=g.decks))  # fmt: skip
+    return specs
+
+
+def _power(specs: Sequence[GroupSpec], alpha: float, m: int) -> tuple[GroupPower, ...]:
+    out = []
+    for spec in specs:
+        sizes = required_sizes(spec, alpha=alpha, m=m)
+        if sizes:
+            out.append(GroupPower(spec.group, spec.outcomes, sizes))
+    return tuple(out)
+
+
 def decide(
     results: list[TestResult],
     *,
@@ -400,13 +483,17 @@ def decide(
     outcome_count: int = 0,
     untested: Mapping[str, int] | None = None,
     not_outcomes: Mapping[str, int] | None = None,
+    specs: Sequence[GroupSpec] = (),
 ) -> BatteryResult:
-    """Holm-adjusted decisions, the second-level uniformity check over ``results``, and the
-    verdict (module docstring)."""
+    """Holm-adjusted decisions, the second-level uniformity check over ``results``, the
+    groups' sizes against their reference defects (``specs``), and the verdict (module
+    docstring)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     alpha = 1.0 - confidence
     applicable = [r for r in results if r.p_value is not None]
+    power = _power(specs, alpha, len(results))
+    short = [g for g in power if not g.enough]
     adjusted = holm_adjusted([r.p_value for r in applicable if r.p_value is not None])
     by_id = {id(r): a for r, a in zip(applicable, adjusted, strict=True)}
     decisions = []
@@ -434,6 +521,17 @@ def decide(
     elif not applicable:
         verdict = Verdict.INCONCLUSIVE
         reason = "no test applied to these records"
+    elif short:
+        shown = "; ".join(
+            f"{g.group} has {g.outcomes:,} outcomes, needs {g.needed:,} to see "
+            f"{g.deciding.defect} ({g.deciding.test}) with {POWER:.0%} power"
+            for g in short[:4]
+        )
+        verdict = Verdict.INCONCLUSIVE
+        reason = (
+            f"no test rejects, but {len(short)} group(s) are below the size their reference "
+            f"defects need: {shown}" + (f" and {len(short) - 4} more" if len(short) > 4 else "")
+        )
     elif waiting:
         shown = ", ".join(f"{r.group}/{r.name} needs {r.min_sample}" for r in waiting[:6])
         verdict = Verdict.INCONCLUSIVE
@@ -462,6 +560,7 @@ def decide(
         outcome_count=outcome_count,
         untested=dict(untested or {}),
         not_outcomes=dict(not_outcomes or {}),
+        power=power,
     )
 
 
@@ -476,6 +575,7 @@ def run_battery(sample: OutcomeSample, *, confidence: float = DEFAULT_CONFIDENCE
         outcome_count=sample.outcome_count,
         untested=sample.untested,
         not_outcomes=sample.not_outcomes,
+        specs=group_specs(sample),
     )
 
 
@@ -526,12 +626,18 @@ CRITERIA: dict[str, Any] = {
     "generator fails some test with probability at most alpha",
     "second_level": "Kolmogorov-Smirnov of the continuous tests' P-values against U(0, 1), "
     f"from {_SECOND_LEVEL_MIN} tests, threshold min({SECOND_LEVEL_ALPHA:g}, alpha)",
+    "verdict_by_power": f"a group of wheel spins, dice or shuffles below the size at which "
+    f"its reference defects are detected with {POWER:.0%} power at alpha / m (m the run's "
+    "tests) is INCONCLUSIVE, with the size it needs (docs/certification.md, 'Verdict by "
+    "power'): exact for dead cells and the modulo bias, measured by the power study at "
+    f"confidence {MEASURED_CONFIDENCE:g} otherwise (lower bounds at a higher confidence)",
     "minimum_sample": "every test that applies to the records' kinds must have the data it "
     "needs (min_sample per test); below that the run is INCONCLUSIVE unless some test fails",
     "verdicts": {
         "FAIL": "a Holm-adjusted P-value below alpha, or the second-level check fails",
-        "INCONCLUSIVE": "nothing fails but a test lacked data (min_sample) or none applied",
-        "PASS": "nothing fails and every test had its data",
+        "INCONCLUSIVE": "nothing fails but a group is below its power size, a test lacked "
+        "data (min_sample) or none applied",
+        "PASS": "nothing fails, every group holds its power size and every test had its data",
     },
 }
 
@@ -561,6 +667,7 @@ def render_json(
         "input": dict(input_info),
         "outcome_count": result.outcome_count,
         "untested_kinds": dict(result.untested),
+        "power": [g.as_dict() for g in result.power],
         "not_outcome_kinds": dict(result.not_outcomes or {}),
         "tests": [_test_json(d) for d in result.decisions],
         "second_level": None
@@ -604,6 +711,12 @@ def render_summary(result: BatteryResult) -> str:
         lines.append(
             f"{'second_level/p_value_uniformity':58} {result.second_level.statistic or 0:12.4f}"
             f" {'-':>6} {result.second_level.p_value:10.6f} {'':>10}{mark}"
+        )
+    for g in result.power:
+        mark = "" if g.enough else "  (below: INCONCLUSIVE)"
+        lines.append(
+            f"power: {g.group}: {g.outcomes:,} outcomes; {g.needed:,} needed to see "
+            f"{g.deciding.defect} ({g.deciding.test}) with {POWER:.0%} power{mark}"
         )
     for kind, n in sorted(result.untested.items()):
         lines.append(f"(not tested: {n} {kind} record(s))")

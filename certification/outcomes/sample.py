@@ -33,8 +33,9 @@ class WheelGroup:
 
     ``sequence`` holds each final spin as an integer uniform on ``[0, alphabet)`` under the null
     hypothesis (the compartment index, counting only compartments the final spin can show), for
-    the sequence tests; ``voids`` the voided spins before each final one, with their exact
-    distribution when the wheel voids (double zero used as single zero, 617a.4(c)).
+    the sequence tests, ``symbols`` the number of each index (for the reports); ``voids`` the
+    voided spins before each final one, with their exact distribution when the wheel voids
+    (double zero used as single zero, 617a.4(c)).
     """
 
     wheel: str
@@ -44,6 +45,7 @@ class WheelGroup:
     alphabet: int
     voids: tuple[int, ...] = ()
     void_expected: Mapping[int, Fraction] | None = None
+    symbols: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

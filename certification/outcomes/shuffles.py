@@ -4,6 +4,10 @@ A shuffle is an array of card codes, top of the shoe first. A fair shuffle of a 
 cards whose L labels appear c_1 .. c_L times (one deck: every c = 1; a shoe of D decks: every
 c = D) is a uniformly random arrangement of that multiset, and:
 
+* ``card_by_position_max_cell`` - the single-cell test
+  (:func:`certification.outcomes._stats.max_cell`) of the same table: each (position, label)
+  count is exactly binomial(n, c_j / N), Bonferroni over the N x L cells (a card that never
+  lands in one position, or lands there twice as often, is one cell).
 * ``top_card`` - the top card's label has the exact distribution ``cards.position_distribution``
   (c_j / N).
 * ``card_by_position`` - the N x L table of (position, label) counts over n shuffles is a sum
@@ -35,12 +39,20 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from certification.outcomes._stats import MIN_EXPECTED, TestResult, chi_square_gof, repeats
+from certification.outcomes._stats import (
+    MIN_EXPECTED,
+    TestResult,
+    chi_square_gof,
+    max_cell,
+    repeats,
+)
 
 __all__ = [
     "adjacent_pairs",
     "card_by_position",
+    "card_by_position_max_cell",
     "eulerian_row",
+    "position_table",
     "rising_sequences",
     "run_shuffle_tests",
     "top_card",
@@ -111,6 +123,31 @@ def card_by_position(shuffles: IntArray, group: str) -> TestResult:
     )  # fmt: skip
 
 
+def position_table(shuffles: IntArray) -> tuple[IntArray, IntArray]:
+    """The N x L table of (position, label rank) counts and the multiplicity of each label."""
+    size = shuffles.shape[1]
+    ranks, copies = _ranks(shuffles)
+    table = np.zeros((size, int(copies.size)), dtype=np.int64)
+    positions = np.broadcast_to(np.arange(size), ranks.shape)
+    np.add.at(table, (positions.ravel(), ranks.ravel()), 1)
+    return table, copies
+
+
+def card_by_position_max_cell(shuffles: IntArray, group: str) -> TestResult:
+    """The single-cell test of the position x label table (module docstring)."""
+    n, size = shuffles.shape
+    table, copies = position_table(shuffles)
+    labels = int(copies.size)
+    p = np.broadcast_to(copies.astype(np.float64) / size, table.shape)
+    codes, _ = np.unique(shuffles[0], return_counts=True)
+
+    def label(cell: int) -> str:
+        position, rank = divmod(cell, labels)
+        return f"position {position}, card {int(codes[rank])}"
+
+    return max_cell("card_by_position_max_cell", group, table, p, n, label=label)
+
+
 def adjacent_pairs(shuffles: IntArray, group: str) -> TestResult:
     n, size = shuffles.shape
     ranks, copies = _ranks(shuffles)
@@ -173,6 +210,7 @@ def run_shuffle_tests(
     results = [
         top_card(shuffles, top_expected, group),
         card_by_position(shuffles, group),
+        card_by_position_max_cell(shuffles, group),
         adjacent_pairs(shuffles, group),
     ]
     if distinct:
