@@ -2,25 +2,26 @@
 
 Subcommands::
 
-    rng-certify nist (--input FILE --format {binary,ascii} | --live HOST:PORT [--sequences M])
-                     [--bits-per-sequence N] --json OUT [--jobs J] [--ca F --cert F --key F]
+    rng-certify nist (--input FILE --format {binary,ascii} | --target HOST:PORT [--sequences M])
+                     [--bits-per-sequence N] --json OUT [--jobs J] [--ca F --cert F --tls-key F]
     rng-certify outcomes --input RECORDS [--profile TOML] [--confidence C] --json OUT [--html OUT]
     rng-certify power [--replicates R] [--confidence C] --json OUT [--html OUT]
-    rng-certify collect (--live HOST:PORT | --lab-seed SEED) [--kind NAME=COUNT]
+    rng-certify collect (--target HOST:PORT | --lab-seed SEED) [--kind NAME=COUNT]
                         [--time-limit S] --output RECORDS [--bits-output FILE]
     rng-certify report [--outcomes JSON] [--nist JSON] [--power JSON] [--dieharder JSON]
                        [--rtp JSON] --html OUT
     rng-certify all [--records RECORDS] [--bits FILE --format F] --out DIR
-    rng-certify dieharder (--lab-seed SEED | --input FILE | --live HOST:PORT) [--test N]
-                          [--resolve-ambiguity] [--json OUT] [--ca F --cert F --key F]
-    rng-certify rtp [--live HOST:PORT [--rounds N] [--game NAME[=N]]] [--json OUT] [--html OUT]
+    rng-certify dieharder (--lab-seed SEED | --input FILE | --target HOST:PORT) [--test N]
+                          [--resolve-ambiguity] [--json OUT] [--ca F --cert F --tls-key F]
+    rng-certify rtp [--target HOST:PORT [--rounds N] [--game NAME[=N]]] [--json OUT] [--html OUT]
 
 ``nist`` reads the file in sequence-sized pieces (memory flat in the number of sequences),
 runs the NIST SP 800-22 battery on each sequence of N bits (default 10^6; optionally in J
 worker processes, spawn start method), makes the section 4.2 decisions and the suite verdict,
-writes the JSON report and prints a summary table; with ``--live`` it takes M sequences of raw
-generator output from a running service's ``LabService.StreamRawOutput`` instead of a file
-(docs/certification.md, "The raw output stream"). The other commands are described in
+writes the JSON report and prints a summary table; with ``--target`` (formerly ``--live``) it
+takes M sequences of raw generator output from a running service's
+``LabService.StreamRawOutput`` instead of a file (docs/certification.md, "The raw output
+stream"). The other commands are described in
 docs/certification.md (outcome-level tests, power study, evidence pack, dieharder). Every
 report states its criteria and an evidence record (software version and commit, command line,
 inputs' SHA-256 and size, raw-output sessions with their receipts).
@@ -41,7 +42,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import numpy as np
 
@@ -76,7 +77,7 @@ if TYPE_CHECKING:
 
     #: The ``rng-certify`` sub-command registry each ``_add_*_parser`` adds its command to
     #: (argparse's class is generic only to type checkers).
-    _Commands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+    _Commands: TypeAlias = "argparse._SubParsersAction[_Parser]"
 
 __all__ = [
     "EXIT_FAIL",
@@ -169,7 +170,7 @@ def _live_tls(args: argparse.Namespace) -> LiveTls | None:
     if not any(given):
         return None
     if not all(given):
-        raise InputError("--ca, --cert and --key go together (mTLS to the service)")
+        raise InputError("--ca, --cert and --tls-key go together (mTLS to the service)")
     return sources.LiveTls(ca=args.ca, cert=args.cert, key=args.key)
 
 
@@ -229,7 +230,7 @@ def _cmd_nist(args: argparse.Namespace) -> int:
     live: _LiveBits | None = None
     if args.live is not None:
         if args.format not in (None, "binary"):
-            raise InputError("--live streams raw bytes: --format is binary or left out")
+            raise InputError("--target streams raw bytes: --format is binary or left out")
         live = _LiveBits(args, n)
         count = live.count
         sequences = live.sequences()
@@ -336,25 +337,38 @@ def _outcome_documents(
     inputs: Sequence[Path], profiles: Sequence[Path], confidence: float, argv: Sequence[str]
 ) -> tuple[dict[str, object], str, Verdict]:
     from certification import sources
-    from certification.evidence import file_facts
+    from certification.evidence import file_facts, open_input
     from certification.outcomes import run_battery
     from certification.outcomes.battery import render_json as outcomes_json
     from certification.outcomes.battery import render_summary as outcomes_summary
 
-    records: list[sources.Record] = []
-    for path in inputs:
-        records.extend(sources.read_records(path))
-    sample = sources.build_sample(records, profile_files=profiles)
+    if sum(1 for p in inputs if str(p) == "-") > 1:
+        raise InputError("--input -: standard input can be given once")
+    opened = [open_input(p) for p in inputs]
+    count = 0
+
+    def records() -> Iterator[sources.Record]:
+        nonlocal count
+        for hashed in opened:  # each input read once, hashed while it is read
+            for record in sources.records_from_lines(hashed.lines(), hashed.name):
+                count += 1
+                yield record
+
+    try:
+        sample = sources.build_sample(records(), profile_files=profiles)
+    finally:
+        for hashed in opened:
+            hashed.close()
     if sample.outcome_count == 0:
         raise InputError(
             f"no testable outcome records in {', '.join(map(str, inputs))} "
             f"(kinds seen: {', '.join(sorted(sample.untested)) or 'none'})"
         )
     result = run_battery(sample, confidence=confidence)
-    facts = [file_facts(p) for p in (*inputs, *profiles)]
+    facts = [h.facts() for h in opened] + [file_facts(p) for p in profiles]
     document = outcomes_json(
         result,
-        input_info={"paths": [str(p) for p in inputs], "records": len(records),
+        input_info={"paths": [str(p) for p in inputs], "records": count,
                     "profiles": [str(p) for p in profiles]},
         evidence=evidence_record(argv=argv, inputs=facts),
     )  # fmt: skip
@@ -604,23 +618,24 @@ def _positive_int(text: str) -> int:
 
 def _add_live_options(parser: argparse.ArgumentParser, *, time_limit: float) -> None:
     """Options of a --live raw-output source (mTLS files as for ``rng-service call``)."""
-    live = parser.add_argument_group("live raw output (--live)")
+    live = parser.add_argument_group("live raw output (--target)")
     live.add_argument("--ca", type=Path, metavar="PEM", help="CA of the service's certificate")
     live.add_argument("--cert", type=Path, metavar="PEM", help="the lab's client certificate")
-    live.add_argument("--key", type=Path, metavar="PEM", help="the lab's client key")
+    live.add_argument("--tls-key", "--key", dest="key", type=Path, metavar="PEM",
+                      help="the lab's client key (--key is the former name)")  # fmt: skip
     live.add_argument(
         "--time-limit",
         type=float,
         default=time_limit,
         metavar="SECONDS",
-        help=f"stop streaming after this long (default {time_limit:g})",
+        help=f"stop streaming after this long (default: {time_limit:g})",
     )
     live.add_argument(
         "--session-bytes",
         type=_positive_int,
         default=256 * 1024 * 1024,
         metavar="N",
-        help="bytes per logged raw output session (default 268435456; the service allows "
+        help="bytes per logged raw output session (default: 268435456; the service allows "
         "up to certification.raw_stream_max_bytes)",
     )
     live.add_argument("--run-id", help="request id prefix of the sessions (default: the time)")
@@ -637,10 +652,12 @@ def _add_nist_parser(commands: _Commands) -> None:
     nist_source = nist.add_mutually_exclusive_group(required=True)
     nist_source.add_argument("--input", type=Path, help="bit file to test")
     nist_source.add_argument(
+        "--target",
         "--live",
+        dest="live",
         metavar="HOST:PORT",
         help="stream raw generator output from a running service (lab role; the service "
-        "configured for certification)",
+        "configured for certification; --live is the former name)",
     )
     nist.add_argument(
         "--format",
@@ -653,17 +670,17 @@ def _add_nist_parser(commands: _Commands) -> None:
         type=_positive_int,
         default=100,
         metavar="M",
-        help="with --live: sequences to stream and test (default 100)",
+        help="with --target: sequences to stream and test (default: 100)",
     )
     nist.add_argument(
         "--bits-per-sequence",
         type=_positive_int,
         default=DEFAULT_BITS_PER_SEQUENCE,
         metavar="N",
-        help=f"sequence length in bits (default {DEFAULT_BITS_PER_SEQUENCE})",
+        help=f"sequence length in bits (default: {DEFAULT_BITS_PER_SEQUENCE})",
     )
     nist.add_argument("--json", type=Path, required=True, metavar="OUT", help="JSON report path")
-    nist.add_argument("--jobs", type=_positive_int, default=1, help="worker processes (default 1)")
+    nist.add_argument("--jobs", type=_positive_int, default=1, help="worker processes (default: 1)")
     _add_live_options(nist, time_limit=600.0)
     nist.set_defaults(handler=_cmd_nist)
 
@@ -682,7 +699,8 @@ def _add_outcomes_parser(commands: _Commands) -> None:
         action="append",
         required=True,
         metavar="FILE",
-        help="JSON Lines of log entries or an rng-audit-export file (repeatable)",
+        help="JSON Lines of log entries or an rng-audit-export file (repeatable; - reads "
+        "standard input)",
     )
     outcomes.add_argument(
         "--profile",
@@ -696,7 +714,7 @@ def _add_outcomes_parser(commands: _Commands) -> None:
         "--confidence",
         type=_confidence,
         default=0.99,
-        help="confidence of the decisions (default 0.99)",
+        help="confidence of the decisions (default: 0.99)",
     )
     outcomes.add_argument(
         "--json", type=Path, required=True, metavar="OUT", help="JSON report path"
@@ -717,13 +735,13 @@ def _add_power_parser(commands: _Commands) -> None:
         "--replicates",
         type=_positive_int,
         default=100,
-        help="independent samples per size (default 100: 99 must FAIL for the 99 %% target)",
+        help="independent samples per size (default: 100; 99 must FAIL for the 99 %% target)",
     )
     pw.add_argument(
         "--confidence",
         type=_confidence,
         default=0.99,
-        help="confidence of the outcome battery's decisions (default 0.99)",
+        help="confidence of the outcome battery's decisions (default: 0.99)",
     )
     pw.add_argument("--json", type=Path, required=True, metavar="OUT", help="JSON report path")
     pw.add_argument("--html", type=Path, metavar="OUT", help="HTML report with plots")
@@ -740,8 +758,9 @@ def _add_collect_parser(commands: _Commands) -> None:
     )
     where = collect.add_mutually_exclusive_group(required=True)
     where.add_argument(
-        "--live", metavar="HOST:PORT", help="a running service on a loopback address"
-    )
+        "--target", "--live", dest="live", metavar="HOST:PORT",
+        help="a running service on a loopback address (--live is the former name)",
+    )  # fmt: skip
     where.add_argument(
         "--lab-seed",
         metavar="SEED",
@@ -759,7 +778,7 @@ def _add_collect_parser(commands: _Commands) -> None:
         type=float,
         default=300.0,
         metavar="SECONDS",
-        help="stop a live collection after this long (default 300)",
+        help="stop a live collection after this long (default: 300)",
     )
     collect.add_argument("--run-id", help="request id prefix (a rerun replays the outcomes)")
     collect.add_argument(
@@ -783,13 +802,13 @@ def _add_collect_parser(commands: _Commands) -> None:
         type=_positive_int,
         default=12_500_000,
         metavar="N",
-        help="bytes for --bits-output (default 12,500,000 = 100 x 10^6 bits)",
+        help="bytes for --bits-output (default: 12,500,000 = 100 x 10^6 bits)",
     )
     collect.add_argument(
         "--bits-format",
         choices=("binary", "ascii"),
         default="binary",
-        help="of --bits-output: packed bytes or '0'/'1' characters (default binary)",
+        help="of --bits-output: packed bytes or '0'/'1' characters (default: binary)",
     )
     collect.set_defaults(handler=_cmd_collect)
 
@@ -855,26 +874,26 @@ def _add_everything_parser(commands: _Commands) -> None:
         choices=("binary", "ascii"),
         default="binary",
         help="of --bits: packed bytes, most significant bit first, or '0'/'1' characters "
-        "(default binary)",
+        "(default: binary)",
     )
     everything.add_argument(
         "--bits-per-sequence",
         type=_positive_int,
         default=DEFAULT_BITS_PER_SEQUENCE,
         metavar="N",
-        help=f"NIST sequence length in bits (default {DEFAULT_BITS_PER_SEQUENCE})",
+        help=f"NIST sequence length in bits (default: {DEFAULT_BITS_PER_SEQUENCE})",
     )
     everything.add_argument(
         "--jobs",
         type=_positive_int,
         default=1,
-        help="worker processes for the NIST battery (default 1)",
+        help="worker processes for the NIST battery (default: 1)",
     )
     everything.add_argument(
         "--confidence",
         type=_confidence,
         default=0.99,
-        help="confidence of the outcome battery's decisions (default 0.99)",
+        help="confidence of the outcome battery's decisions (default: 0.99)",
     )
     everything.add_argument(
         "--out",
@@ -905,9 +924,12 @@ def _add_dieharder_parser(commands: _Commands) -> None:
         help="raw bytes; must hold enough for every test (no rewinding)",
     )
     source.add_argument(
+        "--target",
         "--live",
+        dest="live",
         metavar="HOST:PORT",
-        help="raw generator output streamed from a running service (lab role)",
+        help="raw generator output streamed from a running service (lab role; --live is the "
+        "former name)",
     )
     _add_live_options(dh, time_limit=3600.0)
     dh.add_argument(
@@ -930,15 +952,39 @@ def _add_dieharder_parser(commands: _Commands) -> None:
         "FAILED (otherwise a WEAK result makes the verdict INCONCLUSIVE)",
     )
     dh.add_argument(
-        "--executable", default="dieharder", help="the dieharder program (default dieharder)"
+        "--executable", default="dieharder", help="the dieharder program (default: dieharder)"
     )
     dh.add_argument("--json", type=Path, metavar="OUT", help="JSON report path")
     dh.set_defaults(handler=_cmd_dieharder)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on one line (exit status 2, no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+_EPILOG = """\
+exit status (every command):
+  0  PASS: the data were enough and nothing rejects
+  1  FAIL: a test rejects
+  3  INCONCLUSIVE: nothing rejects, but the sample is below what the battery needs
+     (the message names the size), or a result could not be decided
+  2  usage or input error: one line naming the option or the file, nothing written
+
+documentation: docs/certification.md (how a lab runs each command, the tests, the verdicts and
+the JSON documents); docs/cli.md (conventions shared with rng-service and rng-audit)
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="rng-certify", description="Statistical certification of random bit streams."
+    parser = _Parser(
+        prog="rng-certify",
+        description="Statistical certification of the random outcomes and bit streams of "
+        "rng-service, for gaming laboratories.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_nist_parser(commands)

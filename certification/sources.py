@@ -65,7 +65,9 @@ from certification.outcomes.sample import (
     UniformGroup,
     WeightedGroup,
     WheelGroup,
+    WheelTally,
 )
+from certification.outcomes.stream import IntegerStream
 from rng_service.drbg import DeterministicGenerator
 from rng_service.errors import RngServiceError
 from rng_service.outcomes import (
@@ -107,6 +109,7 @@ __all__ = [
     "random_source",
     "read_bit_file",
     "read_records",
+    "records_from_lines",
     "sample_from_positions",
     "sample_from_shuffles",
     "spin_positions",
@@ -245,6 +248,20 @@ def _decode_line(line: str, where: str) -> Record | None:
     if not isinstance(obj.get("kind"), str) or not isinstance(obj.get("outcome"), dict):
         raise SourceError(f"{where}: a record needs a string 'kind' and an object 'outcome'")
     return obj
+
+
+def records_from_lines(lines: Iterable[bytes], name: str) -> Iterator[Record]:
+    """Records of JSON Lines given as bytes (canonical entries or an ``rng-audit-export``
+    file), one at a time: nothing is kept."""
+    for number, raw in enumerate(lines, 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise SourceError(f"{name}:{number}: not UTF-8 text") from e
+        if line.strip():
+            record = _decode_line(line, f"{name}:{number}")
+            if record is not None:
+                yield record
 
 
 def read_records(path: Path) -> Iterator[Record]:
@@ -647,7 +664,7 @@ def _sequence_alphabet(wheel: WheelType) -> tuple[dict[str, int], int]:
 def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = ()) -> OutcomeSample:
     """Groups ``records`` by kind and parameters, with each group's exact distributions."""
     profiles = _Profiles.load(profile_files)
-    spins: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    spins: dict[str, _WheelTallier] = {}
     rolls: dict[tuple[int, int], list[tuple[int, ...]]] = defaultdict(list)
     fires: dict[str, list[tuple[str, ...]]] = defaultdict(list)
     tiers: dict[str, list[str]] = defaultdict(list)
@@ -666,10 +683,11 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
             if kind == "roulette_spin":
                 wheel = outcome["wheel"]
                 voids = sum(1 for s in outcome["spins"] if s["voided"])
-                spins[wheel].append((outcome["final"]["number"], voids))
+                _tallier(spins, wheel).add(outcome["final"]["number"], voids)
             elif kind == "roulette_spin_batch":
+                tallier = _tallier(spins, params["wheel"])
                 for n in outcome["numbers"]:
-                    spins[params["wheel"]].append((n, 0))
+                    tallier.add(n, 0)
             elif kind == "dice_roll":
                 rolls[(params["count"], params["sides"])].append(tuple(outcome["faces"]))
             elif kind == "dice_roll_batch":
@@ -707,7 +725,7 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
         except (KeyError, TypeError, ValueError, RngServiceError) as e:
             raise SourceError(f"{where}: malformed {kind!r} record ({e!r})") from e
     return OutcomeSample(
-        wheels=tuple(_wheel_group(w, v) for w, v in sorted(spins.items())),
+        wheel_tallies=tuple(t.tally() for _, t in sorted(spins.items())),
         dice=tuple(_dice_group(c, s, v) for (c, s), v in sorted(rolls.items())),
         fire_numbers=tuple(_fire_group(profile_of[sha], v) for sha, v in sorted(fires.items())),
         jackpots=tuple(_jackpot_group(profile_of[sha], v) for sha, v in sorted(tiers.items())),
@@ -727,6 +745,57 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
         untested=dict(untested),
         not_outcomes=dict(not_outcomes),
     )
+
+
+class _WheelTallier:
+    """One wheel type's spins, counted as they are read (memory bounded by the cells)."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, wheel: str) -> None:
+        self.params = _wheel_params(wheel)
+        self.wheel = wheel
+        self.index, alphabet = _sequence_alphabet(self.params.wheel)
+        symbols = tuple(sorted(self.index, key=self.index.__getitem__))
+        self.stream = IntegerStream(alphabet, f"wheel/{wheel}", symbols)
+        self.counts: dict[str, int] = defaultdict(int)
+        self.voids: dict[int, int] = defaultdict(int)
+        self.pending: list[int] = []
+        self.outcomes = 0
+
+    def add(self, number: str, voids: int) -> None:
+        self.counts[number] += 1
+        self.voids[voids] += 1
+        self.pending.append(self.index.get(number, 0))
+        self.outcomes += 1
+        if len(self.pending) >= self.CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.pending:
+            self.stream.add(np.asarray(self.pending, dtype=np.int64))
+            self.pending = []
+
+    def tally(self) -> WheelTally:
+        self._flush()
+        voiding = self.params.wheel is WheelType.DOUBLE_ZERO_AS_SINGLE_ZERO
+        return WheelTally(
+            wheel=self.wheel,
+            outcomes=self.outcomes,
+            counts=dict(self.counts),
+            expected=roulette.distribution(self.params),
+            stream=self.stream,
+            void_counts=dict(self.voids),
+            void_expected=_conditional(roulette.void_count_distribution(self.params))
+            if voiding
+            else None,
+        )
+
+
+def _tallier(spins: dict[str, _WheelTallier], wheel: str) -> _WheelTallier:
+    if wheel not in spins:
+        spins[wheel] = _WheelTallier(wheel)
+    return spins[wheel]
 
 
 def _wheel_group(wheel: str, spins: list[tuple[str, int]]) -> WheelGroup:

@@ -90,6 +90,7 @@ from certification.outcomes.sample import (
     UniformGroup,
     WeightedGroup,
     WheelGroup,
+    WheelTally,
 )
 from certification.outcomes.sequence import (
     MAX_LAG,
@@ -215,6 +216,14 @@ def _wheel_tests(g: WheelGroup) -> list[TestResult]:
     sequence = np.asarray(g.sequence, dtype=np.int64)
     results += run_sequence_tests(sequence, g.alphabet, group, g.symbols)
     return results
+
+
+def _tally_tests(g: WheelTally) -> list[TestResult]:
+    group = f"wheel/{g.wheel}"
+    results = [chi_square_gof("numbers", group, g.counts, g.expected, details={"wheel": g.wheel})]
+    if g.void_expected is not None:
+        results.append(chi_square_gof("void_count", group, g.void_counts, g.void_expected))
+    return results + g.stream.results()
 
 
 def _dice_tests(g: DiceGroup) -> list[TestResult]:
@@ -438,6 +447,7 @@ def all_tests(sample: OutcomeSample) -> list[TestResult]:
     """Every test result for ``sample``, in group order."""
     kinds: list[tuple[Sequence[Any], Callable[[Any], list[TestResult]]]] = [
         (sample.wheels, _wheel_tests),
+        (sample.wheel_tallies, _tally_tests),
         (sample.dice, _dice_tests),
         (sample.fire_numbers, _fire_tests),
         (sample.jackpots, _jackpot_tests),
@@ -458,6 +468,8 @@ def group_specs(sample: OutcomeSample) -> list[GroupSpec]:
     """The groups of ``sample`` whose kinds have reference defects (wheels, dice, shuffles of
     shoes without jokers), named as their tests' groups."""
     specs = [_wheel_spec(g) for g in sample.wheels]
+    specs += [GroupSpec(f"wheel/{g.wheel}", "wheel", g.outcomes, g.stream.d)
+              for g in sample.wheel_tallies]  # fmt: skip
     specs += [GroupSpec(f"dice/{g.count}d{g.sides}", "dice", len(g.rolls), g.sides, g.count)
               for g in sample.dice]  # fmt: skip
     for g in sample.shuffles:

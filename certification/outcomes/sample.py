@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from certification.outcomes.stream import IntegerStream
+
 __all__ = [
     "BonusGroup",
     "DiceGroup",
@@ -24,6 +26,7 @@ __all__ = [
     "UniformGroup",
     "WeightedGroup",
     "WheelGroup",
+    "WheelTally",
 ]
 
 
@@ -46,6 +49,22 @@ class WheelGroup:
     voids: tuple[int, ...] = ()
     void_expected: Mapping[int, Fraction] | None = None
     symbols: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class WheelTally:
+    """Final spins of one wheel type accumulated in one pass (what :func:`certification.sources.
+    build_sample` gives for a log of any size): the count of each final number and of each
+    number of voided spins, and the compartment stream's tallies (``stream``, an
+    :class:`certification.outcomes.stream.IntegerStream`, exact below its buffer size)."""
+
+    wheel: str
+    outcomes: int
+    counts: Mapping[str, int]
+    expected: Mapping[str, Fraction]
+    stream: IntegerStream
+    void_counts: Mapping[int, int] = field(default_factory=dict)
+    void_expected: Mapping[int, Fraction] | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +185,7 @@ class OutcomeSample:
     """Everything a battery run tests, plus what it read but could not test (by kind)."""
 
     wheels: tuple[WheelGroup, ...] = ()
+    wheel_tallies: tuple[WheelTally, ...] = ()
     dice: tuple[DiceGroup, ...] = ()
     fire_numbers: tuple[FireNumberGroup, ...] = ()
     jackpots: tuple[JackpotGroup, ...] = ()
@@ -181,6 +201,7 @@ class OutcomeSample:
     def outcome_count(self) -> int:
         return (
             sum(len(g.numbers) for g in self.wheels)
+            + sum(g.outcomes for g in self.wheel_tallies)
             + sum(len(g.rolls) for g in self.dice)
             + sum(len(g.draws) for g in self.fire_numbers)
             + sum(len(g.tiers) for g in self.jackpots)
