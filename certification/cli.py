@@ -290,11 +290,14 @@ def _now() -> str:
     return now_utc()
 
 
-def _write_json(path: Path, document: object) -> None:
+def _write_json(path: Path, document: object) -> str:
+    """Writes ``document``; returns the SHA-256 of the bytes written (for the HTML report)."""
+    data = (json.dumps(document, indent=1) + "\n").encode()
     try:
-        path.write_text(json.dumps(document, indent=1) + "\n")
+        path.write_bytes(data)
     except OSError as e:
         raise InputError(f"cannot write {path}: {e.strerror or e}") from e
+    return hashlib.sha256(data).hexdigest()
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -304,15 +307,20 @@ def _write_text(path: Path, text: str) -> None:
         raise InputError(f"cannot write {path}: {e.strerror or e}") from e
 
 
-def _read_json(path: Path) -> dict[str, object]:
+def _read_json(path: Path, hashes: dict[str, str] | None = None, key: str = "") -> dict[str, Any]:
+    """A JSON object from ``path``; with ``hashes``, records the SHA-256 of the bytes read
+    under ``key`` (the page shows what it was rendered from)."""
     try:
-        document = json.loads(path.read_text())
+        data = path.read_bytes()
+        document = json.loads(data)
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror or e}") from e
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: not JSON ({e.msg})") from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: not JSON ({getattr(e, 'msg', e)})") from e
     if not isinstance(document, dict):
         raise InputError(f"{path}: not a JSON object")
+    if hashes is not None:
+        hashes[key] = hashlib.sha256(data).hexdigest()
     return document
 
 
@@ -379,16 +387,17 @@ def _cmd_outcomes(args: argparse.Namespace) -> int:
     document, summary, verdict = _outcome_documents(
         args.input, args.profile, args.confidence, args.argv
     )
-    _write_json(args.json, document)
+    digest = _write_json(args.json, document)
     if args.html is not None:
         from certification.report.html import render_html
 
         _write_text(
             args.html,
             render_html(
-                outcomes=document, generated_at=_now(), inputs=[str(p) for p in args.input]
+                outcomes=document, generated_at=_now(), inputs=[str(p) for p in args.input],
+                lab=args.lab, generator=args.generator, document_hashes={"outcomes": digest},
             ),
-        )
+        )  # fmt: skip
     sys.stdout.write(summary)
     return exit_code(verdict)
 
@@ -408,11 +417,13 @@ def _cmd_power(args: argparse.Namespace) -> int:
         evidence=evidence_record(argv=args.argv, inputs=[{"generated": "power study seeds "
                                                           f"{power.SEED!r}"}]),
     )  # fmt: skip
-    _write_json(args.json, document)
+    digest = _write_json(args.json, document)
     if args.html is not None:
         from certification.report.html import render_html
 
-        _write_text(args.html, render_html(power=document, generated_at=_now()))
+        _write_text(args.html, render_html(power=document, generated_at=_now(), lab=args.lab,
+                                           generator=args.generator,
+                                           document_hashes={"power": digest}))  # fmt: skip
     target = f"caught at ({power.POWER_TARGET:.0%})"
     out = [f"{'generator':16} {'outcome':9} {'first rejection':>16} {target:>17}"]
     for r in rows:
@@ -461,8 +472,9 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from certification.report.html import render_html
 
+    hashes: dict[str, str] = {}
     docs = {
-        name: (_read_json(path) if path is not None else None)
+        name: (_read_json(path, hashes, name) if path is not None else None)
         for name, path in (
             ("outcomes", args.outcomes), ("nist", args.nist), ("power", args.power),
             ("dieharder", args.dieharder), ("rtp", args.rtp),
@@ -476,6 +488,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
             dieharder=docs["dieharder"], rtp=docs["rtp"], generated_at=_now(),
             inputs=[str(p) for p in (args.outcomes, args.nist, args.power, args.dieharder,
                                      args.rtp) if p is not None],
+            lab=args.lab, generator=args.generator, document_hashes=hashes,
         )  # fmt: skip
     except (KeyError, TypeError) as e:
         raise InputError(f"a JSON document is not an rng-certify report ({e!r})") from e
@@ -508,13 +521,14 @@ def _cmd_all(args: argparse.Namespace) -> int:
     except OSError as e:
         raise InputError(f"cannot create {args.out}: {e.strerror or e}") from e
     documents: dict[str, dict[str, object]] = {}
+    hashes: dict[str, str] = {}
     verdicts: list[Verdict] = []
     inputs: list[str] = []
     if args.records:
         doc, summary, verdict = _outcome_documents(
             args.records, args.profile, args.confidence, args.argv
         )
-        _write_json(args.out / "outcomes.json", doc)
+        hashes["outcomes"] = _write_json(args.out / "outcomes.json", doc)
         sys.stdout.write(summary)
         documents["outcomes"] = doc
         verdicts.append(verdict)
@@ -532,7 +546,7 @@ def _cmd_all(args: argparse.Namespace) -> int:
         ran = nist_doc["evidence"]["command_line"]
         nist_doc["evidence"]["command_line"] = ["rng-certify", *args.argv]
         nist_doc["evidence"]["effective_command_line"] = ran
-        _write_json(args.out / "nist.json", nist_doc)
+        hashes["nist"] = _write_json(args.out / "nist.json", nist_doc)
         documents["nist"] = nist_doc
         verdicts.append(document_verdict(documents["nist"]) or Verdict.INCONCLUSIVE)
         inputs.append(str(args.bits))
@@ -540,7 +554,8 @@ def _cmd_all(args: argparse.Namespace) -> int:
         raise InputError("give --records and/or --bits")
     page = render_html(
         outcomes=documents.get("outcomes"), nist=documents.get("nist"),
-        generated_at=_now(), inputs=inputs,
+        generated_at=_now(), inputs=inputs, lab=args.lab, generator=args.generator,
+        document_hashes=hashes,
     )  # fmt: skip
     _write_text(args.out / "report.html", page)
     verdict = combine(verdicts)
@@ -614,6 +629,15 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not positive")
     return value
+
+
+def _add_page_options(parser: argparse.ArgumentParser) -> None:
+    """--lab and --generator: who tested what, printed in the HTML report's header."""
+    parser.add_argument("--lab", metavar="NAME", help="the laboratory, for the HTML header")
+    parser.add_argument(
+        "--generator", metavar="TEXT",
+        help="the generator tested (make, model, version), for the HTML header",
+    )  # fmt: skip
 
 
 def _add_live_options(parser: argparse.ArgumentParser, *, time_limit: float) -> None:
@@ -720,6 +744,7 @@ def _add_outcomes_parser(commands: _Commands) -> None:
         "--json", type=Path, required=True, metavar="OUT", help="JSON report path"
     )
     outcomes.add_argument("--html", type=Path, metavar="OUT", help="HTML report with plots")
+    _add_page_options(outcomes)
     outcomes.set_defaults(handler=_cmd_outcomes)
 
 
@@ -745,6 +770,7 @@ def _add_power_parser(commands: _Commands) -> None:
     )
     pw.add_argument("--json", type=Path, required=True, metavar="OUT", help="JSON report path")
     pw.add_argument("--html", type=Path, metavar="OUT", help="HTML report with plots")
+    _add_page_options(pw)
     pw.set_defaults(handler=_cmd_power)
 
 
@@ -835,6 +861,7 @@ def _add_report_parser(commands: _Commands) -> None:
         "--dieharder", type=Path, metavar="JSON", help="rng-certify dieharder --json output"
     )
     report.add_argument("--html", type=Path, required=True, metavar="OUT", help="the HTML page")
+    _add_page_options(report)
     report.set_defaults(handler=_cmd_report)
 
 
@@ -902,6 +929,7 @@ def _add_everything_parser(commands: _Commands) -> None:
         metavar="DIR",
         help="evidence directory: outcomes.json, nist.json, report.html",
     )
+    _add_page_options(everything)
     everything.set_defaults(handler=_cmd_all)
 
 

@@ -454,7 +454,7 @@ def study_json(
         "ours_max_rejection_rate": OURS_MAX_REJECTION_RATE,
         "criteria": {
             "battery": "the outcome battery (Holm at alpha = 1 - confidence, second level)",
-            "alpha": 1 - confidence,
+            "alpha": round(1 - confidence, 12),  # as given: 0.01, not 0.010000000000000009
             "caught_at": f"the first ladder size whose replicates FAIL in at least "
             f"{POWER_TARGET:.0%} ({replicates} replicates per size, a seed each)",
             "spin_ladder": list(SPIN_LADDER),

@@ -195,7 +195,8 @@ class BatteryResult:
 
     @property
     def alpha(self) -> float:
-        return 1.0 - self.confidence
+        """1 - confidence as the user gave it (0.01, not 1 - 0.99 = 0.010000000000000009)."""
+        return round(1.0 - self.confidence, 12)
 
     @property
     def passed(self) -> bool:
@@ -502,7 +503,7 @@ def decide(
     docstring)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    alpha = 1.0 - confidence
+    alpha = round(1.0 - confidence, 12)
     applicable = [r for r in results if r.p_value is not None]
     power = _power(specs, alpha, len(results))
     short = [g for g in power if not g.enough]
