@@ -665,7 +665,7 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
     """Groups ``records`` by kind and parameters, with each group's exact distributions."""
     profiles = _Profiles.load(profile_files)
     spins: dict[str, _WheelTallier] = {}
-    rolls: dict[tuple[int, int], list[tuple[int, ...]]] = defaultdict(list)
+    rolls: dict[tuple[int, int], _DiceTallier] = {}
     fires: dict[str, list[tuple[str, ...]]] = defaultdict(list)
     tiers: dict[str, list[str]] = defaultdict(list)
     balls: dict[tuple[str, int], list[tuple[str, ...]]] = defaultdict(list)
@@ -689,11 +689,14 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
                 for n in outcome["numbers"]:
                     tallier.add(n, 0)
             elif kind == "dice_roll":
-                rolls[(params["count"], params["sides"])].append(tuple(outcome["faces"]))
+                _dice_tallier(rolls, int(params["count"]), int(params["sides"])).add(
+                    tuple(int(f) for f in outcome["faces"])
+                )
             elif kind == "dice_roll_batch":
-                k, faces = params["dice"], outcome["faces"]
+                k, faces = int(params["dice"]), [int(f) for f in outcome["faces"]]
+                roller = _dice_tallier(rolls, k, int(params["sides"]))
                 for i in range(0, len(faces), k):
-                    rolls[(k, params["sides"])].append(tuple(faces[i : i + k]))
+                    roller.add(tuple(faces[i : i + k]))
             elif kind == "fire_numbers":
                 prof = profiles.get(params, where)
                 profile_of[prof.id.sha256] = prof
@@ -726,7 +729,7 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
             raise SourceError(f"{where}: malformed {kind!r} record ({e!r})") from e
     return OutcomeSample(
         wheel_tallies=tuple(t.tally() for _, t in sorted(spins.items())),
-        dice=tuple(_dice_group(c, s, v) for (c, s), v in sorted(rolls.items())),
+        dice=tuple(t.group() for _, t in sorted(rolls.items())),
         fire_numbers=tuple(_fire_group(profile_of[sha], v) for sha, v in sorted(fires.items())),
         jackpots=tuple(_jackpot_group(profile_of[sha], v) for sha, v in sorted(tiers.items())),
         multiball=tuple(_multiball_group(w, k, v) for (w, k), v in sorted(balls.items())),
@@ -829,17 +832,65 @@ def sample_from_positions(wheel: str, positions: Sequence[int]) -> OutcomeSample
     return OutcomeSample(wheels=(_wheel_group(wheel, [(order[p], 0) for p in positions]),))
 
 
-def _dice_group(count: int, sides: int, v: list[tuple[int, ...]]) -> DiceGroup:
-    p = dice.DiceParams(count=count, sides=sides)
-    combos = dice.combination_distribution(p) if sides ** min(count, 6) <= 10**6 else {}
-    return DiceGroup(
-        count=count,
-        sides=sides,
-        rolls=tuple(v),
-        face_expected=dice.face_distribution(p),
-        total_expected=dice.total_distribution(p),
-        combination_expected=combos,
-    )
+class _DiceTallier:
+    """One (count, sides) group's rolls, counted as they are read."""
+
+    def __init__(self, count: int, sides: int) -> None:
+        self.params = dice.DiceParams(count=count, sides=sides)
+        self.count, self.sides = count, sides
+        faces = tuple(str(f) for f in range(1, sides + 1))
+        self.stream = IntegerStream(sides, f"dice/{count}d{sides}", faces)
+        self.faces: dict[int, int] = defaultdict(int)
+        self.tuples: dict[tuple[int, ...], int] = defaultdict(int)
+        self.totals: dict[int, int] = defaultdict(int)
+        self.combinations: dict[tuple[int, ...], int] = defaultdict(int)
+        self.pending: list[int] = []
+        self.outcomes = 0
+
+    def add(self, roll: tuple[int, ...]) -> None:
+        self.outcomes += 1
+        for f in roll:
+            self.faces[f] += 1
+            # an impossible face fails the faces test; the stream keeps to its alphabet
+            self.pending.append(min(max(f - 1, 0), self.sides - 1))
+        self.tuples[roll] += 1
+        self.totals[sum(roll)] += 1
+        self.combinations[tuple(sorted(roll))] += 1
+        if len(self.pending) >= _WheelTallier.CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.pending:
+            self.stream.add(np.asarray(self.pending, dtype=np.int64))
+            self.pending = []
+
+    def group(self) -> DiceGroup:
+        self._flush()
+        p = self.params
+        combos = (
+            dice.combination_distribution(p) if self.sides ** min(self.count, 6) <= 10**6 else {}
+        )
+        return DiceGroup(
+            count=self.count,
+            sides=self.sides,
+            outcomes=self.outcomes,
+            face_counts=dict(self.faces),
+            tuple_counts=dict(self.tuples),
+            total_counts=dict(self.totals),
+            combination_counts=dict(self.combinations),
+            stream=self.stream,
+            face_expected=dice.face_distribution(p),
+            total_expected=dice.total_distribution(p),
+            combination_expected=combos,
+        )
+
+
+def _dice_tallier(
+    rolls: dict[tuple[int, int], _DiceTallier], count: int, sides: int
+) -> _DiceTallier:
+    if (count, sides) not in rolls:
+        rolls[(count, sides)] = _DiceTallier(count, sides)
+    return rolls[(count, sides)]
 
 
 def _fire_group(prof: MegaFireBlazeProfile, v: list[tuple[str, ...]]) -> FireNumberGroup:

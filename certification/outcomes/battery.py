@@ -229,11 +229,9 @@ def _tally_tests(g: WheelTally) -> list[TestResult]:
 
 def _dice_tests(g: DiceGroup) -> list[TestResult]:
     group = f"dice/{g.count}d{g.sides}"
-    faces = [f for roll in g.rolls for f in roll]
-    results = [chi_square_gof("faces", group, _counts(faces), g.face_expected)]
+    results = [chi_square_gof("faces", group, g.face_counts, g.face_expected)]
     cells = g.sides**g.count
     if g.count > 1 and cells <= MAX_TUPLE_CELLS:
-        tuples = [tuple(r) for r in g.rolls]
         uniform = Fraction(1, cells)
         expected: dict[tuple[int, ...], Fraction] = {}
         for code in range(cells):
@@ -242,25 +240,18 @@ def _dice_tests(g: DiceGroup) -> list[TestResult]:
                 code, face = divmod(code, g.sides)
                 key.append(face + 1)
             expected[tuple(reversed(key))] = uniform
-        results.append(chi_square_gof("ordered_tuples", group, _counts(tuples), expected))
-        codes = np.asarray(g.rolls, dtype=np.int64).reshape(-1, g.count) - 1
-        flat = codes @ (g.sides ** np.arange(g.count - 1, -1, -1, dtype=np.int64))
+        results.append(chi_square_gof("ordered_tuples", group, g.tuple_counts, expected))
+        table = np.array([g.tuple_counts.get(k, 0) for k in expected], dtype=np.int64)
         results.append(
-            max_cell("ordered_tuples_max_cell", group, np.bincount(flat, minlength=cells),
-                     1.0 / cells, len(g.rolls),
+            max_cell("ordered_tuples_max_cell", group, table, 1.0 / cells, g.outcomes,
                      label=tuple_label(g.sides, g.count, _faces(g.sides)))
         )  # fmt: skip
     if g.count > 1:
-        totals = [sum(r) for r in g.rolls]
-        results.append(chi_square_gof("totals", group, _counts(totals), g.total_expected))
+        results.append(chi_square_gof("totals", group, g.total_counts, g.total_expected))
         if len(g.combination_expected) <= MAX_TUPLE_CELLS:
-            combos = [tuple(sorted(r)) for r in g.rolls]
-            results.append(
-                chi_square_gof("combinations", group, _counts(combos), g.combination_expected)
-            )
-    values = np.asarray(faces, dtype=np.int64) - 1
-    results += run_sequence_tests(values, g.sides, group, _faces(g.sides))
-    return results
+            results.append(chi_square_gof("combinations", group, g.combination_counts,
+                                          g.combination_expected))  # fmt: skip
+    return results + g.stream.results()
 
 
 def _faces(sides: int) -> tuple[str, ...]:
@@ -471,7 +462,7 @@ def group_specs(sample: OutcomeSample) -> list[GroupSpec]:
     specs = [_wheel_spec(g) for g in sample.wheels]
     specs += [GroupSpec(f"wheel/{g.wheel}", "wheel", g.outcomes, g.stream.d)
               for g in sample.wheel_tallies]  # fmt: skip
-    specs += [GroupSpec(f"dice/{g.count}d{g.sides}", "dice", len(g.rolls), g.sides, g.count)
+    specs += [GroupSpec(f"dice/{g.count}d{g.sides}", "dice", g.outcomes, g.sides, g.count)
               for g in sample.dice]  # fmt: skip
     for g in sample.shuffles:
         if g.jokers == 0 and g.shuffles:

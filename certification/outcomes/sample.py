@@ -67,13 +67,21 @@ class WheelTally:
     void_expected: Mapping[int, Fraction] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class DiceGroup:
-    """Rolls of ``count`` dice of ``sides`` sides, each roll's faces in die order."""
+    """Rolls of ``count`` dice of ``sides`` sides, accumulated in one pass: the counts of the
+    faces, of the ordered tuples (faces in die order), of the totals and of the sorted
+    combinations, and the faces' stream (``stream``, an
+    :class:`certification.outcomes.stream.IntegerStream` of face - 1, in roll order)."""
 
     count: int
     sides: int
-    rolls: tuple[tuple[int, ...], ...]
+    outcomes: int
+    face_counts: Mapping[int, int]
+    tuple_counts: Mapping[tuple[int, ...], int]
+    total_counts: Mapping[int, int]
+    combination_counts: Mapping[tuple[int, ...], int]
+    stream: IntegerStream
     face_expected: Mapping[int, Fraction]
     total_expected: Mapping[int, Fraction]
     combination_expected: Mapping[tuple[int, ...], Fraction]
@@ -202,7 +210,7 @@ class OutcomeSample:
         return (
             sum(len(g.numbers) for g in self.wheels)
             + sum(g.outcomes for g in self.wheel_tallies)
-            + sum(len(g.rolls) for g in self.dice)
+            + sum(g.outcomes for g in self.dice)
             + sum(len(g.draws) for g in self.fire_numbers)
             + sum(len(g.tiers) for g in self.jackpots)
             + sum(len(g.draws) for g in self.multiball)

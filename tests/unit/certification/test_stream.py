@@ -120,3 +120,31 @@ def test_standard_input_cannot_be_given_twice(
     status = main(["outcomes", "--input", "-", "--input", "-", "--json", str(tmp_path / "o")])
     assert status == 2
     assert "standard input can be given once" in capsys.readouterr().err
+
+
+def test_dice_are_tallied_not_kept() -> None:
+    """Dice groups hold counts (at most 6^3 ordered tuples for Sic Bo) and the faces' stream,
+    whose tests equal the batch tests of the same faces; the ordered tuples' chi-square is
+    recomputed here from the rolls."""
+    from collections import Counter
+
+    from certification import sources
+    from certification.outcomes.battery import all_tests
+
+    records = sources.generate_records(sources.lab_generator("dice-tally"), {"sic_bo": 3000})
+    rolls = [tuple(r["outcome"]["faces"]) for r in records]
+    (group,) = sources.build_sample(records).dice
+    assert group.outcomes == 3000
+    assert len(group.tuple_counts) <= 216
+    faces = np.asarray([f for roll in rolls for f in roll], dtype=np.int64) - 1
+    batch = {r.name: r for r in run_sequence_tests(faces, 6, "dice/3d6")}
+    streamed = {r.name: r for r in group.stream.results()}
+    assert {n: r.statistic for n, r in streamed.items()} == {
+        n: r.statistic for n, r in batch.items()
+    }
+    counts = Counter(rolls)
+    x2 = sum((counts.get(k, 0) - 3000 / 216) ** 2 / (3000 / 216)
+             for k in [(a, b, c) for a in range(1, 7) for b in range(1, 7)
+                       for c in range(1, 7)])  # fmt: skip
+    tests = {r.name: r for r in all_tests(sources.build_sample(records))}
+    assert tests["ordered_tuples"].statistic == pytest.approx(x2)
