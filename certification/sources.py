@@ -67,6 +67,7 @@ from certification.outcomes.sample import (
     WheelGroup,
     WheelTally,
 )
+from certification.outcomes.shuffles import ShuffleStream, shoe_group
 from certification.outcomes.stream import IntegerStream
 from rng_service.drbg import DeterministicGenerator
 from rng_service.errors import RngServiceError
@@ -669,7 +670,7 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
     fires: dict[str, list[tuple[str, ...]]] = defaultdict(list)
     tiers: dict[str, list[str]] = defaultdict(list)
     balls: dict[tuple[str, int], list[tuple[str, ...]]] = defaultdict(list)
-    shoes: dict[tuple[int, int], list[tuple[int, ...]]] = defaultdict(list)
+    shoes: dict[tuple[int, int], _ShuffleTallier] = {}
     uniform: dict[tuple[int, int, bool], list[tuple[int, ...]]] = defaultdict(list)
     weighted: dict[tuple[int, ...], list[tuple[int, ...]]] = defaultdict(list)
     bonus: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
@@ -710,7 +711,9 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
                 balls[key].append(tuple(b["number"] for b in outcome["balls"]))
             elif kind == "card_shuffle":
                 key = (outcome["decks"], outcome["jokers"])
-                shoes[key].append(tuple(cards.card_code(c) for c in outcome["cards"]))
+                if key not in shoes:
+                    shoes[key] = _ShuffleTallier(*key)
+                shoes[key].add(tuple(cards.card_code(c) for c in outcome["cards"]))
             elif kind in ("uniform_int", "uniform_int_batch"):
                 ukey = (int(params["low"]), int(params["high"]), bool(params.get("distinct")))
                 uniform[ukey].append(tuple(int(v) for v in outcome["values"]))
@@ -733,7 +736,7 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
         fire_numbers=tuple(_fire_group(profile_of[sha], v) for sha, v in sorted(fires.items())),
         jackpots=tuple(_jackpot_group(profile_of[sha], v) for sha, v in sorted(tiers.items())),
         multiball=tuple(_multiball_group(w, k, v) for (w, k), v in sorted(balls.items())),
-        shuffles=tuple(_shuffle_group(d, j, v) for (d, j), v in sorted(shoes.items())),
+        shuffles=tuple(t.group() for _, t in sorted(shoes.items())),
         uniform=tuple(
             UniformGroup(low=lo, high=hi, distinct=dist, draws=tuple(v))
             for (lo, hi, dist), v in sorted(uniform.items())
@@ -923,19 +926,47 @@ def _multiball_group(wheel: str, k: int, v: list[tuple[str, ...]]) -> MultiBallG
     )
 
 
-def _shuffle_group(decks: int, jokers: int, v: list[tuple[int, ...]]) -> ShuffleGroup:
-    params = cards.ShuffleParams(decks=decks, jokers=jokers)
-    by_label = cards.position_distribution(params)
-    top: dict[int, Fraction] = {}
-    for code in sorted(set(cards.canonical_shoe(params))):
-        top[code] = by_label[cards.card_label(code)]
-    return ShuffleGroup(
-        decks=decks,
-        jokers=jokers,
-        shuffles=tuple(v),
-        top_expected=top,
-        distinct=decks == 1,
-    )
+class _ShuffleTallier:
+    """One shoe's shuffles, fed to its :class:`ShuffleStream` in chunks as they are read."""
+
+    CHUNK = 4096
+
+    def __init__(self, decks: int, jokers: int) -> None:
+        params = cards.ShuffleParams(decks=decks, jokers=jokers)
+        by_label = cards.position_distribution(params)
+        self.top: dict[int, Fraction] = {
+            code: by_label[cards.card_label(code)]
+            for code in sorted(set(cards.canonical_shoe(params)))
+        }
+        self.decks, self.jokers = decks, jokers
+        self.stream = ShuffleStream(self.top, distinct=decks == 1,
+                                    group=shoe_group(decks, jokers))  # fmt: skip
+        self.pending: list[tuple[int, ...]] = []
+        self.outcomes = 0
+        self.size = 0
+
+    def add(self, shuffle: tuple[int, ...]) -> None:
+        if self.size and len(shuffle) != self.size:
+            raise SourceError(
+                f"a {shoe_group(self.decks, self.jokers)} shuffle of {len(shuffle)} cards "
+                f"among shuffles of {self.size}"
+            )
+        self.pending.append(shuffle)
+        self.outcomes += 1
+        self.size = len(shuffle)
+        if len(self.pending) >= self.CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.pending:
+            self.stream.add(np.asarray(self.pending, dtype=np.int64))
+            self.pending = []
+
+    def group(self) -> ShuffleGroup:
+        self._flush()
+        return ShuffleGroup(decks=self.decks, jokers=self.jokers, outcomes=self.outcomes,
+                            size=self.size, stream=self.stream, top_expected=self.top,
+                            distinct=self.decks == 1)  # fmt: skip
 
 
 def _bonus_group(
@@ -979,4 +1010,7 @@ def _bonus_group(
 
 def sample_from_shuffles(shuffles: Sequence[Sequence[int]]) -> OutcomeSample:
     """An :class:`OutcomeSample` of one-deck shuffles given as card codes (0..51), top first."""
-    return OutcomeSample(shuffles=(_shuffle_group(1, 0, [tuple(s) for s in shuffles]),))
+    tallier = _ShuffleTallier(1, 0)
+    for s in shuffles:
+        tallier.add(tuple(int(c) for c in s))
+    return OutcomeSample(shuffles=(tallier.group(),))

@@ -103,7 +103,7 @@ from certification.outcomes.sequence import (
     runs_up_and_down,
     tuple_label,
 )
-from certification.outcomes.shuffles import card_by_position, run_shuffle_tests
+from certification.outcomes.shuffles import card_by_position, shoe_group
 from certification.verdict import Verdict
 
 __all__ = [
@@ -298,14 +298,8 @@ def _multiball_tests(g: MultiBallGroup) -> list[TestResult]:
     ]
 
 
-def _shuffle_group_name(g: ShuffleGroup) -> str:
-    return f"shuffle/{g.decks}deck{'s' if g.decks > 1 else ''}+{g.jokers}j"
-
-
 def _shuffle_tests(g: ShuffleGroup) -> list[TestResult]:
-    group = _shuffle_group_name(g)
-    array = np.asarray(g.shuffles, dtype=np.int64)
-    return run_shuffle_tests(array, g.top_expected, distinct=g.distinct, group=group)
+    return g.stream.results()
 
 
 def _fire_collision(g: FireNumberGroup) -> Fraction:
@@ -465,9 +459,9 @@ def group_specs(sample: OutcomeSample) -> list[GroupSpec]:
     specs += [GroupSpec(f"dice/{g.count}d{g.sides}", "dice", g.outcomes, g.sides, g.count)
               for g in sample.dice]  # fmt: skip
     for g in sample.shuffles:
-        if g.jokers == 0 and g.shuffles:
-            specs.append(GroupSpec(_shuffle_group_name(g), "shuffle", len(g.shuffles),
-                                   len(g.shuffles[0]), copies=g.decks))  # fmt: skip
+        if g.jokers == 0 and g.outcomes:
+            specs.append(GroupSpec(shoe_group(g.decks, g.jokers), "shuffle", g.outcomes,
+                                   g.size, copies=g.decks))  # fmt: skip
     return specs
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from certification.outcomes.shuffles import ShuffleStream
 from certification.outcomes.stream import IntegerStream
 
 __all__ = [
@@ -122,14 +123,17 @@ class MultiBallGroup:
     hit_expected: Mapping[int, Fraction]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ShuffleGroup:
-    """Shuffles of one shoe, as card codes top first; ``top_expected`` maps a code to
-    P(top card has that code's label); ``distinct`` when no two cards share a label."""
+    """Shuffles of one shoe (``size`` cards), accumulated in one pass by ``stream`` (card codes
+    top first); ``top_expected`` maps a code to P(top card has that code's label);
+    ``distinct`` when no two cards share a label."""
 
     decks: int
     jokers: int
-    shuffles: tuple[tuple[int, ...], ...]
+    outcomes: int
+    size: int
+    stream: ShuffleStream
     top_expected: Mapping[int, Fraction]
     distinct: bool
 
@@ -214,7 +218,7 @@ class OutcomeSample:
             + sum(len(g.draws) for g in self.fire_numbers)
             + sum(len(g.tiers) for g in self.jackpots)
             + sum(len(g.draws) for g in self.multiball)
-            + sum(len(g.shuffles) for g in self.shuffles)
+            + sum(g.outcomes for g in self.shuffles)
             + sum(len(g.draws) for g in self.uniform)
             + sum(len(g.draws) for g in self.weighted)
             + sum(len(g.totals) for g in self.bonus)

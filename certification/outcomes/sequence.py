@@ -45,8 +45,10 @@ wheel's compartment positions, dice faces minus one, generic integers minus ``lo
   most :data:`MAX_GAP_VALUES` (wheels, dice): the gaps between successive occurrences of v
   (the values strictly between them) are i.i.d. geometric, P(r) = p (1 - p)^r, p = 1/d, with
   the tail r >= t lumped, t the least with (1 - p)^t <= 1/100; each value's chi-square
-  (pooled as every chi-square here), the smallest P-value times d (Bonferroni). A value that
-  never repeats at once, or comes back too regularly, moves its own gap distribution.
+  (pooled as every chi-square here; a value with too few gaps for two cells is left out), the
+  smallest P-value times d (Bonferroni over all d values, so leaving some out keeps it valid).
+  A value that never repeats at once, or comes back too regularly, moves its own gap
+  distribution.
 
 Runs and order statistics assume a continuous distribution (no ties), and a wheel's 37 values
 tie often. The continuous tests therefore use U_i = (X_i + V_i) / d with V_i independent
@@ -303,10 +305,10 @@ def gap_per_value_from_table(
     ]
     applied = [(v, r) for v, r in enumerate(results) if r.p_value is not None]
     gaps = int(table.sum())
-    if len(applied) < d:
+    if not applied:
         need = max((r.min_sample or 0) for r in results) * d
         return TestResult(name, group, None, None, None, method, gaps,
-                          note=f"every value needs gaps enough for two cells; about {need} values",
+                          note=f"no value has gaps enough for two cells; about {need} values",
                           min_sample=need or None, second_level=False)  # fmt: skip
     worst_v, worst = min(applied, key=lambda vr: vr[1].p_value or 0.0)
     p_value = min(1.0, d * float(worst.p_value or 0.0))
@@ -314,7 +316,7 @@ def gap_per_value_from_table(
         name, group, worst.statistic, worst.df, p_value, method, gaps, worst.cells,
         details={"worst_value": symbols[worst_v] if symbols else str(worst_v),
                  "worst_value_p_value": float(worst.p_value or 0.0), "tail": gap_tail(d),
-                 "correction": "Bonferroni"},
+                 "values_tested": len(applied), "correction": "Bonferroni over all d values"},
         second_level=False,
     )  # fmt: skip
 

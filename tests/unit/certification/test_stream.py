@@ -148,3 +148,33 @@ def test_dice_are_tallied_not_kept() -> None:
                        for c in range(1, 7)])  # fmt: skip
     tests = {r.name: r for r in all_tests(sources.build_sample(records))}
     assert tests["ordered_tuples"].statistic == pytest.approx(x2)
+
+
+@pytest.mark.parametrize("shoe", [list(range(52)), [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]])
+def test_streamed_shuffle_tests_equal_the_batch_tests(shoe: list[int]) -> None:
+    """One deck and a shoe with repeated labels: past the buffer, the tallied tables give the
+    batch tests' statistics; a repeated shuffle is still found."""
+    from fractions import Fraction
+
+    from certification.outcomes.shuffles import ShuffleStream, run_shuffle_tests
+
+    rng = np.random.default_rng(len(shoe))
+    rows = np.array([rng.permutation(shoe) for _ in range(3_000)], dtype=np.int64)
+    labels = sorted(set(shoe))
+    top = {c: Fraction(shoe.count(c), len(shoe)) for c in labels}
+    distinct = len(labels) == len(shoe)
+    batch = {r.name: r for r in run_shuffle_tests(rows, top, distinct=distinct, group="g")}
+    stream = ShuffleStream(top, distinct=distinct, group="g", buffer_shuffles=500)
+    for start in range(0, 3_000, 700):
+        stream.add(rows[start : start + 700])
+    assert stream.streaming
+    streamed = {r.name: r for r in stream.results()}
+    assert set(streamed) == set(batch)
+    for name in set(batch) - {"repeats"}:
+        assert streamed[name].statistic == pytest.approx(batch[name].statistic), name
+        assert streamed[name].p_value == pytest.approx(batch[name].p_value), name
+    if distinct:
+        assert streamed["repeats"].p_value == 1.0
+        again = ShuffleStream(top, distinct=True, group="g", buffer_shuffles=500)
+        again.add(np.concatenate((rows, rows[:1])))
+        assert (again.results()[-1].p_value or 1.0) < 1e-9
