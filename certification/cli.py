@@ -2,25 +2,26 @@
 
 Subcommands::
 
-    rng-certify nist (--input FILE --format {binary,ascii} | --live HOST:PORT [--sequences M])
-                     [--bits-per-sequence N] --json OUT [--jobs J] [--ca F --cert F --key F]
+    rng-certify nist (--input FILE --format {binary,ascii} | --target HOST:PORT [--sequences M])
+                     [--bits-per-sequence N] --json OUT [--jobs J] [--ca F --cert F --tls-key F]
     rng-certify outcomes --input RECORDS [--profile TOML] [--confidence C] --json OUT [--html OUT]
     rng-certify power [--replicates R] [--confidence C] --json OUT [--html OUT]
-    rng-certify collect (--live HOST:PORT | --lab-seed SEED) [--kind NAME=COUNT]
+    rng-certify collect (--target HOST:PORT | --lab-seed SEED) [--kind NAME=COUNT]
                         [--time-limit S] --output RECORDS [--bits-output FILE]
     rng-certify report [--outcomes JSON] [--nist JSON] [--power JSON] [--dieharder JSON]
                        [--rtp JSON] --html OUT
     rng-certify all [--records RECORDS] [--bits FILE --format F] --out DIR
-    rng-certify dieharder (--lab-seed SEED | --input FILE | --live HOST:PORT) [--test N]
-                          [--resolve-ambiguity] [--json OUT] [--ca F --cert F --key F]
-    rng-certify rtp [--live HOST:PORT [--rounds N] [--game NAME[=N]]] [--json OUT] [--html OUT]
+    rng-certify dieharder (--lab-seed SEED | --input FILE | --target HOST:PORT) [--test N]
+                          [--resolve-ambiguity] [--json OUT] [--ca F --cert F --tls-key F]
+    rng-certify rtp [--target HOST:PORT [--rounds N] [--game NAME[=N]]] [--json OUT] [--html OUT]
 
 ``nist`` reads the file in sequence-sized pieces (memory flat in the number of sequences),
 runs the NIST SP 800-22 battery on each sequence of N bits (default 10^6; optionally in J
 worker processes, spawn start method), makes the section 4.2 decisions and the suite verdict,
-writes the JSON report and prints a summary table; with ``--live`` it takes M sequences of raw
-generator output from a running service's ``LabService.StreamRawOutput`` instead of a file
-(docs/certification.md, "The raw output stream"). The other commands are described in
+writes the JSON report and prints a summary table; with ``--target`` (formerly ``--live``) it
+takes M sequences of raw generator output from a running service's
+``LabService.StreamRawOutput`` instead of a file (docs/certification.md, "The raw output
+stream"). The other commands are described in
 docs/certification.md (outcome-level tests, power study, evidence pack, dieharder). Every
 report states its criteria and an evidence record (software version and commit, command line,
 inputs' SHA-256 and size, raw-output sessions with their receipts).
@@ -41,7 +42,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import numpy as np
 
@@ -76,7 +77,7 @@ if TYPE_CHECKING:
 
     #: The ``rng-certify`` sub-command registry each ``_add_*_parser`` adds its command to
     #: (argparse's class is generic only to type checkers).
-    _Commands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+    _Commands: TypeAlias = "argparse._SubParsersAction[_Parser]"
 
 __all__ = [
     "EXIT_FAIL",
@@ -169,7 +170,7 @@ def _live_tls(args: argparse.Namespace) -> LiveTls | None:
     if not any(given):
         return None
     if not all(given):
-        raise InputError("--ca, --cert and --key go together (mTLS to the service)")
+        raise InputError("--ca, --cert and --tls-key go together (mTLS to the service)")
     return sources.LiveTls(ca=args.ca, cert=args.cert, key=args.key)
 
 
@@ -229,7 +230,7 @@ def _cmd_nist(args: argparse.Namespace) -> int:
     live: _LiveBits | None = None
     if args.live is not None:
         if args.format not in (None, "binary"):
-            raise InputError("--live streams raw bytes: --format is binary or left out")
+            raise InputError("--target streams raw bytes: --format is binary or left out")
         live = _LiveBits(args, n)
         count = live.count
         sequences = live.sequences()
@@ -289,11 +290,14 @@ def _now() -> str:
     return now_utc()
 
 
-def _write_json(path: Path, document: object) -> None:
+def _write_json(path: Path, document: object) -> str:
+    """Writes ``document``; returns the SHA-256 of the bytes written (for the HTML report)."""
+    data = (json.dumps(document, indent=1) + "\n").encode()
     try:
-        path.write_text(json.dumps(document, indent=1) + "\n")
+        path.write_bytes(data)
     except OSError as e:
         raise InputError(f"cannot write {path}: {e.strerror or e}") from e
+    return hashlib.sha256(data).hexdigest()
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -303,15 +307,20 @@ def _write_text(path: Path, text: str) -> None:
         raise InputError(f"cannot write {path}: {e.strerror or e}") from e
 
 
-def _read_json(path: Path) -> dict[str, object]:
+def _read_json(path: Path, hashes: dict[str, str] | None = None, key: str = "") -> dict[str, Any]:
+    """A JSON object from ``path``; with ``hashes``, records the SHA-256 of the bytes read
+    under ``key`` (the page shows what it was rendered from)."""
     try:
-        document = json.loads(path.read_text())
+        data = path.read_bytes()
+        document = json.loads(data)
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror or e}") from e
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: not JSON ({e.msg})") from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: not JSON ({getattr(e, 'msg', e)})") from e
     if not isinstance(document, dict):
         raise InputError(f"{path}: not a JSON object")
+    if hashes is not None:
+        hashes[key] = hashlib.sha256(data).hexdigest()
     return document
 
 
@@ -336,25 +345,38 @@ def _outcome_documents(
     inputs: Sequence[Path], profiles: Sequence[Path], confidence: float, argv: Sequence[str]
 ) -> tuple[dict[str, object], str, Verdict]:
     from certification import sources
-    from certification.evidence import file_facts
+    from certification.evidence import file_facts, open_input
     from certification.outcomes import run_battery
     from certification.outcomes.battery import render_json as outcomes_json
     from certification.outcomes.battery import render_summary as outcomes_summary
 
-    records: list[sources.Record] = []
-    for path in inputs:
-        records.extend(sources.read_records(path))
-    sample = sources.build_sample(records, profile_files=profiles)
+    if sum(1 for p in inputs if str(p) == "-") > 1:
+        raise InputError("--input -: standard input can be given once")
+    opened = [open_input(p) for p in inputs]
+    count = 0
+
+    def records() -> Iterator[sources.Record]:
+        nonlocal count
+        for hashed in opened:  # each input read once, hashed while it is read
+            for record in sources.records_from_lines(hashed.lines(), hashed.name):
+                count += 1
+                yield record
+
+    try:
+        sample = sources.build_sample(records(), profile_files=profiles)
+    finally:
+        for hashed in opened:
+            hashed.close()
     if sample.outcome_count == 0:
         raise InputError(
             f"no testable outcome records in {', '.join(map(str, inputs))} "
             f"(kinds seen: {', '.join(sorted(sample.untested)) or 'none'})"
         )
     result = run_battery(sample, confidence=confidence)
-    facts = [file_facts(p) for p in (*inputs, *profiles)]
+    facts = [h.facts() for h in opened] + [file_facts(p) for p in profiles]
     document = outcomes_json(
         result,
-        input_info={"paths": [str(p) for p in inputs], "records": len(records),
+        input_info={"paths": [str(p) for p in inputs], "records": count,
                     "profiles": [str(p) for p in profiles]},
         evidence=evidence_record(argv=argv, inputs=facts),
     )  # fmt: skip
@@ -365,16 +387,17 @@ def _cmd_outcomes(args: argparse.Namespace) -> int:
     document, summary, verdict = _outcome_documents(
         args.input, args.profile, args.confidence, args.argv
     )
-    _write_json(args.json, document)
+    digest = _write_json(args.json, document)
     if args.html is not None:
         from certification.report.html import render_html
 
         _write_text(
             args.html,
             render_html(
-                outcomes=document, generated_at=_now(), inputs=[str(p) for p in args.input]
+                outcomes=document, generated_at=_now(), inputs=[str(p) for p in args.input],
+                lab=args.lab, generator=args.generator, document_hashes={"outcomes": digest},
             ),
-        )
+        )  # fmt: skip
     sys.stdout.write(summary)
     return exit_code(verdict)
 
@@ -394,11 +417,13 @@ def _cmd_power(args: argparse.Namespace) -> int:
         evidence=evidence_record(argv=args.argv, inputs=[{"generated": "power study seeds "
                                                           f"{power.SEED!r}"}]),
     )  # fmt: skip
-    _write_json(args.json, document)
+    digest = _write_json(args.json, document)
     if args.html is not None:
         from certification.report.html import render_html
 
-        _write_text(args.html, render_html(power=document, generated_at=_now()))
+        _write_text(args.html, render_html(power=document, generated_at=_now(), lab=args.lab,
+                                           generator=args.generator,
+                                           document_hashes={"power": digest}))  # fmt: skip
     target = f"caught at ({power.POWER_TARGET:.0%})"
     out = [f"{'generator':16} {'outcome':9} {'first rejection':>16} {target:>17}"]
     for r in rows:
@@ -447,8 +472,9 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from certification.report.html import render_html
 
+    hashes: dict[str, str] = {}
     docs = {
-        name: (_read_json(path) if path is not None else None)
+        name: (_read_json(path, hashes, name) if path is not None else None)
         for name, path in (
             ("outcomes", args.outcomes), ("nist", args.nist), ("power", args.power),
             ("dieharder", args.dieharder), ("rtp", args.rtp),
@@ -462,6 +488,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
             dieharder=docs["dieharder"], rtp=docs["rtp"], generated_at=_now(),
             inputs=[str(p) for p in (args.outcomes, args.nist, args.power, args.dieharder,
                                      args.rtp) if p is not None],
+            lab=args.lab, generator=args.generator, document_hashes=hashes,
         )  # fmt: skip
     except (KeyError, TypeError) as e:
         raise InputError(f"a JSON document is not an rng-certify report ({e!r})") from e
@@ -494,13 +521,14 @@ def _cmd_all(args: argparse.Namespace) -> int:
     except OSError as e:
         raise InputError(f"cannot create {args.out}: {e.strerror or e}") from e
     documents: dict[str, dict[str, object]] = {}
+    hashes: dict[str, str] = {}
     verdicts: list[Verdict] = []
     inputs: list[str] = []
     if args.records:
         doc, summary, verdict = _outcome_documents(
             args.records, args.profile, args.confidence, args.argv
         )
-        _write_json(args.out / "outcomes.json", doc)
+        hashes["outcomes"] = _write_json(args.out / "outcomes.json", doc)
         sys.stdout.write(summary)
         documents["outcomes"] = doc
         verdicts.append(verdict)
@@ -518,7 +546,7 @@ def _cmd_all(args: argparse.Namespace) -> int:
         ran = nist_doc["evidence"]["command_line"]
         nist_doc["evidence"]["command_line"] = ["rng-certify", *args.argv]
         nist_doc["evidence"]["effective_command_line"] = ran
-        _write_json(args.out / "nist.json", nist_doc)
+        hashes["nist"] = _write_json(args.out / "nist.json", nist_doc)
         documents["nist"] = nist_doc
         verdicts.append(document_verdict(documents["nist"]) or Verdict.INCONCLUSIVE)
         inputs.append(str(args.bits))
@@ -526,7 +554,8 @@ def _cmd_all(args: argparse.Namespace) -> int:
         raise InputError("give --records and/or --bits")
     page = render_html(
         outcomes=documents.get("outcomes"), nist=documents.get("nist"),
-        generated_at=_now(), inputs=inputs,
+        generated_at=_now(), inputs=inputs, lab=args.lab, generator=args.generator,
+        document_hashes=hashes,
     )  # fmt: skip
     _write_text(args.out / "report.html", page)
     verdict = combine(verdicts)
@@ -602,25 +631,35 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _add_page_options(parser: argparse.ArgumentParser) -> None:
+    """--lab and --generator: who tested what, printed in the HTML report's header."""
+    parser.add_argument("--lab", metavar="NAME", help="the laboratory, for the HTML header")
+    parser.add_argument(
+        "--generator", metavar="TEXT",
+        help="the generator tested (make, model, version), for the HTML header",
+    )  # fmt: skip
+
+
 def _add_live_options(parser: argparse.ArgumentParser, *, time_limit: float) -> None:
     """Options of a --live raw-output source (mTLS files as for ``rng-service call``)."""
-    live = parser.add_argument_group("live raw output (--live)")
+    live = parser.add_argument_group("live raw output (--target)")
     live.add_argument("--ca", type=Path, metavar="PEM", help="CA of the service's certificate")
     live.add_argument("--cert", type=Path, metavar="PEM", help="the lab's client certificate")
-    live.add_argument("--key", type=Path, metavar="PEM", help="the lab's client key")
+    live.add_argument("--tls-key", "--key", dest="key", type=Path, metavar="PEM",
+                      help="the lab's client key (--key is the former name)")  # fmt: skip
     live.add_argument(
         "--time-limit",
         type=float,
         default=time_limit,
         metavar="SECONDS",
-        help=f"stop streaming after this long (default {time_limit:g})",
+        help=f"stop streaming after this long (default: {time_limit:g})",
     )
     live.add_argument(
         "--session-bytes",
         type=_positive_int,
         default=256 * 1024 * 1024,
         metavar="N",
-        help="bytes per logged raw output session (default 268435456; the service allows "
+        help="bytes per logged raw output session (default: 268435456; the service allows "
         "up to certification.raw_stream_max_bytes)",
     )
     live.add_argument("--run-id", help="request id prefix of the sessions (default: the time)")
@@ -637,10 +676,12 @@ def _add_nist_parser(commands: _Commands) -> None:
     nist_source = nist.add_mutually_exclusive_group(required=True)
     nist_source.add_argument("--input", type=Path, help="bit file to test")
     nist_source.add_argument(
+        "--target",
         "--live",
+        dest="live",
         metavar="HOST:PORT",
         help="stream raw generator output from a running service (lab role; the service "
-        "configured for certification)",
+        "configured for certification; --live is the former name)",
     )
     nist.add_argument(
         "--format",
@@ -653,17 +694,17 @@ def _add_nist_parser(commands: _Commands) -> None:
         type=_positive_int,
         default=100,
         metavar="M",
-        help="with --live: sequences to stream and test (default 100)",
+        help="with --target: sequences to stream and test (default: 100)",
     )
     nist.add_argument(
         "--bits-per-sequence",
         type=_positive_int,
         default=DEFAULT_BITS_PER_SEQUENCE,
         metavar="N",
-        help=f"sequence length in bits (default {DEFAULT_BITS_PER_SEQUENCE})",
+        help=f"sequence length in bits (default: {DEFAULT_BITS_PER_SEQUENCE})",
     )
     nist.add_argument("--json", type=Path, required=True, metavar="OUT", help="JSON report path")
-    nist.add_argument("--jobs", type=_positive_int, default=1, help="worker processes (default 1)")
+    nist.add_argument("--jobs", type=_positive_int, default=1, help="worker processes (default: 1)")
     _add_live_options(nist, time_limit=600.0)
     nist.set_defaults(handler=_cmd_nist)
 
@@ -682,7 +723,8 @@ def _add_outcomes_parser(commands: _Commands) -> None:
         action="append",
         required=True,
         metavar="FILE",
-        help="JSON Lines of log entries or an rng-audit-export file (repeatable)",
+        help="JSON Lines of log entries or an rng-audit-export file (repeatable; - reads "
+        "standard input)",
     )
     outcomes.add_argument(
         "--profile",
@@ -696,12 +738,13 @@ def _add_outcomes_parser(commands: _Commands) -> None:
         "--confidence",
         type=_confidence,
         default=0.99,
-        help="confidence of the decisions (default 0.99)",
+        help="confidence of the decisions (default: 0.99)",
     )
     outcomes.add_argument(
         "--json", type=Path, required=True, metavar="OUT", help="JSON report path"
     )
     outcomes.add_argument("--html", type=Path, metavar="OUT", help="HTML report with plots")
+    _add_page_options(outcomes)
     outcomes.set_defaults(handler=_cmd_outcomes)
 
 
@@ -717,16 +760,17 @@ def _add_power_parser(commands: _Commands) -> None:
         "--replicates",
         type=_positive_int,
         default=100,
-        help="independent samples per size (default 100: 99 must FAIL for the 99 %% target)",
+        help="independent samples per size (default: 100; 99 must FAIL for the 99 %% target)",
     )
     pw.add_argument(
         "--confidence",
         type=_confidence,
         default=0.99,
-        help="confidence of the outcome battery's decisions (default 0.99)",
+        help="confidence of the outcome battery's decisions (default: 0.99)",
     )
     pw.add_argument("--json", type=Path, required=True, metavar="OUT", help="JSON report path")
     pw.add_argument("--html", type=Path, metavar="OUT", help="HTML report with plots")
+    _add_page_options(pw)
     pw.set_defaults(handler=_cmd_power)
 
 
@@ -740,8 +784,9 @@ def _add_collect_parser(commands: _Commands) -> None:
     )
     where = collect.add_mutually_exclusive_group(required=True)
     where.add_argument(
-        "--live", metavar="HOST:PORT", help="a running service on a loopback address"
-    )
+        "--target", "--live", dest="live", metavar="HOST:PORT",
+        help="a running service on a loopback address (--live is the former name)",
+    )  # fmt: skip
     where.add_argument(
         "--lab-seed",
         metavar="SEED",
@@ -759,7 +804,7 @@ def _add_collect_parser(commands: _Commands) -> None:
         type=float,
         default=300.0,
         metavar="SECONDS",
-        help="stop a live collection after this long (default 300)",
+        help="stop a live collection after this long (default: 300)",
     )
     collect.add_argument("--run-id", help="request id prefix (a rerun replays the outcomes)")
     collect.add_argument(
@@ -783,13 +828,13 @@ def _add_collect_parser(commands: _Commands) -> None:
         type=_positive_int,
         default=12_500_000,
         metavar="N",
-        help="bytes for --bits-output (default 12,500,000 = 100 x 10^6 bits)",
+        help="bytes for --bits-output (default: 12,500,000 = 100 x 10^6 bits)",
     )
     collect.add_argument(
         "--bits-format",
         choices=("binary", "ascii"),
         default="binary",
-        help="of --bits-output: packed bytes or '0'/'1' characters (default binary)",
+        help="of --bits-output: packed bytes or '0'/'1' characters (default: binary)",
     )
     collect.set_defaults(handler=_cmd_collect)
 
@@ -816,6 +861,7 @@ def _add_report_parser(commands: _Commands) -> None:
         "--dieharder", type=Path, metavar="JSON", help="rng-certify dieharder --json output"
     )
     report.add_argument("--html", type=Path, required=True, metavar="OUT", help="the HTML page")
+    _add_page_options(report)
     report.set_defaults(handler=_cmd_report)
 
 
@@ -855,26 +901,26 @@ def _add_everything_parser(commands: _Commands) -> None:
         choices=("binary", "ascii"),
         default="binary",
         help="of --bits: packed bytes, most significant bit first, or '0'/'1' characters "
-        "(default binary)",
+        "(default: binary)",
     )
     everything.add_argument(
         "--bits-per-sequence",
         type=_positive_int,
         default=DEFAULT_BITS_PER_SEQUENCE,
         metavar="N",
-        help=f"NIST sequence length in bits (default {DEFAULT_BITS_PER_SEQUENCE})",
+        help=f"NIST sequence length in bits (default: {DEFAULT_BITS_PER_SEQUENCE})",
     )
     everything.add_argument(
         "--jobs",
         type=_positive_int,
         default=1,
-        help="worker processes for the NIST battery (default 1)",
+        help="worker processes for the NIST battery (default: 1)",
     )
     everything.add_argument(
         "--confidence",
         type=_confidence,
         default=0.99,
-        help="confidence of the outcome battery's decisions (default 0.99)",
+        help="confidence of the outcome battery's decisions (default: 0.99)",
     )
     everything.add_argument(
         "--out",
@@ -883,6 +929,7 @@ def _add_everything_parser(commands: _Commands) -> None:
         metavar="DIR",
         help="evidence directory: outcomes.json, nist.json, report.html",
     )
+    _add_page_options(everything)
     everything.set_defaults(handler=_cmd_all)
 
 
@@ -905,9 +952,12 @@ def _add_dieharder_parser(commands: _Commands) -> None:
         help="raw bytes; must hold enough for every test (no rewinding)",
     )
     source.add_argument(
+        "--target",
         "--live",
+        dest="live",
         metavar="HOST:PORT",
-        help="raw generator output streamed from a running service (lab role)",
+        help="raw generator output streamed from a running service (lab role; --live is the "
+        "former name)",
     )
     _add_live_options(dh, time_limit=3600.0)
     dh.add_argument(
@@ -930,15 +980,39 @@ def _add_dieharder_parser(commands: _Commands) -> None:
         "FAILED (otherwise a WEAK result makes the verdict INCONCLUSIVE)",
     )
     dh.add_argument(
-        "--executable", default="dieharder", help="the dieharder program (default dieharder)"
+        "--executable", default="dieharder", help="the dieharder program (default: dieharder)"
     )
     dh.add_argument("--json", type=Path, metavar="OUT", help="JSON report path")
     dh.set_defaults(handler=_cmd_dieharder)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on one line (exit status 2, no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+_EPILOG = """\
+exit status (every command):
+  0  PASS: the data were enough and nothing rejects
+  1  FAIL: a test rejects
+  3  INCONCLUSIVE: nothing rejects, but the sample is below what the battery needs
+     (the message names the size), or a result could not be decided
+  2  usage or input error: one line naming the option or the file, nothing written
+
+documentation: docs/certification.md (how a lab runs each command, the tests, the verdicts and
+the JSON documents); docs/cli.md (conventions shared with rng-service and rng-audit)
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="rng-certify", description="Statistical certification of random bit streams."
+    parser = _Parser(
+        prog="rng-certify",
+        description="Statistical certification of the random outcomes and bit streams of "
+        "rng-service, for gaming laboratories.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_nist_parser(commands)

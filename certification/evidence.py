@@ -10,7 +10,10 @@ Owns the ``evidence`` object of the JSON documents (docs/certification.md, "Evid
 * ``inputs``: every input, with its size in bytes and SHA-256 (files), or for live runs each
   raw-output session's request id, log index and receipt.
 
-:func:`file_facts` hashes any file in bounded pieces; nothing here tests randomness.
+:func:`file_facts` hashes any file in bounded pieces; :class:`HashedInput` hashes an input (a
+file, a pipe or standard input) *while* it is read, so that the evidence holds the size and
+SHA-256 of exactly the bytes tested, never of a second read (a pipe read twice is empty the
+second time). Nothing here tests randomness.
 """
 
 from __future__ import annotations
@@ -18,15 +21,23 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from certification.errors import InputError
 
-__all__ = ["DISTRIBUTION", "evidence_record", "file_facts", "now_utc", "software"]
+__all__ = [
+    "DISTRIBUTION",
+    "HashedInput",
+    "evidence_record",
+    "file_facts",
+    "now_utc",
+    "open_input",
+    "software",
+]
 
 DISTRIBUTION = "rng-service"
 _PIECE = 1 << 22
@@ -80,6 +91,50 @@ def file_facts(path: Path) -> dict[str, Any]:
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror or e}") from e
     return {"path": str(path), "size_bytes": size, "sha256": digest.hexdigest()}
+
+
+class HashedInput:
+    """Lines of a binary input, hashed as they are read; :meth:`facts` after the last line."""
+
+    def __init__(self, handle: BinaryIO, name: str) -> None:
+        self._handle = handle
+        self.name = name
+        self._digest = hashlib.sha256()
+        self.size = 0
+
+    def lines(self) -> Iterator[bytes]:
+        """Every line (the last one possibly without its newline), reading to the end."""
+        rest = b""
+        try:
+            while data := self._handle.read(_PIECE):
+                self._digest.update(data)
+                self.size += len(data)
+                parts = (rest + data).split(b"\n")
+                rest = parts.pop()
+                yield from parts
+        except OSError as e:
+            raise InputError(f"cannot read {self.name}: {e.strerror or e}") from e
+        if rest:
+            yield rest
+
+    def facts(self) -> dict[str, Any]:
+        """``{"path", "size_bytes", "sha256"}`` of the bytes read so far."""
+        return {"path": self.name, "size_bytes": self.size, "sha256": self._digest.hexdigest()}
+
+    def close(self) -> None:
+        if self._handle is not sys.stdin.buffer:
+            self._handle.close()
+
+
+def open_input(path: Path) -> HashedInput:
+    """A file, or standard input for ``-``, as a :class:`HashedInput`."""
+    if str(path) == "-":
+        return HashedInput(sys.stdin.buffer, "-")
+    try:
+        handle = path.open("rb")
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror or e}") from e
+    return HashedInput(handle, str(path))
 
 
 def evidence_record(

@@ -24,6 +24,11 @@ The bad generators (each a deliberate, classic mistake):
 * ``lag_correlated`` - fair spins, except that each spin, with probability 1/20, repeats the
   spin 7 before it (a buffer read at the wrong offset): invisible to tests of single values
   and of neighbours, seen by the serial correlation at lag 7.
+* ``suppressed_pair`` - a double zero wheel on which one ordered pair of numbers never occurs
+  (the second is redrawn whenever it would follow the first), everything else fair: one dead
+  cell among 1,444, diluted by the pairs chi-square, seen by ``pairs_max_cell``.
+* ``suppressed_repeat`` - a double zero wheel that never shows a number twice in a row (a
+  "no streaks" rule): seen by ``gap_per_value`` and ``pairs_max_cell``.
 
 The byte-level generators feed the service's own sampler (``RandomSource.randbelow``, exactly
 as ``roulette.draw``) and the battery tests the resulting single zero wheel spins; the two
@@ -48,7 +53,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from certification.outcomes import BatteryResult, OutcomeSample, run_battery
-from certification.outcomes.battery import DEFAULT_CONFIDENCE
+from certification.outcomes.battery import DEFAULT_CONFIDENCE, all_tests, group_specs
+from certification.outcomes.power_sizes import MEASURED, POWER, required_sizes
 from certification.sources import (
     ByteSource,
     RandBelow,
@@ -77,6 +83,7 @@ __all__ = [
     "StudyRow",
     "Trial",
     "naive_shuffle",
+    "power_table",
     "run_at",
     "run_study",
     "study_json",
@@ -92,6 +99,7 @@ STUCK_BIT = 3
 PERIOD_BYTES = 4096
 LAG = 7
 LAG_SHARE = 20  # one spin in LAG_SHARE repeats the one LAG before
+SUPPRESSED_PAIR = (5, 17)  # compartments of the double zero wheel: 17 never follows 5
 
 SPIN_LADDER = (
     200, 300, 500, 700, 1_000, 1_500, 2_000, 3_000, 4_000, 5_000, 7_000, 10_000, 15_000,
@@ -166,6 +174,36 @@ def lag_correlated_positions(source: ByteSource, n: int, compartments: int = 37)
     return out
 
 
+def suppressed_pair_positions(
+    source: ByteSource, n: int, pair: tuple[int, int] = SUPPRESSED_PAIR, compartments: int = 38
+) -> list[int]:
+    """Fair compartments, except that ``pair[1]`` never follows ``pair[0]`` (redrawn)."""
+    src = random_source(source)
+    out: list[int] = []
+    while len(out) < n:
+        for x in src.randbelow_batch(compartments, n - len(out) + 64).tolist():
+            if out and out[-1] == pair[0] and x == pair[1]:
+                continue
+            out.append(int(x))
+            if len(out) == n:
+                break
+    return out
+
+
+def no_repeat_positions(source: ByteSource, n: int, compartments: int = 38) -> list[int]:
+    """Fair compartments, except that a compartment never follows itself (redrawn)."""
+    src = random_source(source)
+    out: list[int] = []
+    while len(out) < n:
+        for x in src.randbelow_batch(compartments, n - len(out) + 64).tolist():
+            if out and out[-1] == x:
+                continue
+            out.append(int(x))
+            if len(out) == n:
+                break
+    return out
+
+
 def naive_shuffle(src: RandBelow, size: int = DECK) -> list[int]:
     """The classic wrong shuffle: swap each position with a uniform index of the whole deck."""
     deck = list(range(size))
@@ -228,6 +266,14 @@ SCENARIOS: dict[str, Scenario] = {
                  f"fair spins, 1 in {LAG_SHARE} repeats the spin {LAG} before",
                  lambda n, r: sample_from_positions(WHEEL, lag_correlated_positions(
                      _fair("lag", r), n)), True),
+        Scenario("suppressed_pair", "spins",
+                 "double zero wheel, one ordered pair of compartments never occurs",
+                 lambda n, r: sample_from_positions("double_zero", suppressed_pair_positions(
+                     _fair("pair", r), n)), True),
+        Scenario("suppressed_repeat", "spins",
+                 "double zero wheel, no number twice in a row",
+                 lambda n, r: sample_from_positions("double_zero", no_repeat_positions(
+                     _fair("repeat", r), n)), True),
         Scenario("ours_spins", "spins", "DeterministicGenerator (lab mode), fixed seed",
                  lambda n, r: _spins(_fair("ours-spins", r), n), False),
         Scenario("ours_shuffles", "shuffles", "DeterministicGenerator (lab mode), fixed seed",
@@ -238,17 +284,15 @@ BAD_GENERATORS = tuple(n for n, s in SCENARIOS.items() if s.bad)
 GOOD_GENERATORS = tuple(n for n, s in SCENARIOS.items() if not s.bad)
 
 #: Sample sizes at which the unit tests require each bad generator to be rejected (replicate
-#: 0); our generator must not fail at any of them (docs/certification.md, "Power study").
-#: They are the sizes :func:`run_study` found each one caught at (FAIL in >= 99 of 100
-#: replicates, ``python -m bench power``).
+#: 0) (docs/certification.md, "Power study"): the sizes :func:`run_study` found each one caught
+#: at (FAIL in >= 99 of 100 replicates, ``python -m bench power``; the measured ones are
+#: :data:`certification.outcomes.power_sizes.MEASURED`, the single source of the verdict's
+#: sizes).
 TEST_SIZES: dict[str, int] = {
     "modulo_wheel": 70_000,
-    "naive_shuffle": 700,
-    "randu": 200,
-    "stuck_bit": 1_500,
-    "short_period": 4_000,
-    "randu_high": 5_000,
-    "lag_correlated": 20_000,
+    **{defect: size for defect, (_, _, size) in MEASURED.items()},
+    "suppressed_pair": 50_000,
+    "suppressed_repeat": 50_000,
 }
 #: The study calls a generator caught at the smallest size rejected in this share of replicates.
 POWER_TARGET = 0.99
@@ -410,7 +454,7 @@ def study_json(
         "ours_max_rejection_rate": OURS_MAX_REJECTION_RATE,
         "criteria": {
             "battery": "the outcome battery (Holm at alpha = 1 - confidence, second level)",
-            "alpha": 1 - confidence,
+            "alpha": round(1 - confidence, 12),  # as given: 0.01, not 0.010000000000000009
             "caught_at": f"the first ladder size whose replicates FAIL in at least "
             f"{POWER_TARGET:.0%} ({replicates} replicates per size, a seed each)",
             "spin_ladder": list(SPIN_LADDER),
@@ -447,3 +491,42 @@ def study_json(
     if evidence is not None:
         document["evidence"] = evidence
     return document
+
+
+#: The groups of docs/certification.md's table of power sizes: (row label, plan item of
+#: :data:`certification.sources.KIND_PARAMS`).
+POWER_TABLE_KINDS = (
+    ("single zero wheel", "roulette_single_zero"),
+    ("double zero wheel", "roulette_double_zero"),
+    ("double zero wheel used as single zero", "roulette_double_zero_as_single_zero"),
+    ("Sic Bo (3 dice)", "sic_bo"),
+    ("one deck", "card_shuffle"),
+    ("six-deck shoe", "card_shoe_6"),
+)
+
+
+def power_table(confidence: float = DEFAULT_CONFIDENCE) -> str:
+    """docs/certification.md's table of the sizes each kind needs for a PASS (a run of that
+    kind alone: alpha divided among its group's tests), generated from
+    :func:`certification.outcomes.power_sizes.required_sizes`."""
+    from certification.sources import build_sample, generate_records
+
+    alpha = 1 - confidence
+    lines = [
+        "| Kind | Reference defect | Test that sees it | Outcomes for 99 % power | How |",
+        "|---|---|---|---|---|",
+    ]
+    for label, item in POWER_TABLE_KINDS:
+        sample = build_sample(generate_records(lab_generator("power-table"), {item: 40}))
+        m = len(all_tests(sample))
+        (spec,) = group_specs(sample)
+        sizes = sorted(required_sizes(spec, alpha=alpha, m=m), key=lambda s: -s.size)
+        for i, size in enumerate(sizes):
+            name = f"**{label}** ({m} tests)" if i == 0 else ""
+            lines.append(f"| {name} | `{size.defect}` | `{size.test}` | "
+                         f"{'**' if i == 0 else ''}{size.size:,}{'**' if i == 0 else ''} | "
+                         f"{size.method} |")  # fmt: skip
+    lines.append("")
+    lines.append(f"(confidence {confidence:g}; the first row of each kind is the size below "
+                 f"which it is INCONCLUSIVE; power {POWER:g}.)")  # fmt: skip
+    return "\n".join(lines) + "\n"

@@ -65,7 +65,10 @@ from certification.outcomes.sample import (
     UniformGroup,
     WeightedGroup,
     WheelGroup,
+    WheelTally,
 )
+from certification.outcomes.shuffles import ShuffleStream, shoe_group
+from certification.outcomes.stream import IntegerStream
 from rng_service.drbg import DeterministicGenerator
 from rng_service.errors import RngServiceError
 from rng_service.outcomes import (
@@ -107,6 +110,7 @@ __all__ = [
     "random_source",
     "read_bit_file",
     "read_records",
+    "records_from_lines",
     "sample_from_positions",
     "sample_from_shuffles",
     "spin_positions",
@@ -245,6 +249,20 @@ def _decode_line(line: str, where: str) -> Record | None:
     if not isinstance(obj.get("kind"), str) or not isinstance(obj.get("outcome"), dict):
         raise SourceError(f"{where}: a record needs a string 'kind' and an object 'outcome'")
     return obj
+
+
+def records_from_lines(lines: Iterable[bytes], name: str) -> Iterator[Record]:
+    """Records of JSON Lines given as bytes (canonical entries or an ``rng-audit-export``
+    file), one at a time: nothing is kept."""
+    for number, raw in enumerate(lines, 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise SourceError(f"{name}:{number}: not UTF-8 text") from e
+        if line.strip():
+            record = _decode_line(line, f"{name}:{number}")
+            if record is not None:
+                yield record
 
 
 def read_records(path: Path) -> Iterator[Record]:
@@ -647,12 +665,12 @@ def _sequence_alphabet(wheel: WheelType) -> tuple[dict[str, int], int]:
 def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = ()) -> OutcomeSample:
     """Groups ``records`` by kind and parameters, with each group's exact distributions."""
     profiles = _Profiles.load(profile_files)
-    spins: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    rolls: dict[tuple[int, int], list[tuple[int, ...]]] = defaultdict(list)
+    spins: dict[str, _WheelTallier] = {}
+    rolls: dict[tuple[int, int], _DiceTallier] = {}
     fires: dict[str, list[tuple[str, ...]]] = defaultdict(list)
     tiers: dict[str, list[str]] = defaultdict(list)
     balls: dict[tuple[str, int], list[tuple[str, ...]]] = defaultdict(list)
-    shoes: dict[tuple[int, int], list[tuple[int, ...]]] = defaultdict(list)
+    shoes: dict[tuple[int, int], _ShuffleTallier] = {}
     uniform: dict[tuple[int, int, bool], list[tuple[int, ...]]] = defaultdict(list)
     weighted: dict[tuple[int, ...], list[tuple[int, ...]]] = defaultdict(list)
     bonus: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
@@ -666,16 +684,20 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
             if kind == "roulette_spin":
                 wheel = outcome["wheel"]
                 voids = sum(1 for s in outcome["spins"] if s["voided"])
-                spins[wheel].append((outcome["final"]["number"], voids))
+                _tallier(spins, wheel).add(outcome["final"]["number"], voids)
             elif kind == "roulette_spin_batch":
+                tallier = _tallier(spins, params["wheel"])
                 for n in outcome["numbers"]:
-                    spins[params["wheel"]].append((n, 0))
+                    tallier.add(n, 0)
             elif kind == "dice_roll":
-                rolls[(params["count"], params["sides"])].append(tuple(outcome["faces"]))
+                _dice_tallier(rolls, int(params["count"]), int(params["sides"])).add(
+                    tuple(int(f) for f in outcome["faces"])
+                )
             elif kind == "dice_roll_batch":
-                k, faces = params["dice"], outcome["faces"]
+                k, faces = int(params["dice"]), [int(f) for f in outcome["faces"]]
+                roller = _dice_tallier(rolls, k, int(params["sides"]))
                 for i in range(0, len(faces), k):
-                    rolls[(k, params["sides"])].append(tuple(faces[i : i + k]))
+                    roller.add(tuple(faces[i : i + k]))
             elif kind == "fire_numbers":
                 prof = profiles.get(params, where)
                 profile_of[prof.id.sha256] = prof
@@ -689,7 +711,9 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
                 balls[key].append(tuple(b["number"] for b in outcome["balls"]))
             elif kind == "card_shuffle":
                 key = (outcome["decks"], outcome["jokers"])
-                shoes[key].append(tuple(cards.card_code(c) for c in outcome["cards"]))
+                if key not in shoes:
+                    shoes[key] = _ShuffleTallier(*key)
+                shoes[key].add(tuple(cards.card_code(c) for c in outcome["cards"]))
             elif kind in ("uniform_int", "uniform_int_batch"):
                 ukey = (int(params["low"]), int(params["high"]), bool(params.get("distinct")))
                 uniform[ukey].append(tuple(int(v) for v in outcome["values"]))
@@ -707,12 +731,12 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
         except (KeyError, TypeError, ValueError, RngServiceError) as e:
             raise SourceError(f"{where}: malformed {kind!r} record ({e!r})") from e
     return OutcomeSample(
-        wheels=tuple(_wheel_group(w, v) for w, v in sorted(spins.items())),
-        dice=tuple(_dice_group(c, s, v) for (c, s), v in sorted(rolls.items())),
+        wheel_tallies=tuple(t.tally() for _, t in sorted(spins.items())),
+        dice=tuple(t.group() for _, t in sorted(rolls.items())),
         fire_numbers=tuple(_fire_group(profile_of[sha], v) for sha, v in sorted(fires.items())),
         jackpots=tuple(_jackpot_group(profile_of[sha], v) for sha, v in sorted(tiers.items())),
         multiball=tuple(_multiball_group(w, k, v) for (w, k), v in sorted(balls.items())),
-        shuffles=tuple(_shuffle_group(d, j, v) for (d, j), v in sorted(shoes.items())),
+        shuffles=tuple(t.group() for _, t in sorted(shoes.items())),
         uniform=tuple(
             UniformGroup(low=lo, high=hi, distinct=dist, draws=tuple(v))
             for (lo, hi, dist), v in sorted(uniform.items())
@@ -729,6 +753,57 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
     )
 
 
+class _WheelTallier:
+    """One wheel type's spins, counted as they are read (memory bounded by the cells)."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, wheel: str) -> None:
+        self.params = _wheel_params(wheel)
+        self.wheel = wheel
+        self.index, alphabet = _sequence_alphabet(self.params.wheel)
+        symbols = tuple(sorted(self.index, key=self.index.__getitem__))
+        self.stream = IntegerStream(alphabet, f"wheel/{wheel}", symbols)
+        self.counts: dict[str, int] = defaultdict(int)
+        self.voids: dict[int, int] = defaultdict(int)
+        self.pending: list[int] = []
+        self.outcomes = 0
+
+    def add(self, number: str, voids: int) -> None:
+        self.counts[number] += 1
+        self.voids[voids] += 1
+        self.pending.append(self.index.get(number, 0))
+        self.outcomes += 1
+        if len(self.pending) >= self.CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.pending:
+            self.stream.add(np.asarray(self.pending, dtype=np.int64))
+            self.pending = []
+
+    def tally(self) -> WheelTally:
+        self._flush()
+        voiding = self.params.wheel is WheelType.DOUBLE_ZERO_AS_SINGLE_ZERO
+        return WheelTally(
+            wheel=self.wheel,
+            outcomes=self.outcomes,
+            counts=dict(self.counts),
+            expected=roulette.distribution(self.params),
+            stream=self.stream,
+            void_counts=dict(self.voids),
+            void_expected=_conditional(roulette.void_count_distribution(self.params))
+            if voiding
+            else None,
+        )
+
+
+def _tallier(spins: dict[str, _WheelTallier], wheel: str) -> _WheelTallier:
+    if wheel not in spins:
+        spins[wheel] = _WheelTallier(wheel)
+    return spins[wheel]
+
+
 def _wheel_group(wheel: str, spins: list[tuple[str, int]]) -> WheelGroup:
     params = _wheel_params(wheel)
     index, alphabet = _sequence_alphabet(params.wheel)
@@ -742,6 +817,7 @@ def _wheel_group(wheel: str, spins: list[tuple[str, int]]) -> WheelGroup:
         alphabet=alphabet,
         voids=tuple(v for _, v in spins),
         void_expected=_conditional(roulette.void_count_distribution(params)) if voids else None,
+        symbols=tuple(sorted(index, key=index.__getitem__)),
     )
 
 
@@ -759,17 +835,65 @@ def sample_from_positions(wheel: str, positions: Sequence[int]) -> OutcomeSample
     return OutcomeSample(wheels=(_wheel_group(wheel, [(order[p], 0) for p in positions]),))
 
 
-def _dice_group(count: int, sides: int, v: list[tuple[int, ...]]) -> DiceGroup:
-    p = dice.DiceParams(count=count, sides=sides)
-    combos = dice.combination_distribution(p) if sides ** min(count, 6) <= 10**6 else {}
-    return DiceGroup(
-        count=count,
-        sides=sides,
-        rolls=tuple(v),
-        face_expected=dice.face_distribution(p),
-        total_expected=dice.total_distribution(p),
-        combination_expected=combos,
-    )
+class _DiceTallier:
+    """One (count, sides) group's rolls, counted as they are read."""
+
+    def __init__(self, count: int, sides: int) -> None:
+        self.params = dice.DiceParams(count=count, sides=sides)
+        self.count, self.sides = count, sides
+        faces = tuple(str(f) for f in range(1, sides + 1))
+        self.stream = IntegerStream(sides, f"dice/{count}d{sides}", faces)
+        self.faces: dict[int, int] = defaultdict(int)
+        self.tuples: dict[tuple[int, ...], int] = defaultdict(int)
+        self.totals: dict[int, int] = defaultdict(int)
+        self.combinations: dict[tuple[int, ...], int] = defaultdict(int)
+        self.pending: list[int] = []
+        self.outcomes = 0
+
+    def add(self, roll: tuple[int, ...]) -> None:
+        self.outcomes += 1
+        for f in roll:
+            self.faces[f] += 1
+            # an impossible face fails the faces test; the stream keeps to its alphabet
+            self.pending.append(min(max(f - 1, 0), self.sides - 1))
+        self.tuples[roll] += 1
+        self.totals[sum(roll)] += 1
+        self.combinations[tuple(sorted(roll))] += 1
+        if len(self.pending) >= _WheelTallier.CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.pending:
+            self.stream.add(np.asarray(self.pending, dtype=np.int64))
+            self.pending = []
+
+    def group(self) -> DiceGroup:
+        self._flush()
+        p = self.params
+        combos = (
+            dice.combination_distribution(p) if self.sides ** min(self.count, 6) <= 10**6 else {}
+        )
+        return DiceGroup(
+            count=self.count,
+            sides=self.sides,
+            outcomes=self.outcomes,
+            face_counts=dict(self.faces),
+            tuple_counts=dict(self.tuples),
+            total_counts=dict(self.totals),
+            combination_counts=dict(self.combinations),
+            stream=self.stream,
+            face_expected=dice.face_distribution(p),
+            total_expected=dice.total_distribution(p),
+            combination_expected=combos,
+        )
+
+
+def _dice_tallier(
+    rolls: dict[tuple[int, int], _DiceTallier], count: int, sides: int
+) -> _DiceTallier:
+    if (count, sides) not in rolls:
+        rolls[(count, sides)] = _DiceTallier(count, sides)
+    return rolls[(count, sides)]
 
 
 def _fire_group(prof: MegaFireBlazeProfile, v: list[tuple[str, ...]]) -> FireNumberGroup:
@@ -802,19 +926,47 @@ def _multiball_group(wheel: str, k: int, v: list[tuple[str, ...]]) -> MultiBallG
     )
 
 
-def _shuffle_group(decks: int, jokers: int, v: list[tuple[int, ...]]) -> ShuffleGroup:
-    params = cards.ShuffleParams(decks=decks, jokers=jokers)
-    by_label = cards.position_distribution(params)
-    top: dict[int, Fraction] = {}
-    for code in sorted(set(cards.canonical_shoe(params))):
-        top[code] = by_label[cards.card_label(code)]
-    return ShuffleGroup(
-        decks=decks,
-        jokers=jokers,
-        shuffles=tuple(v),
-        top_expected=top,
-        distinct=decks == 1,
-    )
+class _ShuffleTallier:
+    """One shoe's shuffles, fed to its :class:`ShuffleStream` in chunks as they are read."""
+
+    CHUNK = 4096
+
+    def __init__(self, decks: int, jokers: int) -> None:
+        params = cards.ShuffleParams(decks=decks, jokers=jokers)
+        by_label = cards.position_distribution(params)
+        self.top: dict[int, Fraction] = {
+            code: by_label[cards.card_label(code)]
+            for code in sorted(set(cards.canonical_shoe(params)))
+        }
+        self.decks, self.jokers = decks, jokers
+        self.stream = ShuffleStream(self.top, distinct=decks == 1,
+                                    group=shoe_group(decks, jokers))  # fmt: skip
+        self.pending: list[tuple[int, ...]] = []
+        self.outcomes = 0
+        self.size = 0
+
+    def add(self, shuffle: tuple[int, ...]) -> None:
+        if self.size and len(shuffle) != self.size:
+            raise SourceError(
+                f"a {shoe_group(self.decks, self.jokers)} shuffle of {len(shuffle)} cards "
+                f"among shuffles of {self.size}"
+            )
+        self.pending.append(shuffle)
+        self.outcomes += 1
+        self.size = len(shuffle)
+        if len(self.pending) >= self.CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.pending:
+            self.stream.add(np.asarray(self.pending, dtype=np.int64))
+            self.pending = []
+
+    def group(self) -> ShuffleGroup:
+        self._flush()
+        return ShuffleGroup(decks=self.decks, jokers=self.jokers, outcomes=self.outcomes,
+                            size=self.size, stream=self.stream, top_expected=self.top,
+                            distinct=self.decks == 1)  # fmt: skip
 
 
 def _bonus_group(
@@ -858,4 +1010,7 @@ def _bonus_group(
 
 def sample_from_shuffles(shuffles: Sequence[Sequence[int]]) -> OutcomeSample:
     """An :class:`OutcomeSample` of one-deck shuffles given as card codes (0..51), top first."""
-    return OutcomeSample(shuffles=(_shuffle_group(1, 0, [tuple(s) for s in shuffles]),))
+    tallier = _ShuffleTallier(1, 0)
+    for s in shuffles:
+        tallier.add(tuple(int(c) for c in s))
+    return OutcomeSample(shuffles=(tallier.group(),))

@@ -39,10 +39,12 @@ independent). The run passes when no adjusted P-value is below alpha and the sec
 one is not below its threshold.
 
 Verdict (:class:`certification.verdict.Verdict`): FAIL when a test fails either way; otherwise
-INCONCLUSIVE when some test did not apply for lack of data (its ``min_sample`` says how many
-outcomes it needs), or when no test applied; PASS otherwise. A test that cannot apply whatever
-the sample (no jackpot segment can be completed with fewer than six Fire Numbers) does not
-make a run inconclusive.
+INCONCLUSIVE when a group of wheel spins, dice or shuffles holds fewer outcomes than its
+reference defects need to be seen with 99 % power (:mod:`certification.outcomes.power_sizes`,
+the size needed is named), when some test did not apply for lack of data (its ``min_sample``
+says how many outcomes it needs), or when no test applied; PASS otherwise. A test that cannot
+apply whatever the sample (no jackpot segment can be completed with fewer than six Fire
+Numbers) does not make a run inconclusive.
 """
 
 from __future__ import annotations
@@ -66,8 +68,16 @@ from certification.outcomes._stats import (
     holm_adjusted,
     inclusion_test,
     ks_uniform,
+    max_cell,
     repeats,
     second_level,
+)
+from certification.outcomes.power_sizes import (
+    MEASURED_CONFIDENCE,
+    POWER,
+    GroupSpec,
+    RequiredSize,
+    required_sizes,
 )
 from certification.outcomes.sample import (
     BonusGroup,
@@ -80,6 +90,7 @@ from certification.outcomes.sample import (
     UniformGroup,
     WeightedGroup,
     WheelGroup,
+    WheelTally,
 )
 from certification.outcomes.sequence import (
     MAX_LAG,
@@ -90,8 +101,9 @@ from certification.outcomes.sequence import (
     run_stream_tests,
     runs_up,
     runs_up_and_down,
+    tuple_label,
 )
-from certification.outcomes.shuffles import card_by_position, run_shuffle_tests
+from certification.outcomes.shuffles import card_by_position, shoe_group
 from certification.verdict import Verdict
 
 __all__ = [
@@ -101,8 +113,10 @@ __all__ = [
     "SECOND_LEVEL_ALPHA",
     "BatteryResult",
     "Decision",
+    "GroupPower",
     "all_tests",
     "decide",
+    "group_specs",
     "render_json",
     "render_summary",
     "run_battery",
@@ -139,6 +153,33 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class GroupPower:
+    """A group's outcomes against the sizes its reference defects need (``needed``: the
+    largest; ``enough``: outcomes >= needed)."""
+
+    group: str
+    outcomes: int
+    sizes: tuple[RequiredSize, ...]
+
+    @property
+    def deciding(self) -> RequiredSize:
+        return max(self.sizes, key=lambda s: s.size)
+
+    @property
+    def needed(self) -> int:
+        return self.deciding.size
+
+    @property
+    def enough(self) -> bool:
+        return self.outcomes >= self.needed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"group": self.group, "outcomes": self.outcomes, "needed": self.needed,
+                "enough": self.enough, "deciding_defect": self.deciding.defect,
+                "sizes": [s.as_dict() for s in self.sizes]}  # fmt: skip
+
+
+@dataclass(frozen=True)
 class BatteryResult:
     confidence: float
     decisions: tuple[Decision, ...]
@@ -150,10 +191,12 @@ class BatteryResult:
     outcome_count: int
     untested: Mapping[str, int]
     not_outcomes: Mapping[str, int] | None = None
+    power: tuple[GroupPower, ...] = ()
 
     @property
     def alpha(self) -> float:
-        return 1.0 - self.confidence
+        """1 - confidence as the user gave it (0.01, not 1 - 0.99 = 0.010000000000000009)."""
+        return round(1.0 - self.confidence, 12)
 
     @property
     def passed(self) -> bool:
@@ -171,17 +214,24 @@ def _wheel_tests(g: WheelGroup) -> list[TestResult]:
     ]
     if g.void_expected is not None:
         results.append(chi_square_gof("void_count", group, _counts(g.voids), g.void_expected))
-    results += run_sequence_tests(np.asarray(g.sequence, dtype=np.int64), g.alphabet, group)
+    sequence = np.asarray(g.sequence, dtype=np.int64)
+    results += run_sequence_tests(sequence, g.alphabet, group, g.symbols)
     return results
+
+
+def _tally_tests(g: WheelTally) -> list[TestResult]:
+    group = f"wheel/{g.wheel}"
+    results = [chi_square_gof("numbers", group, g.counts, g.expected, details={"wheel": g.wheel})]
+    if g.void_expected is not None:
+        results.append(chi_square_gof("void_count", group, g.void_counts, g.void_expected))
+    return results + g.stream.results()
 
 
 def _dice_tests(g: DiceGroup) -> list[TestResult]:
     group = f"dice/{g.count}d{g.sides}"
-    faces = [f for roll in g.rolls for f in roll]
-    results = [chi_square_gof("faces", group, _counts(faces), g.face_expected)]
+    results = [chi_square_gof("faces", group, g.face_counts, g.face_expected)]
     cells = g.sides**g.count
     if g.count > 1 and cells <= MAX_TUPLE_CELLS:
-        tuples = [tuple(r) for r in g.rolls]
         uniform = Fraction(1, cells)
         expected: dict[tuple[int, ...], Fraction] = {}
         for code in range(cells):
@@ -190,18 +240,22 @@ def _dice_tests(g: DiceGroup) -> list[TestResult]:
                 code, face = divmod(code, g.sides)
                 key.append(face + 1)
             expected[tuple(reversed(key))] = uniform
-        results.append(chi_square_gof("ordered_tuples", group, _counts(tuples), expected))
+        results.append(chi_square_gof("ordered_tuples", group, g.tuple_counts, expected))
+        table = np.array([g.tuple_counts.get(k, 0) for k in expected], dtype=np.int64)
+        results.append(
+            max_cell("ordered_tuples_max_cell", group, table, 1.0 / cells, g.outcomes,
+                     label=tuple_label(g.sides, g.count, _faces(g.sides)))
+        )  # fmt: skip
     if g.count > 1:
-        totals = [sum(r) for r in g.rolls]
-        results.append(chi_square_gof("totals", group, _counts(totals), g.total_expected))
+        results.append(chi_square_gof("totals", group, g.total_counts, g.total_expected))
         if len(g.combination_expected) <= MAX_TUPLE_CELLS:
-            combos = [tuple(sorted(r)) for r in g.rolls]
-            results.append(
-                chi_square_gof("combinations", group, _counts(combos), g.combination_expected)
-            )
-    values = np.asarray(faces, dtype=np.int64) - 1
-    results += run_sequence_tests(values, g.sides, group)
-    return results
+            results.append(chi_square_gof("combinations", group, g.combination_counts,
+                                          g.combination_expected))  # fmt: skip
+    return results + g.stream.results()
+
+
+def _faces(sides: int) -> tuple[str, ...]:
+    return tuple(str(f) for f in range(1, sides + 1))
 
 
 def _fire_tests(g: FireNumberGroup) -> list[TestResult]:
@@ -245,9 +299,7 @@ def _multiball_tests(g: MultiBallGroup) -> list[TestResult]:
 
 
 def _shuffle_tests(g: ShuffleGroup) -> list[TestResult]:
-    group = f"shuffle/{g.decks}deck{'s' if g.decks > 1 else ''}+{g.jokers}j"
-    array = np.asarray(g.shuffles, dtype=np.int64)
-    return run_shuffle_tests(array, g.top_expected, distinct=g.distinct, group=group)
+    return g.stream.results()
 
 
 def _fire_collision(g: FireNumberGroup) -> Fraction:
@@ -381,6 +433,7 @@ def all_tests(sample: OutcomeSample) -> list[TestResult]:
     """Every test result for ``sample``, in group order."""
     kinds: list[tuple[Sequence[Any], Callable[[Any], list[TestResult]]]] = [
         (sample.wheels, _wheel_tests),
+        (sample.wheel_tallies, _tally_tests),
         (sample.dice, _dice_tests),
         (sample.fire_numbers, _fire_tests),
         (sample.jackpots, _jackpot_tests),
@@ -393,6 +446,34 @@ def all_tests(sample: OutcomeSample) -> list[TestResult]:
     return [result for groups, tests in kinds for group in groups for result in tests(group)]
 
 
+def _wheel_spec(g: WheelGroup) -> GroupSpec:
+    return GroupSpec(f"wheel/{g.wheel}", "wheel", len(g.numbers), g.alphabet)
+
+
+def group_specs(sample: OutcomeSample) -> list[GroupSpec]:
+    """The groups of ``sample`` whose kinds have reference defects (wheels, dice, shuffles of
+    shoes without jokers), named as their tests' groups."""
+    specs = [_wheel_spec(g) for g in sample.wheels]
+    specs += [GroupSpec(f"wheel/{g.wheel}", "wheel", g.outcomes, g.stream.d)
+              for g in sample.wheel_tallies]  # fmt: skip
+    specs += [GroupSpec(f"dice/{g.count}d{g.sides}", "dice", g.outcomes, g.sides, g.count)
+              for g in sample.dice]  # fmt: skip
+    for g in sample.shuffles:
+        if g.jokers == 0 and g.outcomes:
+            specs.append(GroupSpec(shoe_group(g.decks, g.jokers), "shuffle", g.outcomes,
+                                   g.size, copies=g.decks))  # fmt: skip
+    return specs
+
+
+def _power(specs: Sequence[GroupSpec], alpha: float, m: int) -> tuple[GroupPower, ...]:
+    out = []
+    for spec in specs:
+        sizes = required_sizes(spec, alpha=alpha, m=m)
+        if sizes:
+            out.append(GroupPower(spec.group, spec.outcomes, sizes))
+    return tuple(out)
+
+
 def decide(
     results: list[TestResult],
     *,
@@ -400,13 +481,17 @@ def decide(
     outcome_count: int = 0,
     untested: Mapping[str, int] | None = None,
     not_outcomes: Mapping[str, int] | None = None,
+    specs: Sequence[GroupSpec] = (),
 ) -> BatteryResult:
-    """Holm-adjusted decisions, the second-level uniformity check over ``results``, and the
-    verdict (module docstring)."""
+    """Holm-adjusted decisions, the second-level uniformity check over ``results``, the
+    groups' sizes against their reference defects (``specs``), and the verdict (module
+    docstring)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    alpha = 1.0 - confidence
+    alpha = round(1.0 - confidence, 12)
     applicable = [r for r in results if r.p_value is not None]
+    power = _power(specs, alpha, len(results))
+    short = [g for g in power if not g.enough]
     adjusted = holm_adjusted([r.p_value for r in applicable if r.p_value is not None])
     by_id = {id(r): a for r, a in zip(applicable, adjusted, strict=True)}
     decisions = []
@@ -434,6 +519,17 @@ def decide(
     elif not applicable:
         verdict = Verdict.INCONCLUSIVE
         reason = "no test applied to these records"
+    elif short:
+        shown = "; ".join(
+            f"{g.group} has {g.outcomes:,} outcomes, needs {g.needed:,} to see "
+            f"{g.deciding.defect} ({g.deciding.test}) with {POWER:.0%} power"
+            for g in short[:4]
+        )
+        verdict = Verdict.INCONCLUSIVE
+        reason = (
+            f"no test rejects, but {len(short)} group(s) are below the size their reference "
+            f"defects need: {shown}" + (f" and {len(short) - 4} more" if len(short) > 4 else "")
+        )
     elif waiting:
         shown = ", ".join(f"{r.group}/{r.name} needs {r.min_sample}" for r in waiting[:6])
         verdict = Verdict.INCONCLUSIVE
@@ -462,6 +558,7 @@ def decide(
         outcome_count=outcome_count,
         untested=dict(untested or {}),
         not_outcomes=dict(not_outcomes or {}),
+        power=power,
     )
 
 
@@ -476,6 +573,7 @@ def run_battery(sample: OutcomeSample, *, confidence: float = DEFAULT_CONFIDENCE
         outcome_count=sample.outcome_count,
         untested=sample.untested,
         not_outcomes=sample.not_outcomes,
+        specs=group_specs(sample),
     )
 
 
@@ -526,12 +624,18 @@ CRITERIA: dict[str, Any] = {
     "generator fails some test with probability at most alpha",
     "second_level": "Kolmogorov-Smirnov of the continuous tests' P-values against U(0, 1), "
     f"from {_SECOND_LEVEL_MIN} tests, threshold min({SECOND_LEVEL_ALPHA:g}, alpha)",
+    "verdict_by_power": f"a group of wheel spins, dice or shuffles below the size at which "
+    f"its reference defects are detected with {POWER:.0%} power at alpha / m (m the run's "
+    "tests) is INCONCLUSIVE, with the size it needs (docs/certification.md, 'Verdict by "
+    "power'): exact for dead cells and the modulo bias, measured by the power study at "
+    f"confidence {MEASURED_CONFIDENCE:g} otherwise (lower bounds at a higher confidence)",
     "minimum_sample": "every test that applies to the records' kinds must have the data it "
     "needs (min_sample per test); below that the run is INCONCLUSIVE unless some test fails",
     "verdicts": {
         "FAIL": "a Holm-adjusted P-value below alpha, or the second-level check fails",
-        "INCONCLUSIVE": "nothing fails but a test lacked data (min_sample) or none applied",
-        "PASS": "nothing fails and every test had its data",
+        "INCONCLUSIVE": "nothing fails but a group is below its power size, a test lacked "
+        "data (min_sample) or none applied",
+        "PASS": "nothing fails, every group holds its power size and every test had its data",
     },
 }
 
@@ -561,6 +665,7 @@ def render_json(
         "input": dict(input_info),
         "outcome_count": result.outcome_count,
         "untested_kinds": dict(result.untested),
+        "power": [g.as_dict() for g in result.power],
         "not_outcome_kinds": dict(result.not_outcomes or {}),
         "tests": [_test_json(d) for d in result.decisions],
         "second_level": None
@@ -604,6 +709,12 @@ def render_summary(result: BatteryResult) -> str:
         lines.append(
             f"{'second_level/p_value_uniformity':58} {result.second_level.statistic or 0:12.4f}"
             f" {'-':>6} {result.second_level.p_value:10.6f} {'':>10}{mark}"
+        )
+    for g in result.power:
+        mark = "" if g.enough else "  (below: INCONCLUSIVE)"
+        lines.append(
+            f"power: {g.group}: {g.outcomes:,} outcomes; {g.needed:,} needed to see "
+            f"{g.deciding.defect} ({g.deciding.test}) with {POWER:.0%} power{mark}"
         )
     for kind, n in sorted(result.untested.items()):
         lines.append(f"(not tested: {n} {kind} record(s))")

@@ -13,6 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from certification.outcomes.shuffles import ShuffleStream
+from certification.outcomes.stream import IntegerStream
+
 __all__ = [
     "BonusGroup",
     "DiceGroup",
@@ -24,6 +27,7 @@ __all__ = [
     "UniformGroup",
     "WeightedGroup",
     "WheelGroup",
+    "WheelTally",
 ]
 
 
@@ -33,8 +37,9 @@ class WheelGroup:
 
     ``sequence`` holds each final spin as an integer uniform on ``[0, alphabet)`` under the null
     hypothesis (the compartment index, counting only compartments the final spin can show), for
-    the sequence tests; ``voids`` the voided spins before each final one, with their exact
-    distribution when the wheel voids (double zero used as single zero, 617a.4(c)).
+    the sequence tests, ``symbols`` the number of each index (for the reports); ``voids`` the
+    voided spins before each final one, with their exact distribution when the wheel voids
+    (double zero used as single zero, 617a.4(c)).
     """
 
     wheel: str
@@ -44,15 +49,40 @@ class WheelGroup:
     alphabet: int
     voids: tuple[int, ...] = ()
     void_expected: Mapping[int, Fraction] | None = None
+    symbols: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
+class WheelTally:
+    """Final spins of one wheel type accumulated in one pass (what :func:`certification.sources.
+    build_sample` gives for a log of any size): the count of each final number and of each
+    number of voided spins, and the compartment stream's tallies (``stream``, an
+    :class:`certification.outcomes.stream.IntegerStream`, exact below its buffer size)."""
+
+    wheel: str
+    outcomes: int
+    counts: Mapping[str, int]
+    expected: Mapping[str, Fraction]
+    stream: IntegerStream
+    void_counts: Mapping[int, int] = field(default_factory=dict)
+    void_expected: Mapping[int, Fraction] | None = None
+
+
+@dataclass(frozen=True, eq=False)
 class DiceGroup:
-    """Rolls of ``count`` dice of ``sides`` sides, each roll's faces in die order."""
+    """Rolls of ``count`` dice of ``sides`` sides, accumulated in one pass: the counts of the
+    faces, of the ordered tuples (faces in die order), of the totals and of the sorted
+    combinations, and the faces' stream (``stream``, an
+    :class:`certification.outcomes.stream.IntegerStream` of face - 1, in roll order)."""
 
     count: int
     sides: int
-    rolls: tuple[tuple[int, ...], ...]
+    outcomes: int
+    face_counts: Mapping[int, int]
+    tuple_counts: Mapping[tuple[int, ...], int]
+    total_counts: Mapping[int, int]
+    combination_counts: Mapping[tuple[int, ...], int]
+    stream: IntegerStream
     face_expected: Mapping[int, Fraction]
     total_expected: Mapping[int, Fraction]
     combination_expected: Mapping[tuple[int, ...], Fraction]
@@ -93,14 +123,17 @@ class MultiBallGroup:
     hit_expected: Mapping[int, Fraction]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ShuffleGroup:
-    """Shuffles of one shoe, as card codes top first; ``top_expected`` maps a code to
-    P(top card has that code's label); ``distinct`` when no two cards share a label."""
+    """Shuffles of one shoe (``size`` cards), accumulated in one pass by ``stream`` (card codes
+    top first); ``top_expected`` maps a code to P(top card has that code's label);
+    ``distinct`` when no two cards share a label."""
 
     decks: int
     jokers: int
-    shuffles: tuple[tuple[int, ...], ...]
+    outcomes: int
+    size: int
+    stream: ShuffleStream
     top_expected: Mapping[int, Fraction]
     distinct: bool
 
@@ -164,6 +197,7 @@ class OutcomeSample:
     """Everything a battery run tests, plus what it read but could not test (by kind)."""
 
     wheels: tuple[WheelGroup, ...] = ()
+    wheel_tallies: tuple[WheelTally, ...] = ()
     dice: tuple[DiceGroup, ...] = ()
     fire_numbers: tuple[FireNumberGroup, ...] = ()
     jackpots: tuple[JackpotGroup, ...] = ()
@@ -179,11 +213,12 @@ class OutcomeSample:
     def outcome_count(self) -> int:
         return (
             sum(len(g.numbers) for g in self.wheels)
-            + sum(len(g.rolls) for g in self.dice)
+            + sum(g.outcomes for g in self.wheel_tallies)
+            + sum(g.outcomes for g in self.dice)
             + sum(len(g.draws) for g in self.fire_numbers)
             + sum(len(g.tiers) for g in self.jackpots)
             + sum(len(g.draws) for g in self.multiball)
-            + sum(len(g.shuffles) for g in self.shuffles)
+            + sum(g.outcomes for g in self.shuffles)
             + sum(len(g.draws) for g in self.uniform)
             + sum(len(g.draws) for g in self.weighted)
             + sum(len(g.totals) for g in self.bonus)

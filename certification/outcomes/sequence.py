@@ -35,6 +35,20 @@ wheel's compartment positions, dice faces minus one, generic integers minus ``lo
 * ``uniformity_ks`` - Kolmogorov-Smirnov test (3.3.1 C) of the continuous values below.
 * ``repeats`` - the repeat (period) detector of :func:`certification.outcomes._stats.repeats`
   on the values themselves.
+* ``values_max_cell``, ``pairs_max_cell``, ``triples_max_cell`` - the single-cell test
+  :func:`certification.outcomes._stats.max_cell` on the values and on *disjoint* pairs and
+  triples (x_1 x_2, x_3 x_4, ...: independent draws, so each cell is exactly binomial, which
+  overlapping windows are not), tables of at most :data:`MAX_CELL_TABLE` cells. One ordered
+  pair that never occurs (everything else fair) is a dead cell: caught once
+  2 (1 - 1/d^2)^(n/2) x d^2 x m <= alpha (m the tests Holm divides alpha among).
+* ``gap_per_value`` - Knuth's gap test (3.3.2 C) once for each value v of an alphabet of at
+  most :data:`MAX_GAP_VALUES` (wheels, dice): the gaps between successive occurrences of v
+  (the values strictly between them) are i.i.d. geometric, P(r) = p (1 - p)^r, p = 1/d, with
+  the tail r >= t lumped, t the least with (1 - p)^t <= 1/100; each value's chi-square
+  (pooled as every chi-square here; a value with too few gaps for two cells is left out), the
+  smallest P-value times d (Bonferroni over all d values, so leaving some out keeps it valid).
+  A value that never repeats at once, or comes back too regularly, moves its own gap
+  distribution.
 
 Runs and order statistics assume a continuous distribution (no ties), and a wheel's 37 values
 tie often. The continuous tests therefore use U_i = (X_i + V_i) / d with V_i independent
@@ -47,7 +61,7 @@ floor(8 U_i) for its alphabet of 8. The seed is part of the report, so a run is 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from fractions import Fraction
 
@@ -55,19 +69,29 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from certification.outcomes._stats import TestResult, chi_square_gof, ks_uniform, repeats
+from certification.outcomes._stats import (
+    TestResult,
+    chi_square_gof,
+    ks_uniform,
+    max_cell,
+    repeats,
+)
 
 __all__ = [
     "COUPON_ALPHABET",
     "JITTER_SEED",
+    "MAX_CELL_TABLE",
+    "MAX_GAP_VALUES",
     "MAX_LAG",
     "POKER_HAND",
     "TUPLE_MIN_EXPECTED",
     "coupon_collector",
     "discrete_stream_tests",
     "gap",
+    "gap_per_value",
     "jittered_uniforms",
     "lag_correlation",
+    "max_cell_tuples",
     "overlapping_tuples",
     "poker",
     "randomized_pit",
@@ -85,6 +109,13 @@ TUPLE_MIN_EXPECTED = 2.0
 #: Lags 1 .. MAX_LAG of the lag correlation test.
 MAX_LAG = 32
 TUPLE_NAMES = {2: "overlapping_pairs", 3: "overlapping_triples"}
+CELL_NAMES = {1: "values_max_cell", 2: "pairs_max_cell", 3: "triples_max_cell"}
+#: Largest table (d^k cells) of the single-cell tests of values, pairs and triples.
+MAX_CELL_TABLE = 100_000
+#: Largest alphabet that gets a gap test per value (wheels and dice).
+MAX_GAP_VALUES = 64
+#: Each value's gap distribution lumps the gaps whose tail probability is below this.
+GAP_TAIL_MASS = Fraction(1, 100)
 POKER_HAND = 5
 COUPON_ALPHABET = 8
 _COUPON_TAIL = 40
@@ -211,6 +242,100 @@ def gap(values: IntArray, d: int, group: str) -> TestResult:
     counts = np.bincount(np.minimum(gaps, _GAP_TAIL), minlength=_GAP_TAIL + 1)
     observed = {r: int(counts[r]) for r in range(_GAP_TAIL + 1)}
     return chi_square_gof("gap", group, observed, _gap_probabilities(p), details={"p": str(p)})
+
+
+def tuple_label(d: int, k: int, symbols: Sequence[str] = ()) -> Callable[[int], str]:
+    """The label of cell ``code`` of a table of k-tuples over d symbols (first symbol most
+    significant), each symbol by its name in ``symbols`` (default: its index)."""
+
+    def label(code: int) -> str:
+        parts = []
+        for _ in range(k):
+            code, x = divmod(code, d)
+            parts.append(symbols[x] if symbols else str(x))
+        return ",".join(reversed(parts))
+
+    return label
+
+
+def max_cell_tuples(
+    values: IntArray, d: int, k: int, group: str, symbols: Sequence[str] = ()
+) -> TestResult | None:
+    """:func:`max_cell` on the disjoint k-tuples of ``values`` (None: more than
+    :data:`MAX_CELL_TABLE` cells)."""
+    cells = d**k
+    if d < 2 or cells > MAX_CELL_TABLE:
+        return None
+    m = int(values.size) // k
+    codes = values[: m * k].reshape(m, k) @ (d ** np.arange(k - 1, -1, -1, dtype=np.int64))
+    counts = np.bincount(codes, minlength=cells)
+    return max_cell(CELL_NAMES[k], group, counts, 1.0 / cells, m,
+                    label=tuple_label(d, k, symbols))  # fmt: skip
+
+
+def gap_tail(d: int) -> int:
+    """t of :func:`gap_per_value`: the least t with (1 - 1/d)^t <= GAP_TAIL_MASS."""
+    q = 1 - Fraction(1, d)
+    t = 1
+    while q**t > GAP_TAIL_MASS:
+        t += 1
+    return t
+
+
+def gap_value_probabilities(d: int) -> dict[int, Fraction]:
+    """P(gap = r) for r < t and P(gap >= t) (the last cell) between occurrences of a value."""
+    p = Fraction(1, d)
+    t = gap_tail(d)
+    probs = {r: p * (1 - p) ** r for r in range(t)}
+    probs[t] = (1 - p) ** t
+    return probs
+
+
+def gap_per_value_from_table(
+    table: IntArray, d: int, group: str, symbols: Sequence[str] = ()
+) -> TestResult:
+    """The gap test per value from its d x (t + 1) table of gap counts (row v: gaps of value
+    v, column r: gaps of r values, the last column r >= t)."""
+    expected = gap_value_probabilities(d)
+    name = "gap_per_value"
+    method = "gap test per value (chi-square each), Bonferroni over the values"
+    results = [
+        chi_square_gof(name, group, {r: int(c) for r, c in enumerate(row)}, expected)
+        for row in table
+    ]
+    applied = [(v, r) for v, r in enumerate(results) if r.p_value is not None]
+    gaps = int(table.sum())
+    if not applied:
+        need = max((r.min_sample or 0) for r in results) * d
+        return TestResult(name, group, None, None, None, method, gaps,
+                          note=f"no value has gaps enough for two cells; about {need} values",
+                          min_sample=need or None, second_level=False)  # fmt: skip
+    worst_v, worst = min(applied, key=lambda vr: vr[1].p_value or 0.0)
+    p_value = min(1.0, d * float(worst.p_value or 0.0))
+    return TestResult(
+        name, group, worst.statistic, worst.df, p_value, method, gaps, worst.cells,
+        details={"worst_value": symbols[worst_v] if symbols else str(worst_v),
+                 "worst_value_p_value": float(worst.p_value or 0.0), "tail": gap_tail(d),
+                 "values_tested": len(applied), "correction": "Bonferroni over all d values"},
+        second_level=False,
+    )  # fmt: skip
+
+
+def gap_table(values: IntArray, d: int) -> IntArray:
+    """The d x (t + 1) table of gaps between successive occurrences of each value."""
+    t = gap_tail(d)
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    same = ordered[1:] == ordered[:-1]
+    gaps = np.diff(order)[same] - 1
+    rows = ordered[1:][same]
+    flat = np.bincount(rows * (t + 1) + np.minimum(gaps, t), minlength=d * (t + 1))
+    return flat.reshape(d, t + 1).astype(np.int64)
+
+
+def gap_per_value(values: IntArray, d: int, group: str, symbols: Sequence[str] = ()) -> TestResult:
+    """The gap test per value (module docstring)."""
+    return gap_per_value_from_table(gap_table(values, d), d, group, symbols)
 
 
 def _gap_probabilities(p: Fraction) -> dict[int, Fraction]:
@@ -352,8 +477,23 @@ def _in_values(result: TestResult, values_per_observation: float) -> TestResult:
     return replace(result, min_sample=need, note=f"{result.note} (about {need} values)")
 
 
-def run_sequence_tests(values: IntArray, d: int, group: str) -> list[TestResult]:
-    """Every sequence test on ``values`` (uniform on [0, d) under the null hypothesis).
+def cell_tests(
+    values: IntArray, d: int, group: str, symbols: Sequence[str] = ()
+) -> list[TestResult]:
+    """The single-cell tests of values, disjoint pairs and triples (tables of at most
+    :data:`MAX_CELL_TABLE` cells) and, for alphabets of at most :data:`MAX_GAP_VALUES`, the
+    gap test per value."""
+    results = [r for k in (1, 2, 3) if (r := max_cell_tuples(values, d, k, group, symbols))]
+    if 2 <= d <= MAX_GAP_VALUES:
+        results.append(gap_per_value(values, d, group, symbols))
+    return results
+
+
+def run_sequence_tests(
+    values: IntArray, d: int, group: str, symbols: Sequence[str] = ()
+) -> list[TestResult]:
+    """Every sequence test on ``values`` (uniform on [0, d) under the null hypothesis), and
+    the single-cell tests (:func:`cell_tests`; ``symbols`` name the d values in their labels).
     ``min_sample`` of a test that does not apply counts values of the stream."""
     values = np.asarray(values, dtype=np.int64)
     u = jittered_uniforms(values, d)
@@ -368,4 +508,5 @@ def run_sequence_tests(values: IntArray, d: int, group: str) -> list[TestResult]
         _in_values(coupon_collector(u, group), coupon_mean),
         ks_uniform("uniformity_ks", group, u),
         repeats("repeats", group, values, Fraction(1, d)),
+        *cell_tests(values, d, group, symbols),
     ]

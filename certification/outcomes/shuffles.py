@@ -4,6 +4,10 @@ A shuffle is an array of card codes, top of the shoe first. A fair shuffle of a 
 cards whose L labels appear c_1 .. c_L times (one deck: every c = 1; a shoe of D decks: every
 c = D) is a uniformly random arrangement of that multiset, and:
 
+* ``card_by_position_max_cell`` - the single-cell test
+  (:func:`certification.outcomes._stats.max_cell`) of the same table: each (position, label)
+  count is exactly binomial(n, c_j / N), Bonferroni over the N x L cells (a card that never
+  lands in one position, or lands there twice as often, is one cell).
 * ``top_card`` - the top card's label has the exact distribution ``cards.position_distribution``
   (c_j / N).
 * ``card_by_position`` - the N x L table of (position, label) counts over n shuffles is a sum
@@ -27,6 +31,7 @@ c = D) is a uniformly random arrangement of that multiset, and:
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping
 from fractions import Fraction
@@ -35,14 +40,24 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from certification.outcomes._stats import MIN_EXPECTED, TestResult, chi_square_gof, repeats
+from certification.outcomes._stats import (
+    MIN_EXPECTED,
+    TestResult,
+    chi_square_gof,
+    max_cell,
+    repeats,
+)
 
 __all__ = [
+    "ShuffleStream",
     "adjacent_pairs",
     "card_by_position",
+    "card_by_position_max_cell",
     "eulerian_row",
+    "position_table",
     "rising_sequences",
     "run_shuffle_tests",
+    "shoe_group",
     "top_card",
 ]
 
@@ -79,9 +94,16 @@ def card_by_position(shuffles: IntArray, group: str) -> TestResult:
     cell leaves N/(N-1) times the product of two projections, of ranks N-1 and L-1. For one
     deck (pi_j = 1/N) this is the permutation-matrix case, (N-1)^2 df.
     """
-    n, size = shuffles.shape
+    table, copies = position_table(shuffles)
+    return card_by_position_from_table(table, copies, int(shuffles.shape[0]), group)
+
+
+def card_by_position_from_table(
+    table: IntArray, copies: IntArray, n: int, group: str
+) -> TestResult:
+    """:func:`card_by_position` from the N x L table of ``n`` shuffles."""
+    size = int(table.shape[0])
     name = "card_by_position"
-    ranks, copies = _ranks(shuffles)
     labels = int(copies.size)
     need = math.ceil(MIN_EXPECTED * size / int(copies.min()))
     if n < need or labels < 2:
@@ -89,9 +111,6 @@ def card_by_position(shuffles: IntArray, group: str) -> TestResult:
             name, group, None, None, None, "chi-square (position x label table)", n,
             note=f"needs at least {need} shuffles", min_sample=need,
         )  # fmt: skip
-    table = np.zeros((size, labels), dtype=np.int64)
-    positions = np.broadcast_to(np.arange(size), ranks.shape)
-    np.add.at(table, (positions.ravel(), ranks.ravel()), 1)
     e = n * copies.astype(np.float64) / size  # expected count per cell of each label column
     x2 = float(np.sum((table - e) ** 2 / e))
     statistic = x2 * (size - 1) / size
@@ -111,19 +130,65 @@ def card_by_position(shuffles: IntArray, group: str) -> TestResult:
     )  # fmt: skip
 
 
-def adjacent_pairs(shuffles: IntArray, group: str) -> TestResult:
-    n, size = shuffles.shape
+def position_table(shuffles: IntArray) -> tuple[IntArray, IntArray]:
+    """The N x L table of (position, label rank) counts and the multiplicity of each label."""
+    size = shuffles.shape[1]
     ranks, copies = _ranks(shuffles)
-    labels = int(copies.size)
-    j = np.arange(n) % (size - 1)
+    table = np.zeros((size, int(copies.size)), dtype=np.int64)
+    positions = np.broadcast_to(np.arange(size), ranks.shape)
+    np.add.at(table, (positions.ravel(), ranks.ravel()), 1)
+    return table, copies
+
+
+def card_by_position_max_cell(shuffles: IntArray, group: str) -> TestResult:
+    """The single-cell test of the position x label table (module docstring)."""
+    table, copies = position_table(shuffles)
+    codes = np.unique(shuffles[0])
+    return max_cell_from_table(table, copies, codes, int(shuffles.shape[0]), group)
+
+
+def max_cell_from_table(
+    table: IntArray, copies: IntArray, codes: IntArray, n: int, group: str
+) -> TestResult:
+    """:func:`card_by_position_max_cell` from the table (``codes``: the card of each rank)."""
+    size, labels = int(table.shape[0]), int(copies.size)
+    p = np.broadcast_to(copies.astype(np.float64) / size, table.shape)
+
+    def label(cell: int) -> str:
+        position, rank = divmod(cell, labels)
+        return f"position {position}, card {int(codes[rank])}"
+
+    return max_cell("card_by_position_max_cell", group, table, p, n, label=label)
+
+
+def adjacent_counts(ranks: IntArray, labels: int, first_index: int = 0) -> IntArray:
+    """Shuffle s (numbered from ``first_index``) at positions j = s mod (N-1) and j+1: for
+    distinct cards the counts of the difference mod N, else of the label pair a L + b."""
+    n, size = ranks.shape
+    j = (first_index + np.arange(n)) % (size - 1)
     rows = np.arange(n)
     first, second = ranks[rows, j], ranks[rows, j + 1]
+    if labels == size:
+        return np.bincount((second - first) % size, minlength=size)
+    return np.bincount(first * labels + second, minlength=labels * labels)
+
+
+def adjacent_pairs(shuffles: IntArray, group: str) -> TestResult:
+    ranks, copies = _ranks(shuffles)
+    counts = adjacent_counts(ranks, int(copies.size))
+    return adjacent_pairs_from_counts(counts, copies, int(shuffles.shape[1]), group)
+
+
+def adjacent_pairs_from_counts(
+    counts: IntArray, copies: IntArray, size: int, group: str
+) -> TestResult:
+    """:func:`adjacent_pairs` from :func:`adjacent_counts`."""
+    labels = int(copies.size)
     if labels == size:  # distinct cards: the difference mod N, uniform on 1..N-1
-        counts = np.bincount((second - first) % size, minlength=size)
         observed = {k: int(counts[k]) for k in range(size)}
         expected = {k: Fraction(1, size - 1) for k in range(1, size)}
         return chi_square_gof("adjacent_pairs", group, observed, expected)
-    pair_counts = np.bincount(first * labels + second, minlength=labels * labels)
+    pair_counts = counts
     c = [int(x) for x in copies]
     pairs = {
         (a, b): Fraction(c[a] * (c[b] - (a == b)), size * (size - 1))
@@ -136,12 +201,20 @@ def adjacent_pairs(shuffles: IntArray, group: str) -> TestResult:
     return chi_square_gof("adjacent_pairs", group, observed_pairs, pairs)
 
 
-def rising_sequences(shuffles: IntArray, group: str) -> TestResult:
-    size = shuffles.shape[1]
-    ranks, _ = _ranks(shuffles)
+def rising_counts(ranks: IntArray) -> IntArray:
+    """How many of the shuffles have k rising sequences, k = 0..N."""
     inverse = np.argsort(ranks, axis=1)  # position of card rank r
     rising = 1 + np.count_nonzero(np.diff(inverse, axis=1) < 0, axis=1)
-    counts = np.bincount(rising, minlength=size + 1)
+    return np.bincount(rising, minlength=ranks.shape[1] + 1)
+
+
+def rising_sequences(shuffles: IntArray, group: str) -> TestResult:
+    ranks, _ = _ranks(shuffles)
+    return rising_from_counts(rising_counts(ranks), int(shuffles.shape[1]), group)
+
+
+def rising_from_counts(counts: IntArray, size: int, group: str) -> TestResult:
+    """:func:`rising_sequences` from :func:`rising_counts`."""
     eulerian = eulerian_row(size)
     total = math.factorial(size)
     expected = {k: Fraction(eulerian[k - 1], total) for k in range(1, size + 1)}
@@ -173,9 +246,128 @@ def run_shuffle_tests(
     results = [
         top_card(shuffles, top_expected, group),
         card_by_position(shuffles, group),
+        card_by_position_max_cell(shuffles, group),
         adjacent_pairs(shuffles, group),
     ]
     if distinct:
         results.append(rising_sequences(shuffles, group))
     results.append(repeated_shuffles(shuffles, group))
     return results
+
+
+def shoe_group(decks: int, jokers: int) -> str:
+    """The group name of a shoe's shuffles in the battery's results."""
+    return f"shuffle/{decks}deck{'s' if decks > 1 else ''}+{jokers}j"
+
+
+#: Shuffles kept and tested exactly before a :class:`ShuffleStream` switches to tallies.
+BUFFER_SHUFFLES = 1 << 16
+#: Hashes of whole shuffles the streamed repeat check holds at most (sampled beyond).
+REPEAT_KEPT_SHUFFLES = 1 << 20
+
+
+class ShuffleStream:
+    """The shuffle tests of one shoe accumulated in one pass (docs/certification.md,
+    "Streaming"). Up to :data:`BUFFER_SHUFFLES` shuffles are kept and tested by
+    :func:`run_shuffle_tests`; beyond that the stream keeps the top-card counts, the position
+    x label table, the adjacent-pair counts, the rising-sequence counts and, for the repeat
+    check, a 64-bit hash of each shuffle whose hash falls in a sampled share 2^-s of the hash
+    space (s raised whenever more than :data:`REPEAT_KEPT_SHUFFLES` are held; equal shuffles
+    have equal hashes, so a repeat is kept whole or not at all, and Markov's bound with the
+    full expectation stays valid)."""
+
+    def __init__(self, top_expected: Mapping[int, Fraction], *, distinct: bool, group: str,
+                 buffer_shuffles: int = BUFFER_SHUFFLES) -> None:  # fmt: skip
+        self.top_expected = top_expected
+        self.distinct = distinct
+        self.group = group
+        self.buffer_shuffles = buffer_shuffles
+        self.n = 0
+        self._buffer: list[IntArray] = []
+        self._streaming = False
+
+    @property
+    def streaming(self) -> bool:
+        return self._streaming
+
+    def add(self, shuffles: IntArray) -> None:
+        shuffles = np.asarray(shuffles, dtype=np.int64)
+        if not self._streaming and self.n + shuffles.shape[0] <= self.buffer_shuffles:
+            self._buffer.append(shuffles)
+            self.n += int(shuffles.shape[0])
+            return
+        if not self._streaming:
+            buffered = self._buffer
+            self._buffer = []
+            self._streaming = True
+            self.n = 0
+            first = buffered[0] if buffered else shuffles
+            self._codes, self._copies = np.unique(first[0], return_counts=True)
+            size, labels = int(first.shape[1]), int(self._codes.size)
+            self._table = np.zeros((size, labels), dtype=np.int64)
+            self._adjacent = np.zeros(size if labels == size else labels * labels, np.int64)
+            self._rising = np.zeros(size + 1, dtype=np.int64)
+            self._top: dict[int, int] = {}
+            self._hashes: list[npt.NDArray[np.uint64]] = []
+            self._kept = 0
+            self._bits = 0
+            for chunk in buffered:
+                self._feed(chunk)
+        self._feed(shuffles)
+
+    def _feed(self, shuffles: IntArray) -> None:
+        ranks = np.searchsorted(self._codes, shuffles).astype(np.int64)
+        size = int(shuffles.shape[1])
+        positions = np.broadcast_to(np.arange(size), ranks.shape)
+        np.add.at(self._table, (positions.ravel(), ranks.ravel()), 1)
+        self._adjacent += adjacent_counts(ranks, int(self._codes.size), self.n)
+        if self.distinct:
+            self._rising += rising_counts(ranks)
+        for code in shuffles[:, 0].tolist():
+            self._top[code] = self._top.get(code, 0) + 1
+        digests = np.array(
+            [int.from_bytes(hashlib.blake2b(row.tobytes(), digest_size=8).digest(), "big")
+             for row in np.ascontiguousarray(shuffles)], dtype=np.uint64,
+        )  # fmt: skip
+        keep = digests[(digests & np.uint64((1 << self._bits) - 1)) == 0]
+        self._hashes.append(keep)
+        self._kept += int(keep.size)
+        while self._kept > REPEAT_KEPT_SHUFFLES:
+            self._bits += 1
+            kept = np.concatenate(self._hashes)
+            kept = kept[(kept & np.uint64((1 << self._bits) - 1)) == 0]
+            self._hashes, self._kept = [kept], int(kept.size)
+        self.n += int(shuffles.shape[0])
+
+    def results(self) -> list[TestResult]:
+        if not self._streaming:
+            rows = np.concatenate(self._buffer) if self._buffer else np.zeros((0, 0), np.int64)
+            return run_shuffle_tests(rows, self.top_expected, distinct=self.distinct,
+                                     group=self.group)  # fmt: skip
+        g, n, size = self.group, self.n, int(self._table.shape[0])
+        results = [
+            chi_square_gof("top_card", g, self._top, self.top_expected),
+            card_by_position_from_table(self._table, self._copies, n, g),
+            max_cell_from_table(self._table, self._copies, self._codes, n, g),
+            adjacent_pairs_from_counts(self._adjacent, self._copies, size, g),
+        ]
+        if self.distinct:
+            results.append(rising_from_counts(self._rising, size, g))
+        results.append(self._repeats())
+        return results
+
+    def _repeats(self) -> TestResult:
+        size = int(self._table.shape[0])
+        collision = Fraction(math.prod(math.factorial(int(c)) for c in self._copies),
+                             math.factorial(size))  # fmt: skip
+        hashes = np.sort(np.concatenate(self._hashes))
+        equal = int(np.count_nonzero(hashes[1:] == hashes[:-1]))
+        pairs = self.n * (self.n - 1) // 2
+        expected = pairs * float(collision) + hashes.size**2 / 2 * 2.0**-64
+        p = 1.0 if equal == 0 else min(1.0, expected / equal)
+        return TestResult(
+            "repeats", self.group, float(equal), None, p,
+            "repeated shuffles, sampled by hash (Markov bound)", self.n, second_level=False,
+            details={"expected_pairs": expected, "pairs": equal,
+                     "sampled_share": f"2^-{self._bits}", "kept": int(hashes.size)},
+        )  # fmt: skip

@@ -91,14 +91,34 @@ def _fmt(x: float | int | None, digits: int = 6) -> str:
     return f"{x:.{digits}f}"
 
 
-def _fmt_p(x: float | None) -> str:
-    return "----" if x is None else f"{x:.3g}"
+def _fmt_p(x: float | None, digits: int = 6) -> str:
+    """A P-value for people: fixed point down to 1e-4, scientific notation below it (0.000000
+    hides how small a P-value is)."""
+    if x is None:
+        return "----"
+    if 0 < x < 1e-4:
+        return f"{x:.3e}"
+    return f"{x:.{digits}f}"
+
+
+def _number(value: Any) -> str:
+    """A criterion's value as given: floats without binary noise (1 - 0.99 is
+    0.010000000000000009 in binary floating point; it was given as 0.01)."""
+    if isinstance(value, float):
+        return f"{value:.12g}"
+    return str(value)
 
 
 def _tick(v: float) -> str:
     if v >= 100 or v == int(v):
         return f"{v:.0f}"
     return f"{v:.2g}"
+
+
+def _count_axis_max(y_max: float) -> float:
+    """The top of a count axis: four equal integer steps at least ``y_max`` high, so every
+    tick of a count is a whole number."""
+    return 4.0 * max(1, math.ceil(y_max / 4))
 
 
 def _chart(kind: str, title: str, width: int, height: int) -> Model:
@@ -138,7 +158,7 @@ def p_value_histogram(title: str, p_values: Sequence[float], width: int = _W) ->
     for p in p_values:
         counts[min(int(p * 10), 9)] += 1
     expected = len(p_values) / 10
-    y_max = max([*counts, expected, 1]) * 1.15
+    y_max = _count_axis_max(max([*counts, expected, 1]) * 1.15)
     height = _H
     chart = _chart("p-value-histogram", title, width, height)
     x0, y0 = _PAD_L, height - _PAD_B
@@ -177,7 +197,7 @@ def frequency_chart(title: str, cells: Sequence[Mapping[str, Any]]) -> Model:
     labels = [str(c["label"]) for c in cells]
     observed = [float(c["observed"]) for c in cells]
     expected = [float(c["expected"]) for c in cells]
-    y_max = max([*observed, *expected, 1.0]) * 1.15
+    y_max = _count_axis_max(max([*observed, *expected, 1.0]) * 1.15)
     chart = _chart("frequency-chart", title, width, height)
     x0, y0 = _PAD_L, height - _PAD_B
     n = len(cells)
@@ -329,9 +349,9 @@ def _flatten(prefix: str, value: Any, rows: list[tuple[str, str]]) -> None:
         for key, inner in value.items():
             _flatten(f"{prefix}.{key}" if prefix else str(key), inner, rows)
     elif isinstance(value, list | tuple):
-        rows.append((prefix, ", ".join(str(v) for v in value)))
+        rows.append((prefix, ", ".join(_number(v) for v in value)))
     else:
-        rows.append((prefix, str(value)))
+        rows.append((prefix, _number(value)))
 
 
 def _criteria(doc: Mapping[str, Any]) -> list[tuple[str, str]] | None:
@@ -424,8 +444,8 @@ def _outcomes_section(doc: Mapping[str, Any]) -> Model:
             "sample_size": t["sample_size"],
             "statistic": _fmt(t["statistic"], 4),
             "df": _fmt(t["df"]),
-            "p_value": _fmt(t["p_value"]),
-            "adjusted_p_value": _fmt(t["adjusted_p_value"]),
+            "p_value": _fmt_p(t["p_value"]),
+            "adjusted_p_value": _fmt_p(t["adjusted_p_value"]),
             "decision": {True: "pass", False: "FAIL", None: "n/a"}[t["passed"]],
             "note": f" ({t['note']})" if t["note"] else "",
         }
@@ -435,7 +455,7 @@ def _outcomes_section(doc: Mapping[str, Any]) -> Model:
     for t in tests:
         if not t["cells"]:
             continue
-        title = f"{t['group']} / {t['name']} (P = {_fmt(t['p_value'], 4)})"
+        title = f"{t['group']} / {t['name']} (P = {_fmt_p(t['p_value'], 4)})"
         if len(t["cells"]) > MAX_BARS:
             charts.append(residual_chart(title, t["cells"]))
         else:
@@ -454,7 +474,7 @@ def _outcomes_section(doc: Mapping[str, Any]) -> Model:
         else {
             "method": level2["method"],
             "statistic": _fmt(level2["statistic"]),
-            "p_value": _fmt(level2["p_value"]),
+            "p_value": _fmt_p(level2["p_value"]),
             "passed": level2["passed"],
         },
         "tests": rows,
@@ -501,7 +521,7 @@ def _nist_section(doc: Mapping[str, Any]) -> Model:
                 "test": c["test"],
                 "sub_test": c["sub_test"],
                 "check": c["check"],
-                "p_value": _fmt_p(c["p_value"]),
+                "p_value": _fmt_p(c["p_value"], 3),
                 "sample_size": c["sample_size"],
             }
             for c in rule["rejected"][:40]
@@ -576,7 +596,7 @@ def _dieharder_section(doc: Mapping[str, Any]) -> Model:
             "ntuple": r["ntuple"],
             "tsamples": r["tsamples"],
             "psamples": r["psamples"],
-            "p_value": _fmt(r["p_value"], 8),
+            "p_value": _fmt_p(r["p_value"], 8),
             "assessment": r["assessment"],
         }
         for r in doc.get("results", [])
@@ -592,6 +612,50 @@ def _dieharder_section(doc: Mapping[str, Any]) -> Model:
     }
 
 
+#: The documents' names in ``document_hashes`` (the keywords of :func:`render_html`).
+_SECTION_KEYS = ("outcomes", "nist", "power", "dieharder", "rtp")
+_SEVERITY = {"FAIL": 3, "INCONCLUSIVE": 2, "PASS": 1, NO_VERDICT: 0}
+
+
+def _overall(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Model:
+    """The worst verdict of the sections, with the section and its reason."""
+    name, doc = max(named, key=lambda nd: _SEVERITY.get(document_verdict(nd[1]), 3))
+    verdict = document_verdict(doc)
+    reason = str(doc.get("verdict_reason") or "")
+    if verdict == NO_VERDICT:
+        text = "no section judges anything"
+    else:
+        text = f"{name}: {reason}" if reason else name
+    return _verdict(verdict, text)
+
+
+def _versions() -> list[tuple[str, str]]:
+    """The versions the page's P-values depend on (scipy computes them)."""
+    import platform
+
+    import numpy
+    import scipy
+
+    return [("Python", platform.python_version()), ("numpy", numpy.__version__),
+            ("scipy", scipy.__version__)]  # fmt: skip
+
+
+def _input_hashes(docs: Sequence[Mapping[str, Any]]) -> list[Model]:
+    """Every input named in the documents' evidence, with its size and SHA-256."""
+    seen: dict[tuple[str, str], Model] = {}
+    for doc in docs:
+        evidence = doc.get("evidence")
+        if not isinstance(evidence, Mapping):
+            continue
+        for item in evidence.get("inputs") or []:
+            name = str(item.get("path") or item.get("live") or item.get("lab_seed")
+                       or item.get("generated") or "?")  # fmt: skip
+            digest = str(item.get("sha256", item.get("sha256_fed", "")) or "none (generated)")
+            size = item.get("size_bytes", item.get("bytes_fed", ""))
+            seen.setdefault((name, digest), {"name": name, "size": size, "sha256": digest})
+    return list(seen.values())
+
+
 def render_html(
     *,
     outcomes: Mapping[str, Any] | None = None,
@@ -602,8 +666,15 @@ def render_html(
     generated_at: str,
     inputs: Sequence[str] = (),
     title: str = "RNG certification evidence",
+    lab: str | None = None,
+    generator: str | None = None,
+    document_hashes: Mapping[str, str] | None = None,
 ) -> str:
-    """The report page for the given documents (at least one)."""
+    """The report page for the given documents (at least one): a header with the overall
+    verdict (the worst section's, with its reason), the laboratory and generator when given,
+    the versions of Python, numpy and scipy, and the SHA-256 of every input (from the
+    documents' evidence) and of every JSON document (``document_hashes``: section name ->
+    SHA-256 of the document's bytes as read or written), then a section per document."""
     named = (("Outcome-level tests", outcomes), ("NIST SP 800-22", nist),
              ("Power study", power), ("dieharder", dieharder),
              ("Return to player", rtp))  # fmt: skip
@@ -613,10 +684,22 @@ def render_html(
         {"name": name, "word": v, "css": _VERDICT_CLASS[v]}
         for name, v in ((name, document_verdict(doc)) for name, doc in named if doc is not None)
     ]
+    overall = _overall([(name, doc) for name, doc in named if doc is not None])
+    hashes = dict(document_hashes or {})
     return _ENV.get_template("report.html").render(
         title=title,
         generated_at=generated_at,
         summary=summary,
+        overall=overall,
+        lab=lab,
+        generator=generator,
+        versions=_versions(),
+        input_hashes=_input_hashes([doc for _, doc in named if doc is not None]),
+        document_hashes=[
+            {"name": name, "sha256": hashes.get(key, "not given")}
+            for (name, doc), key in zip(named, _SECTION_KEYS, strict=True)
+            if doc is not None
+        ],
         inputs=list(inputs),
         outcomes=None if outcomes is None else _outcomes_section(outcomes),
         nist=None if nist is None else _nist_section(nist),

@@ -63,6 +63,21 @@ def render_rtp_text(doc: Mapping[str, Any]) -> str:
                 f"[{float(lo):>8.5f}, {float(hi):>8.5f}]  {inside}"
             )
         lines.append(line)
+        parts = row.get("mega_fire_blaze_returns")
+        if parts is not None:
+            text = (
+                f"{'':<16} {'':<8} {'  base game (617b.7(h))':<26} {'':<44} "
+                f"{float(parts['base']['decimal']):>10.6f}  (= {parts['base']['fraction']}); bonus "
+                f"{float(parts['bonus']['decimal']):+.6f}; total "
+                f"{float(parts['total']['decimal']):.6f}"
+            )
+            live_parts = (measured or {}).get("mega_fire_blaze_returns")
+            if live_parts is not None:
+                text += "; measured base {} [{}, {}], bonus {} [{}, {}]".format(
+                    live_parts["base"]["measured"], *live_parts["base"]["ci99"],
+                    live_parts["bonus"]["measured"], *live_parts["bonus"]["ci99"],
+                )  # fmt: skip
+            lines.append(text)
     if live is not None:
         for g in live["games"]:
             wheel = f" ({g['wheel']})" if g["wheel"] else ""

@@ -42,7 +42,7 @@ __all__ = ["NO_VERDICT_REASON", "RtpInputError", "build_document", "live_verdict
 
 EXAMPLE_PROFILE = "mega_fire_blaze_example"
 NO_VERDICT_REASON = (
-    "exact figures only: nothing was measured, so nothing is judged (--live plays rounds "
+    "exact figures only: nothing was measured, so nothing is judged (--target plays rounds "
     "through a service and judges them)"
 )
 
@@ -153,7 +153,7 @@ def build_document(
     target = live
     if target is None:
         if games:
-            raise RtpInputError("--game needs --live")
+            raise RtpInputError("--game needs --target (the service to measure)")
         try:
             profile = (
                 load_profile_file(profile_file)
@@ -171,7 +171,7 @@ def build_document(
         )
         return document
     if profile_file is not None:
-        raise RtpInputError("--profile is for the exact figures alone; --live uses the service's")
+        raise RtpInputError("--profile is for the exact figures alone; --target uses the service's")
     client = _client(target, tls)
     try:
         with client:
@@ -290,6 +290,21 @@ def _document(
     }
 
 
+def _measured_parts(total: Any, base: Any, exact: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The measured base game return, bonus contribution (total - base, per round) and total
+    of a Mega Fire Blaze inside wager, each with its 99 % interval (the rounds' own standard
+    deviation: the parts have no exact variance of their own here) and whether the exact
+    fraction lies inside."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, values in (("base", base), ("bonus", total - base), ("total", total)):
+        sd = float(values.std(ddof=1)) if values.size > 1 else 0.0
+        ci = play_live.interval(values, sd)
+        exact_value = Fraction(exact[name]["fraction"])
+        out[name] = {"measured": f"{ci.mean:.6f}", "ci99": [f"{ci.low:.6f}", f"{ci.high:.6f}"],
+                     "exact_inside": ci.holds(exact_value)}  # fmt: skip
+    return out
+
+
 def _measured(
     rows: list[dict[str, Any]],
     played: list[play_live.GameRounds],
@@ -299,6 +314,7 @@ def _measured(
     wall: float,
 ) -> dict[str, Any]:
     by_key = {row["key"]: row for row in rows}
+    base_rounds = {key: v for g in played for key, v in g.base_returns.items()}
     measured = [(key, values) for g in played for key, values in g.returns.items()]
     judged = [(k, v) for k, v in measured if v.size >= by_key[k]["rounds_for_interval"]]
     z_family = play_live.family_z(len(judged))
@@ -324,6 +340,10 @@ def _measured(
             "family_interval": [f"{family.low:.6f}", f"{family.high:.6f}"],
             "exact_inside_family": family.holds(value),
         }
+        if key in base_rounds and "mega_fire_blaze_returns" in row:
+            row["live"]["mega_fire_blaze_returns"] = _measured_parts(
+                values, base_rounds[key], row["mega_fire_blaze_returns"]
+            )
     return {
         "target": target,
         "run_id": run_id,

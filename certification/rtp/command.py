@@ -3,18 +3,19 @@
 Usage::
 
     rng-certify rtp [--json OUT] [--html OUT] [--paytable TOML]... [--profile TOML]
-    rng-certify rtp --live HOST:PORT [--rounds N] [--game NAME[=N]]... [--service-profile NAME]
-                    [--time-limit S] [--run-id ID] [--ca F --cert F --key F] [--json OUT] ...
+    rng-certify rtp --target HOST:PORT [--rounds N] [--game NAME[=N]]... [--service-profile NAME]
+                    [--time-limit S] [--run-id ID] [--ca F --cert F --tls-key F] [--json OUT] ...
 
-Without ``--live``: per game, paytable and wager (and the wheel and reading it depends on),
+(``--live`` and ``--key`` are accepted as the former names of ``--target`` and ``--tls-key``.)
+Without ``--target``: per game, paytable and wager (and the wheel and reading it depends on),
 the exact RTP, house edge and variance per unit staked as fractions and decimals, and the
-standard deviation (``certification.rtp.exact``). With ``--live``: the same, plus N rounds of
+standard deviation (``certification.rtp.exact``). With ``--target``: the same, plus N rounds of
 each game played through the service (``certification.rtp.live``), the measured RTP and its
 99 % confidence interval, whether the exact figure lies inside, and the log indexes of the
 entries the rounds came from, and the verdict (``certification.rtp.build``). Exit status
-(:mod:`certification.verdict`): with ``--live`` 0 PASS, 1 FAIL (an exact RTP outside its
+(:mod:`certification.verdict`): with ``--target`` 0 PASS, 1 FAIL (an exact RTP outside its
 family-wise 99 % interval), 3 INCONCLUSIVE (some wager had too few rounds to be judged);
-without ``--live`` 0 (nothing is judged); 2 for usage and input errors.
+without ``--target`` 0 (nothing is judged); 2 for usage and input errors.
 
 This module only registers the command (``add_rtp_parser``); the work is imported when it
 runs, so the other commands do not load the settlement code.
@@ -66,7 +67,7 @@ def add_rtp_parser(commands: Any) -> None:
         help="return to player of every paytable: exact, and measured through a live service",
         description="Exact RTP, house edge and standard deviation per unit staked of every "
         "paytable and wager (docs/games.md); with --live also the RTP measured on rounds "
-        "played through a running service, with 99 %% confidence intervals.",
+        "played through a running service, with 99 % confidence intervals.",
     )
     rtp.add_argument("--json", type=Path, metavar="OUT", help="write the JSON document")
     rtp.add_argument("--html", type=Path, metavar="OUT", help="write an HTML report of it")
@@ -77,29 +78,36 @@ def add_rtp_parser(commands: Any) -> None:
     rtp.add_argument(
         "--profile", type=Path, metavar="TOML",
         help="Mega Fire Blaze game profile for the exact figures (default: the shipped example; "
-        "with --live: the service's)",
+        "with --target: the service's)",
     )  # fmt: skip
-    rtp.add_argument("--live", metavar="HOST:PORT", help="play rounds through a running service")
+    rtp.add_argument(
+        "--target", "--live", dest="live", metavar="HOST:PORT",
+        help="measure live: play rounds through the service at HOST:PORT (--live is the "
+        "former name)",
+    )  # fmt: skip
     rtp.add_argument(
         "--rounds", type=_positive, default=DEFAULT_ROUNDS, metavar="N",
-        help=f"with --live: rounds per game and wheel (default {DEFAULT_ROUNDS})",
+        help=f"with --target: rounds per game and wheel (default: {DEFAULT_ROUNDS})",
     )  # fmt: skip
     rtp.add_argument(
         "--game", type=_game_item, action="append", metavar="NAME[=N]",
-        help="with --live: only these games (repeatable), each with its own round count",
+        help="with --target: only these games (repeatable), each with its own round count",
     )  # fmt: skip
     rtp.add_argument(
         "--service-profile", metavar="NAME",
-        help="with --live: the service's Mega Fire Blaze profile (default: the first it lists)",
+        help="with --target: the service's Mega Fire Blaze profile (default: the first it lists)",
     )  # fmt: skip
     rtp.add_argument(
         "--time-limit", type=float, default=600.0, metavar="SECONDS",
-        help="with --live: stop playing rounds after this long (default 600)",
+        help="with --target: stop playing rounds after this long (default: 600)",
     )  # fmt: skip
     rtp.add_argument("--run-id", help="request id prefix (a rerun replays the logged rounds)")
     rtp.add_argument("--ca", type=Path, help="mTLS: the service's CA certificate (PEM)")
     rtp.add_argument("--cert", type=Path, help="mTLS: the lab's client certificate (PEM)")
-    rtp.add_argument("--key", type=Path, help="mTLS: the lab's client key (PEM)")
+    rtp.add_argument(
+        "--tls-key", "--key", dest="key", type=Path,
+        help="mTLS: the lab's client key (PEM; --key is the former name)",
+    )  # fmt: skip
     rtp.set_defaults(handler=run_rtp)
 
 

@@ -7,6 +7,13 @@ their decimals with the standard deviation. The return distributions come from
 ``rng_service.settlement`` (each game's ``return_distribution``); the Mega Fire Blaze bonus
 from the game profile's exact bonus distribution (``rng_service.outcomes.mega_fire_blaze``).
 
+Mega Fire Blaze inside wagers (straight up, split, street, corner or basket, line) also carry
+their returns apart (``mega_fire_blaze_returns``): the **base** game's exact return, every win
+paid at the 617b.7(h) odds (29 to 1 straight up, 14 to 1 split, 9 to 1 street, 13 to 2 corner
+or basket, 4 to 1 line: (m/37) x (odds + 1), 30/37 for each), the **bonus** contribution (the
+total minus the base: what the bonus game of 617b.7(f)-(g) adds, net of the base payouts it
+replaces on Fire Numbers) and the **total** (the RTP of the row), each an exact fraction.
+
 JSON numbers: fractions are strings ``"p/q"`` (their terms can exceed what a JSON reader keeps
 exactly); decimals are strings with 12 significant digits.
 
@@ -51,6 +58,8 @@ class WagerSpec:
     conditions: Mapping[str, str]
     decided: bool
     distribution: Callable[[], ReturnDistribution] = field(compare=False, repr=False)
+    #: Mega Fire Blaze inside wagers: the base game's exact return (617b.7(h) odds only).
+    base_return: Fraction | None = field(default=None, compare=False)
 
     @property
     def key(self) -> str:
@@ -99,10 +108,15 @@ def wager_specs(
             conditions = (
                 {"profile": f"{profile.id.name}@{profile.id.version}"} if mwager.inside else {}
             )
+            base = (
+                Fraction(len(mwager.numbers), len(mega_fire_blaze.NUMBERS)) * pt.returns(mwager.bet)
+                if mwager.inside
+                else None
+            )
             specs.append(
                 WagerSpec(
                     "mega_fire_blaze", table_id, mwager.name, conditions, True,
-                    partial(mega_fire_blaze.return_distribution, pt, profile, mwager),
+                    partial(mega_fire_blaze.return_distribution, pt, profile, mwager), base,
                 )
             )  # fmt: skip
     for table_id, pt in paytables["six_card_bonus"].paytables.items():
@@ -147,7 +161,7 @@ def rounds_for_normal_interval(dist: ReturnDistribution) -> int:
 def exact_row(spec: WagerSpec) -> dict[str, Any]:
     """The exact figures of one wager, as JSON values."""
     dist = spec.distribution()
-    return {
+    row = {
         "key": spec.key,
         "game": spec.game,
         "paytable": spec.paytable,
@@ -163,6 +177,14 @@ def exact_row(spec: WagerSpec) -> dict[str, Any]:
         "win_probability": fraction_json(dist.win_probability),
         "rounds_for_interval": rounds_for_normal_interval(dist),
     }
+    if spec.base_return is not None:
+        row["mega_fire_blaze_returns"] = {
+            "base": fraction_json(spec.base_return),
+            "bonus": fraction_json(dist.rtp - spec.base_return),
+            "total": fraction_json(dist.rtp),
+            "base_paytable": "617b.7(h)",
+        }
+    return row
 
 
 def exact_rows(specs: list[WagerSpec]) -> list[dict[str, Any]]:

@@ -104,6 +104,8 @@ class GameRounds:
     rounds: int
     returns: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
     indexes: list[int] = field(default_factory=list)
+    #: Mega Fire Blaze inside wagers: each round's base game return (617b.7(h) odds only).
+    base_returns: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
     seconds: float = 0.0
     #: The receipt of the entry with the highest index: its checkpoint covers every entry the
     #: rounds came from (None when no entry was drawn).
@@ -259,7 +261,8 @@ def _mega_fire_blaze(
     specs: Sequence[WagerSpec],
     rounds: int,
     profile: MegaFireBlazeProfile,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], dict[str, npt.NDArray[np.float64]]]:
+    """Each wager's return per round, and each inside wager's base game return per round."""
     wagers = {s.key: mega_fire_blaze.Wager.parse(s.wager) for s in specs}
     inside = [w for w in wagers.values() if w.inside]
     out = {s.key: np.zeros(rounds) for s in specs}
@@ -285,13 +288,15 @@ def _mega_fire_blaze(
             return number, numbers, dict(ctx.entry(bonus)["outcome"]["odds"])
         return number, numbers, None
 
+    base = {s.key: np.zeros(rounds) for s in specs if wagers[s.key].inside}
     for i, (number, numbers, odds) in enumerate(ctx.map(play_round, range(rounds))):
         for spec in specs:
             paytable = doc.table(spec.paytable)
-            out[spec.key][i] = float(
-                mega_fire_blaze.settle(paytable, wagers[spec.key], number, numbers, odds)
-            )
-    return out
+            wager = wagers[spec.key]
+            out[spec.key][i] = float(mega_fire_blaze.settle(paytable, wager, number, numbers, odds))
+            if spec.key in base and int(number) in wager.numbers:
+                base[spec.key][i] = float(paytable.returns(wager.bet))
+    return out, base
 
 
 def _six_card_bonus(
@@ -341,6 +346,7 @@ def play(
             started = clock()
             ctx.indexes = []
             ctx.last_receipt = None
+            base: dict[str, npt.NDArray[np.float64]] = {}
             if game == "sic_bo":
                 returns = _sic_bo(ctx, doc, mine, n)
             elif game == "roulette_up":
@@ -350,7 +356,7 @@ def play(
                 assert wheel is not None
                 returns = _blazing_7s(ctx, doc, mine, n, wheel)
             elif game == "mega_fire_blaze":
-                returns = _mega_fire_blaze(ctx, doc, mine, n, profile)
+                returns, base = _mega_fire_blaze(ctx, doc, mine, n, profile)
             else:
                 returns = _six_card_bonus(ctx, doc, mine, n)
             played = GameRounds(
@@ -361,6 +367,7 @@ def play(
                 indexes=ctx.indexes,
                 seconds=clock() - started,
                 last_receipt=ctx.last_receipt,
+                base_returns=base,
             )
             results.append(played)
             if on_game is not None:

@@ -94,8 +94,9 @@ def test_live_records_are_the_logged_entries(collected: Path) -> None:
                      "card_shuffle", "mega_fire_blaze_bonus", "uniform_int",
                      "weighted_choice"}  # fmt: skip
     sample = sources.build_sample(records)
-    assert [g.wheel for g in sample.wheels] == ["double_zero", "double_zero_as_single_zero"]
-    assert len(sample.wheels[0].numbers) == PLAN["roulette_double_zero"]
+    wheels = sample.wheel_tallies
+    assert [g.wheel for g in wheels] == ["double_zero", "double_zero_as_single_zero"]
+    assert wheels[0].outcomes == PLAN["roulette_double_zero"]
 
 
 def test_live_outcome_battery_and_report(collected: Path, tmp_path: Path) -> None:

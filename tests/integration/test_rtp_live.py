@@ -76,7 +76,8 @@ def test_every_game_through_the_service(lab: LabService, tmp_path: Path) -> None
     out, page = tmp_path / "rtp.json", tmp_path / "rtp.html"
     plan = {"roulette_up": 20_000, "blazing_7s": 4_000, "sic_bo": 20_000,
             "mega_fire_blaze": 400, "six_card_bonus": 400}  # fmt: skip
-    argv = ["rtp", "--live", lab.target, "--run-id", "all", "--json", str(out), "--html", str(page)]
+    argv = ["rtp", "--target", lab.target, "--run-id", "all", "--json", str(out),
+            "--html", str(page)]  # fmt: skip
     for game, n in plan.items():
         argv += ["--game", f"{game}={n}"]
     # Rounds too few for the top payouts of Roulette Up, Blazing 7's and the bonus games:
@@ -85,6 +86,14 @@ def test_every_game_through_the_service(lab: LabService, tmp_path: Path) -> None
     doc = json.loads(out.read_text())
     assert doc["verdict"] == "INCONCLUSIVE"
     assert "roulette_up 580,377" in doc["verdict_reason"]
+    # Mega Fire Blaze inside wagers: the base game's and the bonus's measured returns apart,
+    # base + bonus = total round by round, each with its 99 % interval.
+    for row in doc["rows"]:
+        if "mega_fire_blaze_returns" in row:
+            parts = row["live"]["mega_fire_blaze_returns"]
+            base, bonus = float(parts["base"]["measured"]), float(parts["bonus"]["measured"])
+            assert base + bonus == pytest.approx(float(parts["total"]["measured"]), abs=2e-6)
+            assert float(parts["base"]["ci99"][0]) <= base <= float(parts["base"]["ci99"][1])
     live = doc["live"]
     # Every entry the rounds used is listed, and together they are the whole log.
     used = sum(g["entries"] for g in live["games"])

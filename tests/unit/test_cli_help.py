@@ -101,7 +101,7 @@ def test_the_real_help_shows_defaults_and_the_target_rule() -> None:
 
 #: The commands held to the whole convention below. rng-certify joins with one more name here
 #: (its parser is already in PARSERS, for the option test above).
-CONVENTION = ("rng-service", "rng-audit", "rng-witness")
+CONVENTION = ("rng-service", "rng-audit", "rng-witness", "rng-certify")
 #: reST/Sphinx markup that belongs in docstrings, never in what a person reads.
 MARKUP = re.compile(r"``|:(mod|func|class|data|meth|attr):`")
 
@@ -186,3 +186,26 @@ def test_both_keygen_commands_print_the_same_form(tmp_path: Path) -> None:
         assert pubkey == done.stdout
         forms[name] = done.stderr.split(" give the verifier key")[0].replace(name, "X")
     assert forms["rng-service"] == forms["rng-witness"]
+
+
+def test_rng_certify_help_gives_exit_statuses_docs_and_one_line_errors() -> None:
+    """issue 35, finding 4: ``rng-certify --help`` lists its exit statuses and points to its
+    docs; help says "(default: N)" and never "%%"; a usage error is one line, exit 2."""
+    top = subprocess.run([BIN / "rng-certify", "--help"], capture_output=True, text=True,
+                         check=True, timeout=60).stdout  # fmt: skip
+    for status in ("0  PASS", "1  FAIL", "3  INCONCLUSIVE", "2  usage or input error"):
+        assert status in top
+    assert "docs/certification.md" in top
+    for command in ("collect", "rtp", "nist", "dieharder"):
+        text = subprocess.run([BIN / "rng-certify", command, "--help"], capture_output=True,
+                              text=True, check=True, timeout=60).stdout  # fmt: skip
+        assert "%%" not in text, command
+        assert "(default " not in text.replace("\n", " "), command
+        assert "--target HOST:PORT, --live HOST:PORT" in text, command
+    bad = subprocess.run([BIN / "rng-certify", "collect", "--lab-seed", "s", "--time-limit",
+                          "soon", "--output", "x"], capture_output=True, text=True,
+                         timeout=60, check=False)  # fmt: skip
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1, bad.stderr
+    assert "--time-limit" in bad.stderr
+    assert "Traceback" not in bad.stderr

@@ -207,8 +207,12 @@ def test_unwritable_report_is_refused(
     ],
 )
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """One line naming the problem and pointing to --help (issue 35), no usage block."""
     assert main(argv) == 2
-    assert "usage:" in _error(capsys)
+    err = _error(capsys)
+    assert err.count("\n") == 1, err
+    assert "error:" in err
+    assert "--help)" in err
 
 
 def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:

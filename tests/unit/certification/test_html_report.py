@@ -343,3 +343,59 @@ def test_every_shown_text_is_escaped_in_html_text_attributes_and_svg(
     }
     assert len(tested) >= 10
     assert tested <= titles  # one histogram per SP 800-22 test with P-values, titled by name
+
+
+# --- the header a lab files (issue 37, item 4) --------------------------------------------------
+
+
+def test_the_report_header_a_lab_files(tmp_path: Path) -> None:
+    """``rng-certify report``: one overall verdict line at the top (the worst section's, with
+    its reason), the laboratory and generator given, Python, numpy and scipy versions, the
+    SHA-256 of every input and of every JSON document rendered (hashed here from the files),
+    alpha as given, small P-values in scientific notation, whole-number ticks on count axes;
+    and the page renders in headless Chromium."""
+    import hashlib
+    import platform
+    import re
+
+    import scipy
+
+    from certification.cli import main
+
+    records = tmp_path / "records.jsonl"
+    assert main(["collect", "--lab-seed", "header", "--output", str(records),
+                 "--kind", "roulette_double_zero=500", "--kind", "sic_bo=400"]) == 0  # fmt: skip
+    outcomes = tmp_path / "outcomes.json"
+    assert main(["outcomes", "--input", str(records), "--json", str(outcomes)]) == 3
+    doc = json.loads(outcomes.read_text())
+    assert doc["alpha"] == 0.01
+    small = next(t for t in doc["tests"] if t["name"] == "numbers")
+    small["p_value"] = 3.2e-7  # a P-value far below 1e-4, as a FAILing test has
+    broken = tmp_path / "outcomes-edited.json"
+    broken.write_text(json.dumps(doc))
+    page = tmp_path / "report.html"
+    status = main(["report", "--outcomes", str(broken), "--html", str(page),
+                   "--lab", "Lab <North> & Co", "--generator", "RNG-9000 fw 1.2"])  # fmt: skip
+    assert status == 3
+    html = page.read_text()
+    header = html[: html.index("<h2")]
+    assert "Overall verdict: INCONCLUSIVE (Outcome-level tests: no test rejects" in header
+    assert "Lab &lt;North&gt; &amp; Co" in header
+    assert "RNG-9000 fw 1.2" in header
+    assert platform.python_version() in header
+    assert np.__version__ in header
+    assert scipy.__version__ in header
+    assert hashlib.sha256(broken.read_bytes()).hexdigest() in header
+    assert hashlib.sha256(records.read_bytes()).hexdigest() in header
+    assert "0.010000000000000009" not in html
+    assert "3.200e-07" in html
+    assert "0.000000" not in html.replace("0.0000000", "")  # no P-value shown as zero
+    ticks = re.findall(r'text-anchor="end" font-size="10">([^<]*)</text>', html)
+    assert ticks
+    for label in ticks:  # count axes of the frequency charts and histograms: integers
+        assert re.fullmatch(r"\d+", label), label
+    dom, png = chromium_render(page, tmp_path)
+    assert "Overall verdict: INCONCLUSIVE" in dom
+    assert "RNG-9000 fw 1.2" in dom
+    assert png_size(png) == (1200, 2000)
+    assert len(png) > 50_000, "the screenshot is nearly empty"

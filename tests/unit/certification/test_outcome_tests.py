@@ -92,6 +92,8 @@ def test_sequence_tests_have_their_null_distribution() -> None:
             assert r.p_value is not None, r
             by_test.setdefault(r.name, []).append(r.p_value)
     assert by_test.pop("repeats") == [1.0] * 60  # a fair stream repeats no window
+    for name in ("values_max_cell", "pairs_max_cell", "triples_max_cell", "gap_per_value"):
+        del by_test[name]  # Bonferroni bounds, conservative: test_single_cell.py
     for name, ps in by_test.items():
         assert _uniform_p_values(ps) > 0.001, name
 
@@ -142,6 +144,7 @@ def test_shuffle_tests_catch_an_unshuffled_deck() -> None:
     assert [r.name for r in results] == [
         "top_card",
         "card_by_position",
+        "card_by_position_max_cell",
         "adjacent_pairs",
         "rising_sequences",
         "repeats",
@@ -163,14 +166,22 @@ def lab_records() -> list[sources.Record]:
     return sources.generate_records(sources.lab_generator("test-outcome-battery"), plan)
 
 
-def test_battery_passes_lab_mode_outcomes(lab_records: list[sources.Record]) -> None:
+def test_battery_on_small_lab_mode_outcomes_is_inconclusive(
+    lab_records: list[sources.Record],
+) -> None:
+    """No test rejects, but 5,000 spins and 300 shuffles are below their power sizes (Sic Bo's
+    2,000 rolls are above): INCONCLUSIVE, never PASS."""
     result = run_battery(sources.build_sample(lab_records))
-    assert result.passed, render_summary(result)
+    assert result.failed == (), render_summary(result)
+    assert result.verdict.value == "INCONCLUSIVE"
+    short = {g.group for g in result.power if not g.enough}
+    assert short == {"wheel/double_zero", "wheel/double_zero_as_single_zero", "shuffle/1deck+0j"}
+    assert {g.group for g in result.power if g.enough} == {"dice/3d6"}
     groups = {d.result.group.split("/")[0] for d in result.decisions}
     assert groups == {"wheel", "dice", "fire_numbers", "jackpot", "multiball", "shuffle"}
     assert result.second_level is not None
     document = render_json(result, input_info={"path": "lab"})
-    assert json.loads(json.dumps(document))["suite"]["passed"] is True
+    assert json.loads(json.dumps(document))["suite"]["passed"] is False
 
 
 def test_battery_fails_a_biased_wheel(lab_records: list[sources.Record]) -> None:

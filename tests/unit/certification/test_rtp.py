@@ -82,11 +82,11 @@ def test_a_paytable_document_replaces_the_shipped_one(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["rtp", "--game", "sic_bo"], "--game needs --live"),
+        (["rtp", "--game", "sic_bo"], "--game needs --target"),
         (["rtp", "--paytable", "missing.toml"], "missing.toml"),
         (["rtp", "--paytable", f"{ROOT}/rng_service/profiles/{EXAMPLE}.toml"], "not a paytable"),
         (["rtp", "--live", "192.0.2.1:50051"], "loopback"),
-        (["rtp", "--live", "127.0.0.1:1", "--game", "craps"], "unknown"),
+        (["rtp", "--target", "127.0.0.1:1", "--game", "craps"], "unknown"),
         (["rtp", "--live", "127.0.0.1:1", "--ca", "ca.pem"], "go together"),
     ],
 )
@@ -95,6 +95,32 @@ def test_usage_errors_exit_2(
 ) -> None:
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+#: 617b.7(h)'s odds "to 1" of the inside bets, typed from the regulation, and the numbers each
+#: covers (617a.3(e)): the base game returns (m/37)(odds + 1) per unit staked.
+REGULATION_ODDS = {"straight_up": (Fraction(29), 1), "split": (Fraction(14), 2),
+                   "street": (Fraction(9), 3), "corner": (Fraction(13, 2), 4),
+                   "line": (Fraction(4), 6)}  # fmt: skip
+
+
+def test_mega_fire_blaze_returns_apart(exact_doc: dict[str, Any]) -> None:
+    """Each inside wager: the base game's exact return by 617b.7(h) (30/37 for every one: 29 to
+    1 straight up on 1 of 37 numbers ...), the bonus's contribution = total - base, and the
+    total = the row's RTP, as exact fractions; outside wagers carry no split."""
+    mfb = [r for r in exact_doc["rows"] if r["game"] == "mega_fire_blaze"]
+    inside = [r for r in mfb if r["wager"].split(":")[0] in REGULATION_ODDS]
+    assert len(inside) == 5
+    for row in inside:
+        odds, covered = REGULATION_ODDS[row["wager"].split(":")[0]]
+        parts = row["mega_fire_blaze_returns"]
+        assert Fraction(parts["base"]["fraction"]) == Fraction(covered, 37) * (odds + 1)
+        assert Fraction(parts["base"]["fraction"]) == Fraction(30, 37)
+        total = Fraction(parts["total"]["fraction"])
+        assert total == Fraction(row["rtp"]["fraction"])
+        assert Fraction(parts["bonus"]["fraction"]) == total - Fraction(30, 37)
+        assert Fraction(parts["bonus"]["fraction"]) > 0
+    assert all("mega_fire_blaze_returns" not in r for r in mfb if r not in inside)
 
 
 # --- live, against a fake lab client --------------------------------------------------------
