@@ -118,16 +118,23 @@ _DICTIONARY = 1000
 
 
 def _g(z: float, d: int, blocks: int) -> float:
-    """G(z) of section 6.3.4 step 8, summed in closed form over the test blocks."""
+    """G(z) of section 6.3.4 step 8, summed in closed form over the test blocks.
+
+    Terms whose weight ``(1 - z)^(i - 1)`` underflows a double are left out, as NIST's tool
+    stops at the first term that underflows.
+    """
     v = blocks - d
-    i = np.arange(2, blocks + 1, dtype=np.float64)
+    decay = -math.log1p(-z)
+    last = blocks if decay <= 0 else min(blocks, 2 + math.ceil(750.0 / decay))
+    i = np.arange(2, last + 1, dtype=np.float64)
     with np.errstate(under="ignore"):
-        weights = np.log2(i) * np.exp((i - 1.0) * math.log1p(-z))
+        weights = np.log2(i) * np.exp(-(i - 1.0) * decay)
     head = float(weights[: d - 1].sum())
     tail = weights[d - 1 : blocks - 2]
-    scale = blocks - np.arange(d + 1, blocks, dtype=np.float64)
+    scale = blocks - np.arange(d + 1, d + 1 + tail.size, dtype=np.float64)
     first = float((scale * tail).sum()) + (blocks - d) * head
-    total = head + float(tail.sum()) + float(weights[blocks - 2])
+    end = float(weights[blocks - 2]) if last == blocks else 0.0
+    total = head + float(tail.sum()) + end
     return 1.0 / v * z * (z * first + (total - head))
 
 
