@@ -153,14 +153,14 @@ _WINDOWS = (63, 255, 1023, 4095)
 
 
 def _window_modes(s: U8, k: int, w: int, first: int) -> I64:
-    """For i in ``first .. n-1``: the most common symbol of ``s[i-w .. i-1]``, ties to the latest."""
+    """For i in ``first .. n-1``: the commonest symbol of ``s[i-w .. i-1]``, ties to the latest."""
     n = int(s.size)
     if k == 2:
         # Two symbols and an odd window: the majority, never a tie.
         ones = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(s, out=ones[1:])
-        i = np.arange(first, n)
-        return (2 * (ones[i] - ones[i - w]) > w).astype(np.int64)
+        at = np.arange(first, n)
+        return (2 * (ones[at] - ones[at - w]) > w).astype(np.int64)
     # A wider alphabet: slide the window one sample at a time (NIST's bookkeeping); a numpy
     # version costs k x n per window however it is blocked.
     data = s.tolist()
@@ -176,9 +176,9 @@ def _window_modes(s: U8, k: int, w: int, first: int) -> I64:
 
     mode = max(symbols, key=rank)
     top = counts[mode]
-    out = [0] * (n - first)
+    modes = [0] * (n - first)
     for i in range(first, n):
-        out[i - first] = mode
+        modes[i - first] = mode
         gone = data[i - w]
         come = data[i]
         counts[gone] -= 1
@@ -191,7 +191,7 @@ def _window_modes(s: U8, k: int, w: int, first: int) -> I64:
         else:
             mode = max(symbols, key=rank)
             top = counts[mode]
-    return np.asarray(out, dtype=np.int64)
+    return np.asarray(modes, dtype=np.int64)
 
 
 def multi_mcw(s: U8, k: int, *, bitstring: bool) -> Estimate:
@@ -256,7 +256,8 @@ def _admitted_first(first: I64, limit: int) -> B:
     distinct = np.unique(first)
     if distinct.size <= limit:
         return np.ones(first.size, dtype=bool)
-    return first <= distinct[limit - 1]
+    admitted: B = first <= distinct[limit - 1]
+    return admitted
 
 
 def _order_predictions(

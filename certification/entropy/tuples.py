@@ -17,7 +17,7 @@ import numpy.typing as npt
 from certification.entropy._bounds import upper_bound
 from certification.entropy._estimate import Estimate
 
-__all__ = ["TupleCounts", "tuple_counts", "t_tuple", "lrs"]
+__all__ = ["TupleCounts", "lrs", "t_tuple", "tuple_counts"]
 
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
