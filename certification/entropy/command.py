@@ -46,6 +46,16 @@ def _bits(text: str) -> int:
     return value
 
 
+def _bits_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of permutations") from None
+    if not 1 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"{text!r}: permutations are 1 to 10,000")
+    return value
+
+
 def _claim(text: str) -> float:
     try:
         value = float(text)
@@ -80,6 +90,10 @@ def add_entropy_parser(commands: Any) -> None:
         help="section 3.1.4 restart matrix: 1000 restarts x 1000 samples, restart by restart",
     )  # fmt: skip
     p.add_argument("--seed", type=int, metavar="S", help="seed of the IID permutations")
+    p.add_argument(
+        "--permutations", type=_bits_count, default=10_000, metavar="P",
+        help="most permutations of the section 5.1 tests (default and SP 800-90B: 10,000)",
+    )  # fmt: skip
     p.add_argument("--json", type=Path, metavar="OUT", help="JSON report path")
     p.add_argument("--html", type=Path, metavar="OUT", help="HTML report path")
     p.set_defaults(handler=run_entropy)
@@ -121,10 +135,13 @@ def build_document(args: argparse.Namespace, progress: Any = None) -> dict[str, 
             if args.seed is not None
             else int(np.random.SeedSequence().generate_state(1)[0])
         )
-        result = iid.iid_tests(samples, np.random.default_rng(seed), progress=progress)
+        result = iid.iid_tests(
+            samples, np.random.default_rng(seed), permutations=args.permutations, progress=progress
+        )
         iid_doc = {
             "passed": result.passed,
             "seed": seed,
+            "permutations_allowed": args.permutations,
             "permutations_run": result.permutations_run,
             "permutation_tests": [
                 {"name": p.name, "section": p.section, "statistic": p.statistic,
