@@ -14,6 +14,8 @@ Subcommands::
     rng-certify dieharder (--lab-seed SEED | --input FILE | --target HOST:PORT) [--test N]
                           [--resolve-ambiguity] [--json OUT] [--ca F --cert F --tls-key F]
     rng-certify rtp [--target HOST:PORT [--rounds N] [--game NAME[=N]]] [--json OUT] [--html OUT]
+    rng-certify entropy FILE --bits-per-symbol N [--claim H] [--iid] [--restart FILE] [--json OUT]
+                        [--html OUT]
 
 ``nist`` reads the file in sequence-sized pieces (memory flat in the number of sequences),
 runs the NIST SP 800-22 battery on each sequence of N bits (default 10^6; optionally in J
@@ -53,6 +55,7 @@ from certification.bitfile import (
     inspect_bit_file,
     read_bits,
 )
+from certification.entropy.command import add_entropy_parser
 from certification.errors import InputError
 from certification.evidence import evidence_record, now_utc
 from certification.report import render_summary, write_json
@@ -477,17 +480,20 @@ def _cmd_report(args: argparse.Namespace) -> int:
         name: (_read_json(path, hashes, name) if path is not None else None)
         for name, path in (
             ("outcomes", args.outcomes), ("nist", args.nist), ("power", args.power),
-            ("dieharder", args.dieharder), ("rtp", args.rtp),
+            ("dieharder", args.dieharder), ("rtp", args.rtp), ("entropy", args.entropy),
         )
     }  # fmt: skip
     if all(d is None for d in docs.values()):
-        raise InputError("give at least one of --outcomes, --nist, --power, --dieharder, --rtp")
+        raise InputError(
+            "give at least one of --outcomes, --nist, --power, --dieharder, --rtp, --entropy"
+        )
     try:
         page = render_html(
             outcomes=docs["outcomes"], nist=docs["nist"], power=docs["power"],
-            dieharder=docs["dieharder"], rtp=docs["rtp"], generated_at=_now(),
+            dieharder=docs["dieharder"], rtp=docs["rtp"], entropy=docs["entropy"],
+            generated_at=_now(),
             inputs=[str(p) for p in (args.outcomes, args.nist, args.power, args.dieharder,
-                                     args.rtp) if p is not None],
+                                     args.rtp, args.entropy) if p is not None],
             lab=args.lab, generator=args.generator, document_hashes=hashes,
         )  # fmt: skip
     except (KeyError, TypeError) as e:
@@ -858,6 +864,9 @@ def _add_report_parser(commands: _Commands) -> None:
     )
     report.add_argument("--rtp", type=Path, metavar="JSON", help="rng-certify rtp --json output")
     report.add_argument(
+        "--entropy", type=Path, metavar="JSON", help="rng-certify entropy --json output"
+    )
+    report.add_argument(
         "--dieharder", type=Path, metavar="JSON", help="rng-certify dieharder --json output"
     )
     report.add_argument("--html", type=Path, required=True, metavar="OUT", help="the HTML page")
@@ -1023,6 +1032,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_everything_parser(commands)
     _add_dieharder_parser(commands)
     add_rtp_parser(commands)
+    add_entropy_parser(commands)
     return parser
 
 

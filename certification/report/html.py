@@ -16,6 +16,9 @@ Sections, each present when its document is given:
 * **Return to player** (``rng-certify rtp``): rendered by
   :func:`certification.report.rtp.render_rtp_section`.
 * **dieharder** (``rng-certify dieharder``): the verdict and every result row.
+* **SP 800-90B entropy** (``rng-certify entropy``): the verdict, every estimator's figure (the
+  lowest marked), H_original, N x H_bitstring, the assessed minimum, the claim, the IID tests'
+  outcome and the restart sanity check and validation.
 
 Each section states its verdict (PASS, FAIL or INCONCLUSIVE, with the reason), every criterion
 the verdict used (the document's ``criteria``: alpha, intervals, thresholds, minimum sample,
@@ -613,7 +616,7 @@ def _dieharder_section(doc: Mapping[str, Any]) -> Model:
 
 
 #: The documents' names in ``document_hashes`` (the keywords of :func:`render_html`).
-_SECTION_KEYS = ("outcomes", "nist", "power", "dieharder", "rtp")
+_SECTION_KEYS = ("outcomes", "nist", "power", "dieharder", "rtp", "entropy")
 _SEVERITY = {"FAIL": 3, "INCONCLUSIVE": 2, "PASS": 1, NO_VERDICT: 0}
 
 
@@ -656,6 +659,55 @@ def _input_hashes(docs: Sequence[Mapping[str, Any]]) -> list[Model]:
     return list(seen.values())
 
 
+def _entropy_section(doc: Mapping[str, Any]) -> Model:
+    """``rng-certify entropy``: each estimator's figure, the minimum, the claim, the verdict."""
+    figures = [e["min_entropy"] for e in doc["estimates"] if e["min_entropy"] is not None]
+    bits = doc["samples"]["bits_per_symbol"]
+
+    def scaled(e: Mapping[str, Any]) -> float | None:
+        value = e["min_entropy"]
+        return None if value is None else value * (bits if e["track"] == "bitstring" else 1)
+
+    lowest = min((v for v in map(scaled, doc["estimates"]) if v is not None), default=None)
+    restart = doc.get("restart")
+    iid = doc.get("iid")
+    return {
+        "verdict": _verdict(document_verdict(doc), doc.get("verdict_reason") or ""),
+        "track": doc["criteria"]["track"],
+        "samples": f"{doc['samples']['count']:,}",
+        "bits": bits,
+        "distinct": doc["samples"]["distinct_symbols"],
+        "estimates": [
+            {
+                "name": e["name"],
+                "section": e["section"],
+                "track": e["track"],
+                "value": "not run (too few samples)" if e["min_entropy"] is None
+                else _fmt(e["min_entropy"], 6),
+                "lowest": figures and scaled(e) == lowest,
+            }
+            for e in doc["estimates"]
+        ],
+        "h_original": _fmt(doc["H_original"], 6),
+        "h_bitstring": None if doc["H_bitstring"] is None
+        else _fmt(doc["H_bitstring"] * bits, 6),
+        "assessed": _fmt(doc["min_entropy"], 6),
+        "claim": "none" if doc["criteria"]["claim"] is None else _fmt(doc["criteria"]["claim"], 6),
+        "iid": None if iid is None else ("passed" if iid["passed"] else "reject IID"),
+        "restart": None if restart is None else (
+            f"{'passed' if restart['sanity_check_passed'] else 'FAILED'}: largest count "
+            f"{max(restart['max_row_count'], restart['max_column_count'])}, "
+            f"cutoff {restart['cutoff']} (H_I {_fmt(restart['H_I'], 6)})"
+        ),
+        "restart_validation": None if restart is None or restart["H_r"] is None else (
+            f"{'passed' if restart['validation_passed'] else 'FAILED'}: H_r "
+            f"{_fmt(restart['H_r'], 6)}, H_c {_fmt(restart['H_c'], 6)}"
+        ),
+        "criteria": _criteria(doc),
+        "evidence": _evidence(doc),
+    }  # fmt: skip
+
+
 def render_html(
     *,
     outcomes: Mapping[str, Any] | None = None,
@@ -663,6 +715,7 @@ def render_html(
     power: Mapping[str, Any] | None = None,
     rtp: Mapping[str, Any] | None = None,
     dieharder: Mapping[str, Any] | None = None,
+    entropy: Mapping[str, Any] | None = None,
     generated_at: str,
     inputs: Sequence[str] = (),
     title: str = "RNG certification evidence",
@@ -677,7 +730,7 @@ def render_html(
     SHA-256 of the document's bytes as read or written), then a section per document."""
     named = (("Outcome-level tests", outcomes), ("NIST SP 800-22", nist),
              ("Power study", power), ("dieharder", dieharder),
-             ("Return to player", rtp))  # fmt: skip
+             ("Return to player", rtp), ("SP 800-90B entropy", entropy))  # fmt: skip
     if all(doc is None for _, doc in named):
         raise ValueError("render_html needs at least one document")
     summary = [
@@ -706,4 +759,5 @@ def render_html(
         power=None if power is None else _power_section(power),
         rtp=None if rtp is None else _rtp_section(rtp),
         dieharder=None if dieharder is None else _dieharder_section(dieharder),
+        entropy=None if entropy is None else _entropy_section(entropy),
     )
