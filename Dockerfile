@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# Multi-stage build of rng-service from pinned inputs (docs/operations.md, "The container image"):
+# Multi-stage build of rng-service from pinned inputs (docs/operations/deployment.md, "The container
+# image"):
 #
 # - the Debian base: BASE_IMAGE, the Debian project's official bookworm image of 2025-12-29
 #   (debuerreotype build of the snapshot.debian.org state DEBIAN_SNAPSHOT), pinned by digest, so
@@ -76,7 +77,8 @@ RUN (getent group rng >/dev/null || groupadd --system --gid 10001 rng) \
  && mkdir -p /var/lib/rng-service /etc/rng-service \
  && chown rng:rng /var/lib/rng-service
 # The gRPC port listens on the container's interface, so it must be mTLS (plaintext is refused
-# off loopback). Mount read-only at run time, never bake into the image (docs/operations.md):
+# off loopback). Mount read-only at run time, never bake into the image
+# (docs/operations/deployment.md, "TLS material"; docs/operations/keys.md):
 #   /etc/rng-service/tls/server.pem, server.key   the service's certificate and key
 #   /etc/rng-service/tls/ca.pem                   the CA that issues client certificates
 #   /etc/rng-service/tls/healthcheck.pem, .key    the HEALTHCHECK's client certificate

@@ -6,8 +6,8 @@ The load is the ``service`` area's unary row: durable, Ed25519-signed ``SpinRoul
 
 - Baseline: one replica (``storage.driver = "postgres"``) on a fresh database, 32 in flight.
 - Measured: two replicas on another fresh database of the same cluster, with the same signing
-  key, key name and origin (docs/operations.md, "Several service instances sharing one log");
-  the one load client process holds a channel to each and deals its 32 workers round robin
+  key, key name and origin (docs/operations/postgresql.md, "Several service instances sharing one
+  log"); the one load client process holds a channel to each and deals its 32 workers round robin
   over them, so each replica has 16 calls in flight (32 in all).
 
 The cluster is a throwaway one, started the way the tests start theirs

@@ -528,7 +528,7 @@ class Service:
             )
 
     def _take_ownership(self) -> None:
-        """One instance per gRPC port and per SQLite log (docs/operations.md, "One owner per
+        """One instance per gRPC port and per SQLite log (docs/operations/running.md, "One owner per
         log"): a second one stops here, naming the pid that holds what it wanted."""
         cfg = self.config
         if cfg.server.port != 0:  # port 0: the kernel picks a free port, nobody else's
@@ -546,7 +546,7 @@ class Service:
                 what=f"the SQLite log {cfg.storage.path}",
                 io_setting="storage.path",
                 hint=". An SQLite log has one owner; replicas share a PostgreSQL log "
-                "(docs/operations.md)",
+                "(docs/operations/postgresql.md)",
             )
 
     @staticmethod
@@ -601,7 +601,7 @@ class Service:
         return endpoints
 
     def _check_witnesses(self, witnessing: Witnessing) -> None:
-        """Start-up against the witnesses (docs/operations.md, "Witnesses"): the current
+        """Start-up against the witnesses (docs/operations/witnesses.md, "Witnesses"): the current
         tree's checkpoint goes to each; one that holds a checkpoint this tree does not extend
         refuses the start, naming it. Unreachable ones are a warning, unless
         ``witnessing.require_at_startup`` asks for ``min_witnesses`` cosignatures."""
@@ -614,7 +614,7 @@ class Service:
             )
             raise StartupError(
                 f"witnesses: {named}. Nothing was served; the log's store does not hold the "
-                f'log the witnesses saw (docs/operations.md, "Witnesses")',
+                f'log the witnesses saw (docs/operations/witnesses.md, "Witnesses")',
                 setting="witnesses",
             )
         if cfg.require_at_startup and report.cosigned < cfg.min_witnesses:
@@ -659,7 +659,7 @@ class Service:
         except IntegrityError as e:
             raise StartupError(
                 f"log store check failed: {e}. Nothing was served; run `rng-service "
-                f'check-store` for the full check and see docs/operations.md ("The log '
+                f'check-store` for the full check and see docs/operations/running.md ("The log '
                 f"store's own check\")"
             ) from e
         except RngServiceError as e:

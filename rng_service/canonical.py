@@ -15,12 +15,10 @@ Two restrictions a caller may add, neither of which changes a byte of what is en
 ``ascii_keys`` (log entries: docs/log-format.md keeps object keys ASCII, where UTF-16 order is
 byte order) and ``allow_null=False`` (profiles and paytables: TOML has no null).
 
-Speed: a value whose keys are all ASCII is written by CPython's C JSON encoder, whose output
-in this domain is exactly RFC 8785 (sorted keys, ``,``/``:`` separators, ``ensure_ascii=False``
-string escapes). The encoder is made once, through the private ``json.encoder.c_make_encoder``,
-when it passes a self-test at import; otherwise (another Python, a changed private API) the
-public ``json.JSONEncoder`` is used, with the same bytes. ``bench canonical`` measures what the
-cached encoder saves; tests check both paths against an independent RFC 8785 implementation.
+Speed: a value whose keys are all ASCII is written by CPython's C JSON encoder (exactly RFC 8785
+in this domain), made once through the private ``json.encoder.c_make_encoder`` if it passes a
+self-test at import, else by the public ``json.JSONEncoder``, with the same bytes
+(docs/performance.md; tests check both against an independent RFC 8785 implementation).
 
 Must not: import anything from the project (it sits below every layer that encodes), perform
 I/O.

@@ -8,7 +8,7 @@ Subcommands:
   dev-ca           write a development CA, server and client certificates for mTLS
   call             every RPC a person calls by hand: outcomes, log reads, health
                    (rng_service.cli_call; mTLS with --ca/--cert/--tls-key)
-  check-store      the full check of the log store (read only; docs/operations.md)
+  check-store      the full check of the log store (read only; docs/operations/running.md)
   verify-receipt   check a receipt offline with the log's verifier key
   migrate-store    bring the configured log store to this release's schema (after a backup)
 The conventions every command follows (help, options, output, exit statuses) are in
@@ -50,7 +50,7 @@ verify (check-store: the store is not the log that was signed); 2 nothing was do
 option, an unreadable file, a bad key or configuration (serve, dev-run: a startup_failed event
 naming the setting); 3 (call) the outcome is logged but a step after the draw failed; 141 the
 reader of standard output went away. Each command's options: rng-service COMMAND --help;
-the conventions: docs/cli.md; the settings: docs/operations.md."""
+the conventions: docs/cli.md; the settings: docs/operations/configuration.md."""
 
 DEV_BANNER = """\
 ************************************************************************
@@ -58,7 +58,7 @@ DEV_BANNER = """\
 *  rng-service created a new checkpoint-signing key because none existed.
 *  It is for local development only: receipts signed with it prove
 *  nothing to anyone else. Production keys come from `rng-service keygen`
-*  on a secure host, with a passphrase (see docs/operations.md).
+*  on a secure host, with a passphrase (see docs/operations/keys.md).
 ************************************************************************"""
 
 

@@ -92,7 +92,7 @@ class ServerSettings:
     #: The client identity used for idempotency until mTLS identifies clients.
     default_client_id: str = "default"
     #: Directory of the per-port lock files (``grpc-<port>.lock``) that make a second instance
-    #: on the same port fail at start naming the owner's pid (docs/operations.md, "One owner
+    #: on the same port fail at start naming the owner's pid (docs/operations/running.md, "One owner
     #: per log"). Instances of one host should share it (for example /run/rng-service).
     lock_dir: Path = Path("var/run")
     #: What a private key file (``log.key_file``, ``log.cosign_key_file``, ``tls.key_file``)
@@ -183,7 +183,7 @@ class LogSettings:
     #: Under concurrent load, how long the writer waits for more requests before committing a
     #: group (a lone request never waits): fewer, bigger groups cost fewer fsyncs and signatures.
     group_wait_seconds: float = 0.002
-    #: The store's own check at start-up (docs/operations.md, "The log store's own check"):
+    #: The store's own check at start-up (docs/operations/running.md, "The log store's own check"):
     #: "incremental" checks what was stored since the last verified checkpoint, "full" all.
     startup_check: str = "incremental"
 
@@ -255,7 +255,7 @@ class LogSettings:
 @dataclass(frozen=True, kw_only=True)
 class StorageSettings:
     #: "sqlite" (one file, one service process) or "postgres" (one database shared by one or
-    #: several service replicas; docs/operations.md, "PostgreSQL").
+    #: several service replicas; docs/operations/postgresql.md, "PostgreSQL").
     driver: str = "sqlite"
     #: SQLite database file (driver "sqlite").
     path: Path = Path("var/outcome-log.sqlite3")
@@ -415,9 +415,9 @@ class ProfilesSettings:
 
 @dataclass(frozen=True, kw_only=True)
 class WitnessingSettings:
-    """How the service uses its ``[[witnesses]]`` (C2SP tlog-witness; docs/operations.md,
-    "Witnesses"). Outcomes never wait for witnesses: each published checkpoint is sent to them
-    by a background task, and their cosignatures are stored beside it."""
+    """How the service uses its ``[[witnesses]]`` (C2SP tlog-witness; docs/operations/witnesses.md).
+    Outcomes never wait for witnesses: each published checkpoint is sent to them by a background
+    task, and their cosignatures are stored beside it."""
 
     #: How many witnesses must cosign a checkpoint for it to count as witnessed (the
     #: ``rng_witness_quorum`` metric and its alert; auditors apply their own with

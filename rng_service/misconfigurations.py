@@ -4,11 +4,11 @@ Owns :data:`MISCONFIGURATIONS`, the list of configuration mistakes an operator c
 ``rng-service serve``, ``dev-run``, ``check-store``, ``migrate-store`` and ``rng-witness
 serve``, and what each command answers: one line (``serve``, ``dev-run`` and the witness: one
 ``startup_failed`` JSON event) that starts with the setting at fault, exit status 2, no
-traceback (docs/operations.md, "Misconfigurations"). ``scripts/render_status_table.py`` writes
-the list into docs/operations.md, and ``tests/integration/test_misconfigurations.py`` runs every
-row through the real commands against a working configuration it builds (whose own start is
-the test's control). A mistake the code refuses but this list lacks is undocumented: add it
-here.
+traceback (docs/operations/configuration.md, "Misconfigurations").
+``scripts/render_status_table.py`` writes the list into docs/operations/configuration.md, and
+``tests/integration/test_misconfigurations.py`` runs every row through the real commands against a
+working configuration it builds (whose own start is the test's control). A mistake the code refuses
+but this list lacks is undocumented: add it here.
 
 A row changes the working configuration by ``set`` (``"section.key"``, or a top-level
 ``"key"`` in the witness's file; the value ``None`` deletes it), ``toml`` (text appended
@@ -218,7 +218,7 @@ MISCONFIGURATIONS: tuple[Misconfiguration, ...] = (
 
 
 def misconfigurations_markdown() -> str:
-    """:data:`MISCONFIGURATIONS` as the Markdown table of docs/operations.md."""
+    """:data:`MISCONFIGURATIONS` as the Markdown table of docs/operations/configuration.md."""
     lines = [
         "| Mistake | For example | The refusal starts with | Commands |",
         "|---|---|---|---|",

@@ -190,8 +190,8 @@ class Cluster:
 
     def init_standby_of(self, primary: Cluster, *, name: str) -> None:
         """Makes this (not yet initialised, or fenced and wiped) cluster a streaming-replication
-        standby of ``primary``, as docs/operations.md ("A streaming-replication standby") sets
-        one up: ``pg_basebackup -X stream -C -S <name> -R`` (a replication slot, standby.signal
+        standby of ``primary``, as docs/operations/postgresql.md ("A streaming-replication standby")
+        sets one up: ``pg_basebackup -X stream -C -S <name> -R`` (a replication slot, standby.signal
         and primary_conninfo), and ``application_name=<name>`` in primary_conninfo, the name
         ``synchronous_standby_names`` waits for. Over the primary's unix socket. Start it with
         :meth:`start`, then make it synchronous with ``primary.make_synchronous(name)``."""

@@ -15,10 +15,10 @@ two reads is judged as one). Each read takes at least ``read_block`` samples (1,
 production generator) so that every read completes an APT window and the repetition check
 sees periods up to a kilobyte at once; only the first bytes asked for are used.
 
-These are sanity checks on the operating system's conditioned output (SP 800-90B's tests are
-meant for a noise source; a CSPRNG's output passes them whatever its internal state), not an
-SP 800-90B validation of a noise source. The module does no I/O of its own and never records
-sample values outside the repetition check's bounded history, which is dropped with the object.
+These are sanity checks on the operating system's conditioned output, not an SP 800-90B
+validation of a noise source (docs/random-core.md, "What these tests can and cannot catch on an
+OS CSPRNG"). The module does no I/O of its own and keeps no sample values beyond the repetition
+check's bounded history.
 
 Samples are bytes. With a claimed min-entropy of ``H`` bits per sample and a false-positive
 probability ``alpha = 2**-a``:

@@ -962,8 +962,8 @@ class Appender:
                     "event": "store_diverged",
                     "reason": str(error),
                     "message": "refusing to append or sign checkpoints: the store does not "
-                    "hold the log this service acknowledged (docs/operations.md, 'Failover'); "
-                    "an operator must act",
+                    "hold the log this service acknowledged (docs/operations/postgresql.md, "
+                    "'Failover'); an operator must act",
                 }
             )
             logged = (reason, time.monotonic())

@@ -44,7 +44,7 @@ or hides anything.
 What a store cannot catch by itself: a consistent rollback (the newest entries, their nodes,
 their checkpoints and the record all deleted or replaced by older ones) leaves a store that is
 a valid, shorter log. Only a checkpoint kept outside the database (by auditors, by clients in
-their receipts, or by witnesses that cosign checkpoints) shows it (docs/operations.md).
+their receipts, or by witnesses that cosign checkpoints) shows it (docs/operations/running.md).
 
 The check parses each entry's JSON to compare its columns (format 1 and 2 alike; the canonical
 form is the offline verifier's concern) and writes nothing; :func:`record_verified` is the one

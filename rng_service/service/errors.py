@@ -20,9 +20,9 @@ A **failure** is the service's side: a correct call could not be served (generat
 capacity, a bug), and the operator acts. One status code can be either (RESOURCE_EXHAUSTED is a
 client's rate limit or the service's full queue), so the cause decides. The metric labels, the
 alert rules (``deploy/prometheus/alerts.yml`` select ``class="failure"`` and
-``class="refusal"``), the Grafana dashboard and the table in ``docs/operations.md`` (rendered by
-:func:`status_causes_markdown`; a test compares) all follow this one table. A new refusal or
-failure adds a row here (a test fails for an error class whose cause has none).
+``class="refusal"``), the Grafana dashboard and the table in ``docs/operations/monitoring.md``
+(rendered by :func:`status_causes_markdown`; a test compares) all follow this one table. A new
+refusal or failure adds a row here (a test fails for an error class whose cause has none).
 """
 
 from __future__ import annotations
@@ -252,7 +252,7 @@ def classify(code: grpc.StatusCode, cause: str = "") -> StatusCause:
 
 
 def status_causes_markdown() -> str:
-    """:data:`STATUS_CAUSES` as the Markdown table of docs/operations.md."""
+    """:data:`STATUS_CAUSES` as the Markdown table of docs/operations/monitoring.md."""
     lines = [
         "| Status code | `cause` | `class` | Meaning |",
         "|---|---|---|---|",

@@ -8,7 +8,7 @@ concurrent reader (WAL readers never block the writer and see only committed tra
 ``sequence`` (and ``append``, a ready batch) is one ``BEGIN IMMEDIATE`` transaction with
 ``executemany`` per table; any failure rolls it back, so a batch is stored whole or not at all.
 SQLite's write lock serialises writers across processes too, so several processes may append to
-one file (on one machine; the service runs one per file, see docs/operations.md). A database
+one file (on one machine; the service runs one per file, see docs/operations/running.md). A database
 written with a newer schema version is refused; an older one is migrated (:data:`MIGRATIONS`,
 in one transaction) only when opened with ``migrate=True`` (``rng-service migrate-store``),
 never silently.
@@ -334,7 +334,7 @@ class SqliteStorage:
                             f"SQLite log {self._path} has schema version {found}; this build "
                             f"reads version {SCHEMA_VERSION}. Refusing to open it: back the "
                             "database up, then migrate it once with `rng-service migrate-store "
-                            '--config FILE` (docs/operations.md, "Upgrades")'
+                            '--config FILE` (docs/operations/backup-and-upgrades.md, "Upgrades")'
                         )
                 if found < SCHEMA_VERSION:
                     for version in range(found + 1, SCHEMA_VERSION + 1):

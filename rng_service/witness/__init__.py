@@ -2,8 +2,8 @@
 
 A witness cosigns a log's checkpoint only if it is consistent with every checkpoint of that log
 it cosigned before, so a log operator cannot fork the log or cut it back without witnesses
-refusing (docs/auditing.md, docs/operations.md "Witnesses"). The package stands apart from the
-service: it uses the log's formats (:mod:`rng_service.log.note`, ``cosignature``,
+refusing (docs/auditing.md, docs/operations/witnesses.md "Witnesses"). The package stands apart from
+the service: it uses the log's formats (:mod:`rng_service.log.note`, ``cosignature``,
 ``tlog_witness``, ``merkle``) and its own SQLite state, never the service's store, sequencer or
 drivers (the layer table in docs/architecture.md).
 

@@ -9,7 +9,7 @@ Subcommands:
   state    print the latest cosigned checkpoint of each log, and any evidence kept
 
 Exit status: 0 success, 2 configuration or usage errors (``serve``: a ``startup_failed`` event
-naming the setting), 1 anything else. The witness is docs/operations.md, "Witnesses".
+naming the setting), 1 anything else. The witness is docs/operations/witnesses.md, "Witnesses".
 """
 
 from __future__ import annotations
@@ -225,7 +225,7 @@ EXIT_STATUSES = """\
 Exit status: 0 done; 1 anything else that failed (a key that does not decrypt, a state file
 that cannot be read); 2 nothing was done: a bad option or configuration (serve: one
 startup_failed event naming the setting). Each command's options: rng-witness COMMAND
---help; the witness: docs/operations.md, "Witnesses"; the conventions: docs/cli.md."""
+--help; the witness: docs/operations/witnesses.md, "Witnesses"; the conventions: docs/cli.md."""
 
 
 def _command(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
@@ -261,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", required=True, help="the witness's key name (its name setting)")
     p.add_argument("--passphrase-env", metavar="VAR", help=env_help)
     p.set_defaults(fn=_cmd_pubkey)
-    config_help = 'the witness\'s TOML configuration file (docs/operations.md, "Witnesses")'
+    config_help = "the witness's TOML configuration file (docs/operations/witnesses.md)"
     p = _command(sub, "serve", "run the witness")
     p.add_argument("--config", required=True, metavar="FILE", help=config_help)
     p.set_defaults(fn=_cmd_serve)

@@ -3,7 +3,7 @@
 The witness's own view, named ``rng_witness_server_*`` so that it is never mistaken for the
 service's view of the witnesses it asks (``rng_witness_up{witness}``,
 ``rng_witness_conflicts_total{witness}``: rng_service.metrics). The series, their labels and the
-alerts on them are docs/operations.md, "Witnesses"; the rules are
+alerts on them are docs/operations/witnesses.md, "Witnesses"; the rules are
 deploy/prometheus/witness-alerts.yml.
 
 Labels are bounded: ``origin`` takes only the configured origins, and ``""`` for a request that

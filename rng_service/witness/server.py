@@ -11,7 +11,7 @@ closed at once), optional TLS (the handshake runs in the connection's own thread
 timeout), one JSON log line per request, and each add-checkpoint answer handed to an injected
 :class:`AnswerSink` (the witness's metrics, :mod:`rng_service.witness.metrics`; this module
 imports no metrics library). The Python docs advise against exposing
-``http.server`` to the internet unguarded; docs/operations.md ("Witnesses") says to put a
+``http.server`` to the internet unguarded; docs/operations/witnesses.md ("Witnesses") says to put a
 witness reachable from outside behind a reverse proxy or a C2SP https-bastion.
 
 The decision itself is :class:`rng_service.witness.core.Witness`; this module moves bytes.

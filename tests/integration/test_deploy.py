@@ -49,7 +49,6 @@ PROMETHEUS = DEPLOY / "prometheus" / "prometheus.yml"
 ALERTS = DEPLOY / "prometheus" / "alerts.yml"
 WITNESS_ALERTS = DEPLOY / "prometheus" / "witness-alerts.yml"
 DASHBOARD = DEPLOY / "grafana" / "rng-service-dashboard.json"
-OPERATIONS = ROOT / "docs" / "operations.md"
 DOCKERFILE = ROOT / "Dockerfile"
 DEPLOY_CONFIG = DEPLOY / "config" / "rng-service.toml"
 TLS_DIR = "/etc/rng-service/tls"
@@ -468,21 +467,27 @@ def test_alerts_cover_the_operations_issue(alert_rules: list[dict[str, Any]]) ->
 def test_every_alert_has_annotations_and_a_runbook_section(
     alert_rules: list[dict[str, Any]],
 ) -> None:
-    doc = OPERATIONS.read_text(encoding="utf-8")
-    anchors = {
-        re.sub(r"[^a-z0-9 -]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
-        for line in doc.splitlines()
-        if line.startswith("#")
-    }
     for rule in alert_rules:
         assert rule["labels"]["severity"] in {"critical", "warning"}, rule["alert"]
         annotations = rule["annotations"]
         assert annotations["summary"], rule["alert"]
         assert annotations["description"], rule["alert"]
         path, _, anchor = annotations["runbook_url"].partition("#")
-        assert path == "docs/operations.md", rule["alert"]
+        assert path == "docs/operations/monitoring.md", rule["alert"]
         assert anchor == rule["alert"].lower(), rule["alert"]
-        assert anchor in anchors, f"docs/operations.md has no section for {rule['alert']}"
+        assert anchor in _anchors(ROOT / path), f"{path} has no section for {rule['alert']}"
+
+
+def _anchors(doc: Path) -> set[str]:
+    """The GitHub anchors of ``doc``'s headings (outside code blocks)."""
+    anchors, fence = set(), False
+    for line in doc.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fence = not fence
+        elif line.startswith("#") and not fence:
+            title = line.lstrip("#").strip().lower()
+            anchors.add(re.sub(r"[^a-z0-9 -]", "", title).replace(" ", "-"))
+    return anchors
 
 
 def test_alerts_use_only_exported_metrics(
@@ -515,21 +520,21 @@ def witness_metric_names() -> set[str]:
 def test_witness_alerts_use_its_series_and_have_runbooks() -> None:
     """witness-alerts.yml: the witness's own series only (never the service's view of its
     witnesses, rng_witness_up and the like), each rule with a runbook section in
-    docs/operations.md, and the fork alert critical and at once."""
+    docs/operations/witnesses.md, and the fork alert critical and at once."""
     rules = [r for g in _load_yaml(WITNESS_ALERTS)["groups"] for r in g["rules"]]
     assert {r["alert"] for r in rules} == {
         "RngWitnessServerLogForked", "RngWitnessServerStateUnavailable", "RngWitnessServerDown",
     }  # fmt: skip
     known = witness_metric_names() | PROMETHEUS_SERIES
-    doc = OPERATIONS.read_text(encoding="utf-8")
     for rule in rules:
         used = metric_names(rule["expr"])
         assert used, rule["alert"]
         assert not used - known, (rule["alert"], used - known)
         assert rule["labels"]["service"] == "rng-witness"
-        anchor = rule["annotations"]["runbook_url"].partition("#")[2]
+        path, _, anchor = rule["annotations"]["runbook_url"].partition("#")
+        assert path == "docs/operations/witnesses.md", rule["alert"]
         assert anchor == rule["alert"].lower()
-        assert f"#### {rule['alert']}" in doc, f"docs/operations.md: no section {rule['alert']}"
+        assert anchor in _anchors(ROOT / path), f"{path}: no section {rule['alert']}"
     forked = next(r for r in rules if r["alert"] == "RngWitnessServerLogForked")
     assert forked["labels"]["severity"] == "critical"
     assert "for" not in forked  # an alarm: at once
@@ -673,7 +678,8 @@ def test_dashboard_uses_only_exported_metrics(dashboard: dict[str, Any], tmp_pat
         assert not unknown, f"panel {title!r} uses unknown metrics {unknown}"
 
 
-# --- backup and restore (docs/operations.md) ---------------------------------------------------
+# --- backup and restore (docs/operations/backup-and-upgrades.md)
+# -----------------------------------------------
 
 
 def test_online_sqlite_backup_while_serving_restores_the_log(tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
 """The PostgreSQL primary is lost under load, and the service rides through a failover to its
-synchronous standby with nothing lost and no restart (docs/operations.md, "Failover").
+synchronous standby with nothing lost and no restart (docs/operations/postgresql.md, "Failover").
 
 Two throwaway clusters, started as the postgres user (``tests/postgres_cluster.py``), set up as
-docs/operations.md sets them up: a primary, and a standby made by ``pg_basebackup -X stream -C
+docs/operations/postgresql.md sets them up: a primary, and a standby made by ``pg_basebackup -X
+stream -C
 -S standby1 -R`` with ``application_name=standby1``, then ``synchronous_standby_names = 'FIRST
 1 (standby1)'`` on the primary once it streams. Two ``rng-service serve`` replicas (one key, one
 origin) with the multi-host connection string ``host=<primary>,<standby> ...

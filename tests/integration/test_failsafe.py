@@ -1,7 +1,7 @@
 """Fail-safe runtime through a real in-process server: an entropy source that hangs, a log
 store that cannot commit (in-memory fake, and a real SQLite file locked by another process), a
 graceful stop, and what clients, health, metrics and the service log say meanwhile
-(docs/operations.md, "Failure modes"). Every wait is bounded."""
+(docs/operations/running.md, "Failure modes"). Every wait is bounded."""
 
 from __future__ import annotations
 

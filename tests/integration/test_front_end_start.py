@@ -9,7 +9,7 @@ entries and Merkle nodes, written by ``bench.bench_storecheck.build``) it must r
 kinds of things, no entry, only the tree's frontier (one node per set bit of the size), and
 the count at 10^5 may exceed the count at 10^4 by at most the ratio of the sizes' logarithms.
 
-What a front end reads, and why, is in docs/operations.md ("Front ends").
+What a front end reads, and why, is in docs/operations/running.md ("Front ends").
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ service reads the request. The status table has their row (``grpc_limit``, a ref
 test shows, with real loopback servers, that nothing of the service runs for them (no draw, no
 log entry, not in ``rng_rpc_duration_seconds``), and that a server interceptor sees such a call
 arrive but never its end: the handler and deserializer are not called, so no hook of ours
-learns the status, and the RPC metric cannot count them (docs/operations.md, "Refusals and
-failures")."""
+learns the status, and the RPC metric cannot count them (docs/operations/monitoring.md, "Refusals
+and failures")."""
 
 from __future__ import annotations
 

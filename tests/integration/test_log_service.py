@@ -459,7 +459,7 @@ def test_cosign_key_is_named_by_the_origin_unless_named(tmp_path: Path) -> None:
 def test_a_restart_without_the_retired_key_after_a_rotation_is_refused(tmp_path: Path) -> None:
     """Issue 34, break 5. After a rotation, stored checkpoints are signed by the old key. A
     start whose config no longer names it (no ``log.retired_keys``) cannot verify them, so it
-    is refused (docs/operations.md, "Keys"), also once later starts recorded a checkpoint of
+    is refused (docs/operations/keys.md, "Keys"), also once later starts recorded a checkpoint of
     the new key as verified (the incremental check then reads no old checkpoint)."""
     config = make_config(tmp_path)
     old_vkey = key_of(config.log.key_file).verifier_key()

@@ -78,7 +78,8 @@ def test_promtool_accepts_the_services_metrics(tmp_path: Path, promtool: str) ->
 
 
 #: Each rules file under deploy/prometheus and how many rules it holds: the service's, and
-#: rng-witness's own (run by the witness's operator, docs/operations.md "Monitoring a witness").
+#: rng-witness's own (run by the witness's operator, docs/operations/witnesses.md "Monitoring a
+#: witness").
 RULE_FILES = [("alerts.yml", 15), ("witness-alerts.yml", 3)]
 
 

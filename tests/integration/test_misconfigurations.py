@@ -1,5 +1,5 @@
 """Every documented misconfiguration is a one-line refusal naming the setting, exit status 2, no
-traceback, in every command it applies to (docs/operations.md, "Misconfigurations").
+traceback, in every command it applies to (docs/operations/configuration.md, "Misconfigurations").
 
 The rows are :data:`rng_service.misconfigurations.MISCONFIGURATIONS`, the list the docs table
 is generated from; each runs as a person types it, ``rng-service serve --config FILE`` (or
@@ -190,11 +190,12 @@ def test_check_store_and_migrate_store_accept_the_working_configuration(
 
 
 def test_the_docs_table_is_the_list() -> None:
-    text = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    text = (REPO / "docs" / "operations" / "configuration.md").read_text(encoding="utf-8")
     begin, end = "<!-- misconfigurations:begin -->\n", "<!-- misconfigurations:end -->"
     assert begin in text
     assert end in text
     assert text.split(begin, 1)[1].split(end, 1)[0] == misconfigurations_markdown(), (
-        "docs/operations.md is out of date: run `.venv/bin/python scripts/render_status_table.py`"
+        "docs/operations/configuration.md is out of date: run "
+        "`.venv/bin/python scripts/render_status_table.py`"
     )
     assert load("render_status_table").BLOCKS  # the script renders this block too

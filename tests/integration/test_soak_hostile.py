@@ -19,7 +19,7 @@ it by at most ``BOUND_KB`` (4 MiB). ``make soak`` warms up with 20,000 and ends 
 23 bytes a request over its 180,000, so the 90 or so a request once reported fails it.
 ``make test`` runs 10,000 then 20,000 with the same bound (it catches about 400 bytes a
 request). With ``RNG_SOAK_TRACEMALLOC=1`` the report lists the allocation sites that grew
-between the two points. docs/operations.md ("Soak runs") has the figures.
+between the two points. docs/operations/soak.md has the figures.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ whether each was logged and what the writer and the loop were doing), or if an a
 is not in the log. ``make test`` runs ``SHORT_SECONDS``; ``make soak`` runs
 ``RNG_SOAK_SPIN_SECONDS`` (default 1800: 30 minutes) and writes the report to
 ``RNG_SOAK_REPORT`` if set (``RNG_SOAK_FRONT_ENDS``: ``serve --front-ends N``, default 1).
-docs/operations.md ("Soak runs") has the figures.
+docs/operations/soak.md has the figures.
 """
 
 from __future__ import annotations

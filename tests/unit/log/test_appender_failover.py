@@ -1,4 +1,4 @@
-"""The log writer survives the loss of its store without a restart (docs/operations.md,
+"""The log writer survives the loss of its store without a restart (docs/operations/postgresql.md,
 "Failover"): a commit whose outcome is unknown is resolved from the store reached next, a store
 that lacks acknowledged entries is refused, replicas that reconnect at different moments keep
 one sequence, and health follows.

@@ -61,7 +61,7 @@ def commit(health: StoreHealth) -> None:
 
 
 def test_n_failed_commits_in_a_row_mark_it_down_and_a_commit_brings_it_up() -> None:
-    assert FAILURE_THRESHOLD == 3  # documented in docs/operations.md
+    assert FAILURE_THRESHOLD == 3  # documented in docs/operations/running.md
     forward = Recorder()
     health = StoreHealth(MemoryStorage(), clock=FakeClock(), forward=forward)
     health.append_failed()

@@ -222,13 +222,14 @@ def test_an_unknown_cause_takes_its_codes_default_and_labels_stay_bounded() -> N
 
 
 def test_operations_doc_renders_the_table() -> None:
-    doc = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    doc = (ROOT / "docs" / "operations" / "monitoring.md").read_text(encoding="utf-8")
     begin, end = "<!-- status-causes:begin -->\n", "<!-- status-causes:end -->"
     assert begin in doc
     assert end in doc
     block = doc.split(begin, 1)[1].split(end, 1)[0]
     assert block.strip() == status_causes_markdown().strip(), (
-        "docs/operations.md is out of date: run `.venv/bin/python scripts/render_status_table.py`"
+        "docs/operations/monitoring.md is out of date: run "
+        "`.venv/bin/python scripts/render_status_table.py`"
     )
 
 

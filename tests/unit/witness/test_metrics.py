@@ -257,7 +257,7 @@ def _config(tmp_path: Path, extra: str) -> Path:
 
 
 def test_metrics_table_defaults(tmp_path: Path) -> None:
-    """No table: off. A table: on, loopback, port 7381 (documented in docs/operations.md)."""
+    """No table: off. A table: on, loopback, port 7381 (docs/operations/witnesses.md)."""
     off = load_witness_config(_config(tmp_path, "")).metrics
     assert not off.enabled
     on = load_witness_config(_config(tmp_path, "[metrics]")).metrics
