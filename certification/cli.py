@@ -41,6 +41,7 @@ import hashlib
 import json
 import multiprocessing
 import sys
+import textwrap
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
@@ -995,20 +996,44 @@ def _add_dieharder_parser(commands: _Commands) -> None:
     dh.set_defaults(handler=_cmd_dieharder)
 
 
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs as written where a line is indented (lists, commands), each other
+    paragraph filled to the terminal's width (docs/cli.md, "CLI conventions")."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = []
+        for paragraph in text.strip("\n").split("\n\n"):
+            if any(line.startswith(" ") for line in paragraph.splitlines()):
+                paragraphs.append(textwrap.indent(paragraph, indent))
+            else:
+                paragraphs.append(
+                    textwrap.fill(
+                        " ".join(paragraph.split()),
+                        width,
+                        initial_indent=indent,
+                        subsequent_indent=indent,
+                    )  # fmt: skip
+                )
+        return "\n\n".join(paragraphs) + "\n"
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with usage errors on one line (exit status 2, no usage block)."""
+    """argparse with usage errors on one line (exit status 2, no usage block); every command's
+    help by :class:`_Formatter`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 _EPILOG = """\
-exit status (every command):
-  0  PASS: the data were enough and nothing rejects
-  1  FAIL: a test rejects
-  3  INCONCLUSIVE: nothing rejects, but the sample is below what the battery needs
-     (the message names the size), or a result could not be decided
-  2  usage or input error: one line naming the option or the file, nothing written
+Exit status: 0 PASS: the data were enough and nothing rejects; 1 FAIL: a test rejects;
+3 INCONCLUSIVE: nothing rejects, but the sample is below what the battery needs (the message
+names the size), or a result could not be decided; 2 nothing was checked: a usage or input
+error, one line naming the option or the file, nothing written.
 
 documentation: docs/certification.md (how a lab runs each command, the tests, the verdicts and
 the JSON documents); docs/cli.md (conventions shared with rng-service and rng-audit)
@@ -1021,7 +1046,6 @@ def _parser() -> argparse.ArgumentParser:
         description="Statistical certification of the random outcomes and bit streams of "
         "rng-service, for gaming laboratories.",
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_nist_parser(commands)
