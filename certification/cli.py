@@ -1012,7 +1012,7 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
                         width,
                         initial_indent=indent,
                         subsequent_indent=indent,
-                    )  # fmt: skip
+                    )
                 )
         return "\n\n".join(paragraphs) + "\n"
 
