@@ -761,3 +761,8 @@ def render_html(
         dieharder=None if dieharder is None else _dieharder_section(dieharder),
         entropy=None if entropy is None else _entropy_section(entropy),
     )
+
+
+def render_rtp_page(doc: Mapping[str, Any]) -> str:
+    """A report page holding the return-to-player section alone (``rng-certify rtp --html``)."""
+    return render_html(rtp=doc, generated_at=str(doc.get("generated_at", "")))

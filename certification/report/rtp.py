@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["render_rtp_page", "render_rtp_text", "rtp_passed", "rtp_section"]
+__all__ = ["render_rtp_text", "rtp_passed", "rtp_section"]
 
 
 def _conditions(row: Mapping[str, Any]) -> str:
@@ -161,10 +161,3 @@ def _rtp_row(row: Mapping[str, Any], live: bool) -> dict[str, Any]:
         "sd": f"{float(row['standard_deviation']):.4f}",
         "measured": shown,
     }
-
-
-def render_rtp_page(doc: Mapping[str, Any]) -> str:
-    """A report page holding the section alone."""
-    from certification.report.html import render_html
-
-    return render_html(rtp=doc, generated_at=str(doc.get("generated_at", "")))

@@ -27,7 +27,6 @@ from typing import Any
 from certification.evidence import evidence_record, file_facts
 from certification.rtp import exact
 from certification.rtp import live as play_live
-from certification.rtp.command import FORMAT
 from certification.verdict import Verdict
 from rng_service.errors import RngServiceError
 from rng_service.outcomes.profiles import (
@@ -38,7 +37,10 @@ from rng_service.outcomes.profiles import (
 from rng_service.settlement.documents import document_from_canonical, load_document_file
 from rng_service.settlement.paytables import PaytableDocument, load_builtin_paytables
 
-__all__ = ["NO_VERDICT_REASON", "RtpInputError", "build_document", "live_verdict"]
+__all__ = ["FORMAT", "NO_VERDICT_REASON", "RtpInputError", "build_document", "live_verdict"]
+
+#: The format of the rtp JSON document.
+FORMAT = "rng-certify-rtp/v1"
 
 EXAMPLE_PROFILE = "mega_fire_blaze_example"
 NO_VERDICT_REASON = (

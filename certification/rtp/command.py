@@ -31,9 +31,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from certification.rtp.build import FORMAT
+
 __all__ = ["FORMAT", "add_rtp_parser", "run_rtp"]
 
-FORMAT = "rng-certify-rtp/v1"
 DEFAULT_ROUNDS = 10_000
 
 
@@ -113,7 +114,8 @@ def add_rtp_parser(commands: Any) -> None:
 
 def run_rtp(args: argparse.Namespace) -> int:
     from certification.errors import InputError
-    from certification.report.rtp import render_rtp_page, render_rtp_text
+    from certification.report.html import render_rtp_page
+    from certification.report.rtp import render_rtp_text
     from certification.rtp import build
 
     try:
