@@ -117,6 +117,7 @@ def test_chi_square_rejects_a_dependent_source() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # 8,000,000 bitstring bits through ten estimators on a shared machine
 def test_full_entropy_bytes_pass_a_claim_of_6_5(tmp_path: Path) -> None:
     path = tmp_path / "bytes.bin"
     path.write_bytes(
