@@ -92,4 +92,3 @@ def restart_tests(
     return RestartResult(
         h_i, cutoff, x_r, x_c, True, h_r, h_c, valid, row_estimates, column_estimates
     )
-
