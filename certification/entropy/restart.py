@@ -12,7 +12,6 @@ literal track only, as ``ea_restart`` does) and fails when ``min(H_r, H_c) < H_I
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -93,8 +92,3 @@ def restart_tests(
     return RestartResult(
         h_i, cutoff, x_r, x_c, True, h_r, h_c, valid, row_estimates, column_estimates
     )
-
-
-def critical_count(h_i: float) -> int:
-    """The sanity check's largest allowed count for ``H_I`` (for the report)."""
-    return int(stats.binom.isf(_ALPHA, RESTARTS, 2.0**-h_i)) if math.isfinite(h_i) else RESTARTS

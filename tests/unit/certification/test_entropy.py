@@ -117,6 +117,7 @@ def test_chi_square_rejects_a_dependent_source() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # 8,000,000 bitstring bits through ten estimators on a shared machine
 def test_full_entropy_bytes_pass_a_claim_of_6_5(tmp_path: Path) -> None:
     path = tmp_path / "bytes.bin"
     path.write_bytes(
@@ -159,3 +160,43 @@ def test_entropy_section_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert "3.215488" in dom  # the assessed minimum
     assert png_size(png) == (1200, 2000)
     assert len(png) > 30_000
+
+
+def lz78y_by_hand(s: list[int], b: int = 16, cap: int = 65_536) -> tuple[int, int]:
+    """SP 800-90B section 6.3.10, one sample at a time, dictionaries as in the text (C, run)."""
+    table: dict[tuple[int, ...], dict[int, int]] = {}
+    for j in range(1, b + 1):
+        table.setdefault(tuple(s[b - j : b]), {})[s[b]] = 1
+    correct = run = best_run = 0
+    for i in range(b + 1, len(s)):
+        count, guess = 0, None
+        for j in range(b, 0, -1):
+            ctx = tuple(s[i - j : i])
+            if ctx in table:
+                follow = table[ctx]
+                top = max(follow.values())
+                y = max(v for v, c in follow.items() if c == top)
+                if top > count:
+                    count, guess = top, y
+                follow[s[i]] = follow.get(s[i], 0) + 1
+            elif len(table) < cap:
+                table[ctx] = {s[i]: 1}
+        if guess == s[i]:
+            correct += 1
+            run += 1
+            best_run = max(best_run, run)
+        else:
+            run = 0
+    return correct, best_run
+
+
+@pytest.mark.parametrize(("k", "seed"), [(2, 1), (2, 2), (3, 3), (5, 4)])
+def test_lz78y_matches_a_sample_at_a_time_reading_of_the_text(k: int, seed: int) -> None:
+    from certification.entropy.predictors import lz78y
+
+    rng = np.random.default_rng(seed)
+    # A sticky source: long repeats make contexts of several lengths tie.
+    s = np.repeat(rng.integers(0, k, 1500), rng.integers(1, 4, 1500))[:3000].astype(np.uint8)
+    c, r = lz78y_by_hand(s.tolist())
+    got = lz78y(s, k, bitstring=k == 2)
+    assert (got.details["C"], got.details["r"]) == (c, r + 1)

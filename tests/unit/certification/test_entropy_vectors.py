@@ -68,7 +68,9 @@ def ours(name: str) -> NonIidResult:
 
 
 CASES = [
-    pytest.param(name, bitstring, label, id=f"{name}-{'bitstring' if bitstring else 'literal'}-{label}")
+    pytest.param(
+        name, bitstring, label, id=f"{name}-{'bitstring' if bitstring else 'literal'}-{label}"
+    )
     for name in FILES
     for (bitstring, label) in reference(name)
 ]
