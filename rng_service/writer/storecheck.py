@@ -8,10 +8,10 @@ Protocol only (entries as opaque bytes, complete-subtree nodes, signed checkpoin
 2. every entry's RFC 6962 leaf hash ``SHA-256(0x00 || bytes)`` (RFC 6962 section 2.1) equals
    its stored leaf hash, and every lookup column (index, client, request id, kind, table,
    round, session, time, slot, table sequence number) equals the field of its signed bytes
-   (:func:`rng_service.log.columns.check_record`), so that no lookup can select an entry
+   (:func:`rng_service.writer.columns.check_record`), so that no lookup can select an entry
    by what it is not, nor miss it by what it is;
 3. every stored complete-subtree node is the hash the entries give (the tree is recomputed
-   from the entries' bytes, as :class:`~rng_service.log.tree.MerkleTree` appends them), and
+   from the entries' bytes, as :class:`~rng_service.writer.tree.MerkleTree` appends them), and
    no node exists for a leaf beyond the stored tree;
 4. every stored checkpoint is a C2SP signed note that one of the configured keys signed (the
    active, co-signing and retired keys: C2SP signed-note), a C2SP tlog-checkpoint of the
@@ -59,10 +59,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rng_service.errors import IntegrityError, InvalidArgument
-from rng_service.log.columns import LookupIntegrityError, check_record
 from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, open_note, parse_note
-from rng_service.log.tree import MerkleTree
 from rng_service.storage.base import CheckpointRecord, LogStorage, NodeRecord
+from rng_service.writer.columns import LookupIntegrityError, check_record
+from rng_service.writer.tree import MerkleTree
 
 __all__ = [
     "CHECKPOINT_SIGNERS_KEY",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import queue
 
-from rng_service.log.appender import _STOP, gather_group
+from rng_service.writer.appender import _STOP, gather_group
 
 
 class ScriptedQueue:

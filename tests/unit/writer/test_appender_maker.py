@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from rng_service.log import appender
-from rng_service.log.appender import AppendResult
 from rng_service.log.entry import GeneratorRef, LogEntry
 from rng_service.log.receipt import Receipt
 from rng_service.storage.base import EntryRecord
+from rng_service.writer import appender
+from rng_service.writer.appender import AppendResult
 
 _GEN = GeneratorRef(instance="ab" * 16, epoch=3, lab_mode=False)
 _ENTRY = {

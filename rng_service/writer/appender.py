@@ -19,7 +19,7 @@ waiting, and for the whole group, in one pass:
    entry (``rng_service.log.entry``, format 2) with its index, time, slot and its place in its
    (client, table) chain;
 4. appends entries and the new Merkle nodes in ONE durable storage transaction (RFC 6962
-   section 2.1 tree, ``rng_service.log.tree``), storing the group's checkpoint as a published
+   section 2.1 tree, ``rng_service.writer.tree``), storing the group's checkpoint as a published
    checkpoint when the publication interval has passed;
 5. signs one C2SP checkpoint for the group (Ed25519 signatures are deterministic, so the same
    tree size always yields the same note), with the active key and any co-signing key of a
@@ -74,12 +74,6 @@ from rng_service.errors import (
     Unavailable,
 )
 from rng_service.log import rounds
-from rng_service.log.columns import (
-    LookupIntegrityError,
-    check_nodes,
-    check_range,
-    check_record,
-)
 from rng_service.log.entry import (
     FORMAT_VERSION,
     GeneratorRef,
@@ -88,11 +82,9 @@ from rng_service.log.entry import (
     format_time,
     request_digest,
 )
-from rng_service.log.frozen_setters import slot_setters as _setters
 from rng_service.log.merkle import leaf_hash
 from rng_service.log.note import Checkpoint, NoteSigner, parse_note, sign_note
 from rng_service.log.receipt import Receipt
-from rng_service.log.tree import MerkleTree, PendingAppend, StoreDiverged
 from rng_service.sampling import RandomSource
 from rng_service.storage.base import (
     AppendBatch,
@@ -105,6 +97,14 @@ from rng_service.storage.base import (
     SlotRecord,
     StoreConnectionLost,
 )
+from rng_service.writer.columns import (
+    LookupIntegrityError,
+    check_nodes,
+    check_range,
+    check_record,
+)
+from rng_service.writer.frozen_setters import slot_setters as _setters
+from rng_service.writer.tree import MerkleTree, PendingAppend, StoreDiverged
 
 __all__ = [
     "DIVERGED_RETRY_SECONDS",
@@ -1377,7 +1377,7 @@ class Appender:
         self, stored: GroupState, tables: Mapping[tuple[str, str], None]
     ) -> tuple[dict[tuple[str, ...], IntegrityError], dict[int, bytes]]:
         """The stored rows the group relies on, checked against their signed bytes
-        (:func:`rng_service.log.columns.check_record`), so that an edit of the live database's
+        (:func:`rng_service.writer.columns.check_record`), so that an edit of the live database's
         columns cannot make the sequencer draw a game event again (docs/security.md, "An
         edited database"): every logged entry of its request ids (its bytes are in the row), every
         row of its rounds' filled slots (read by index: a round with nothing in it, the common
@@ -1501,7 +1501,7 @@ class Appender:
         """The original answer for a logged entry: same entry, same proof, same checkpoint.
 
         The row is checked first against its signed bytes and against the tree's leaf node
-        of its index (:func:`rng_service.log.columns.check_nodes`): bytes changed in the store
+        of its index (:func:`rng_service.writer.columns.check_nodes`): bytes changed in the store
         together with their leaf-hash column are not the outcome the log committed to, and are
         refused (DATA_LOSS, counted as ``rng_log_integrity_errors_total{method="sequencer",
         check="node"}``) instead of replayed."""

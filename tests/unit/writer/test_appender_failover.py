@@ -19,21 +19,21 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.unit.writer.test_appender import SIGNER, request
 
 from rng_service.clock import FakeClock
 from rng_service.drbg import DeterministicGenerator
 from rng_service.errors import StorageUnavailable
-from rng_service.log import appender as appender_module
 from rng_service.log import merkle
-from rng_service.log.appender import RESOLUTIONS, Appender, AppendResult
 from rng_service.log.note import Checkpoint, open_note
 from rng_service.log.receipt import verify_receipt
-from rng_service.log.store_health import StoreHealth
-from rng_service.log.tree import MerkleTree
 from rng_service.metrics import RESOLUTIONS as METRIC_RESOLUTIONS
 from rng_service.storage.memory import MemoryStorage
+from rng_service.writer import appender as appender_module
+from rng_service.writer.appender import RESOLUTIONS, Appender, AppendResult
+from rng_service.writer.store_health import StoreHealth
+from rng_service.writer.tree import MerkleTree
 from tests.fakes import ConnectedStore, copy_of_prefix
-from tests.unit.log.test_appender import SIGNER, request
 
 
 class Events:
