@@ -39,6 +39,7 @@ from rng_service.service.log_servicer import LogServicer
 from rng_service.storage.base import CheckpointRecord, EntryRecord
 from rng_service.storage.sqlite import SqliteStorage
 from rng_service.writer import appender as appender_module
+from rng_service.writer import sequencer as sequencer_module
 from rng_service.writer.appender import Appender
 from rng_service.writer.tree import MerkleTree
 
@@ -63,6 +64,7 @@ def _without_node_check() -> Iterator[None]:
         servicer_module.check_nodes,
         appender_module.check_nodes,
         appender_module.check_record,
+        sequencer_module.check_record,
         MerkleTree.leaf_hashes,
         MerkleTree.leaf_and_inclusion_proof,
     )
@@ -79,6 +81,7 @@ def _without_node_check() -> Iterator[None]:
     servicer_module.check_nodes = nothing
     appender_module.check_nodes = nothing
     appender_module.check_record = nothing
+    sequencer_module.check_record = nothing
     MerkleTree.leaf_hashes = leaf_hashes  # type: ignore[method-assign]
     MerkleTree.leaf_and_inclusion_proof = proof_alone  # type: ignore[method-assign]
     try:
@@ -88,6 +91,7 @@ def _without_node_check() -> Iterator[None]:
             servicer_module.check_nodes,
             appender_module.check_nodes,
             appender_module.check_record,
+            sequencer_module.check_record,
             MerkleTree.leaf_hashes,
             MerkleTree.leaf_and_inclusion_proof,
         ) = saved  # type: ignore[method-assign]

@@ -5,10 +5,10 @@ incremental (the edits themselves are replayed on SQLite: tests/unit/writer/test
 from __future__ import annotations
 
 import pytest
-from tests.unit.writer.test_storecheck import KEYS, ORIGIN, N, fill
 
 from rng_service.storage.base import LogStorage
 from rng_service.writer.storecheck import StoreCheckFailed, check_store, record_verified
+from tests.unit.writer.test_storecheck import KEYS, ORIGIN, N, fill
 
 
 def test_the_check_runs_on_every_driver(store: LogStorage) -> None:

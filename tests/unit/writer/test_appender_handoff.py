@@ -31,7 +31,8 @@ from rng_service.log.entry import JsonValue
 from rng_service.log.note import Ed25519NoteSigner
 from rng_service.sampling import RandomSource
 from rng_service.storage.base import AppendBatch
-from rng_service.writer.appender import Appender, AppendResult, DrawRequest, _Pending
+from rng_service.writer.appender import Appender, AppendResult, DrawRequest
+from rng_service.writer.queue import Pending as _Pending
 from rng_service.writer.tree import MerkleTree
 from tests.fakes import FlakyStorage
 

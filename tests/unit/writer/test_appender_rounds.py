@@ -11,7 +11,6 @@ import concurrent.futures
 from collections.abc import Mapping
 
 import pytest
-from tests.unit.writer.test_appender import SIGNER, Harness
 
 from rng_service.clock import FakeClock
 from rng_service.drbg import DeterministicGenerator
@@ -28,6 +27,7 @@ from rng_service.sampling import RandomSource
 from rng_service.storage.memory import MemoryStorage
 from rng_service.writer.appender import Appender, AppendResult, DrawRequest
 from rng_service.writer.tree import MerkleTree
+from tests.unit.writer.test_appender import SIGNER, Harness
 
 
 def spin(

@@ -9,7 +9,6 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from tests.unit.writer.test_appender import SIGNER, request
 
 from rng_service.clock import FakeClock
 from rng_service.drbg import DeterministicGenerator
@@ -22,6 +21,7 @@ from rng_service.storage.base import AppendBatch, CheckpointRecord, LogStorage
 from rng_service.storage.memory import MemoryStorage
 from rng_service.writer.appender import Appender, AppendResult
 from rng_service.writer.tree import MerkleTree
+from tests.unit.writer.test_appender import SIGNER, request
 
 
 class LostCommitStorage(MemoryStorage):
