@@ -43,7 +43,6 @@ EXCEPTIONS: dict[str, str] = {
     "rng_service/log/entry.py:LogEntry._encode_fast": "to be split into named steps (issue 36)",
     "rng_service/log/entry.py:LogEntry.decode": "to be split into named steps (issue 36)",
     "rng_service/log/merkle.py:verify_consistency": "to be split into named steps (issue 36)",
-    "rng_service/writer/storecheck.py:check_store": "to be split into named steps (issue 36)",
     "rng_service/audit/dispute.py:judge_dispute": "to be split into named steps (issue 36)",
     "rng_service/audit/history.py:check_history": "to be split into named steps (issue 36)",
     "rng_service/audit/verify.py:RoundTracker._order": "to be split into named steps (issue 36)",
