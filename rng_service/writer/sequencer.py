@@ -98,7 +98,7 @@ class Draft:
         self.state = state  # the filled slots of the group's rounds
         self.chains = chains  # (client, table) -> (table_seq, index) of the chain's last entry
         self.repeated = repeated  # rounds that more than one request of the group is for
-        #: requests, rounds and tables whose stored rows failed their check (_checked_rows)
+        #: requests, rounds and tables whose stored rows failed their check (RowChecks.checked)
         self.tainted = tainted
         self.next_index = size
         #: (client, request id) -> (digest, its place in the plan's new entries)
@@ -129,7 +129,7 @@ class Sequencer:
         outcomes: nothing is resolved here, because the transaction may still fail. The
         caller has caught the tree up to ``size`` and seals the plan (``Committer.seal``)."""
         plan = Plan()
-        # One sequencing time per group, and one lookup of the store per group (_group_state).
+        # One sequencing time per group, and one lookup of the store per group (group_state).
         now = self._clock.now_ns() // 1000 * 1000  # entries carry microseconds
         draft = Draft(size, now, format_time(now), *self.group_state(group))
         for p in group:
