@@ -1,7 +1,7 @@
 """What checking served entries against the tree's leaf nodes costs (issue 34, break 3).
 
 Every entry the service serves or replays is checked against the tree's stored level-0 node
-of its index (``rng_service.log.columns.check_nodes``, through ``MerkleTree.leaf_hashes``: one
+of its index (``rng_service.writer.columns.check_nodes``, through ``MerkleTree.leaf_hashes``: one
 node read from the store for the page, nothing cached). Measured on an SQLite log written by
 the real ``MerkleTree`` and ``SqliteStorage`` (``bench.bench_storecheck.build``), with pages
 and replays of entries spread over the whole log (their nodes mostly not in the tree's
@@ -34,13 +34,14 @@ from bench._common import Row
 from bench.bench_storecheck import GROUP, ORIGIN, SIGNER, build
 from rng_service._proto.rng.v1 import log_pb2
 from rng_service.clock import SystemClock
-from rng_service.log import appender as appender_module
-from rng_service.log.appender import Appender
-from rng_service.log.tree import MerkleTree
 from rng_service.service import log_servicer as servicer_module
 from rng_service.service.log_servicer import LogServicer
 from rng_service.storage.base import CheckpointRecord, EntryRecord
 from rng_service.storage.sqlite import SqliteStorage
+from rng_service.writer import appender as appender_module
+from rng_service.writer import sequencer as sequencer_module
+from rng_service.writer.appender import Appender
+from rng_service.writer.tree import MerkleTree
 
 PAGE = 1000
 
@@ -63,6 +64,7 @@ def _without_node_check() -> Iterator[None]:
         servicer_module.check_nodes,
         appender_module.check_nodes,
         appender_module.check_record,
+        sequencer_module.check_record,
         MerkleTree.leaf_hashes,
         MerkleTree.leaf_and_inclusion_proof,
     )
@@ -79,6 +81,7 @@ def _without_node_check() -> Iterator[None]:
     servicer_module.check_nodes = nothing
     appender_module.check_nodes = nothing
     appender_module.check_record = nothing
+    sequencer_module.check_record = nothing
     MerkleTree.leaf_hashes = leaf_hashes  # type: ignore[method-assign]
     MerkleTree.leaf_and_inclusion_proof = proof_alone  # type: ignore[method-assign]
     try:
@@ -88,6 +91,7 @@ def _without_node_check() -> Iterator[None]:
             servicer_module.check_nodes,
             appender_module.check_nodes,
             appender_module.check_record,
+            sequencer_module.check_record,
             MerkleTree.leaf_hashes,
             MerkleTree.leaf_and_inclusion_proof,
         ) = saved  # type: ignore[method-assign]

@@ -28,9 +28,9 @@ from pathlib import Path
 
 from bench._common import Row
 from rng_service.log.merkle import leaf_hash
-from rng_service.log.tree import MerkleTree
 from rng_service.storage.base import EntryRecord, LogStorage, NodeRecord
 from rng_service.storage.sqlite import SqliteStorage
+from rng_service.writer.tree import MerkleTree
 
 GROUPS = (1, 32, 100)
 #: Most rows one measurement appends (the loop is also bounded in time).

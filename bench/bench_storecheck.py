@@ -1,4 +1,4 @@
-"""The store's own check (``rng_service.log.storecheck``): full (``rng-service check-store``) and
+"""The store's own check (``rng_service.writer.storecheck``): full (``rng-service check-store``) and
 incremental (start-up), on an SQLite log, against its irreducible work.
 
 Baseline, measured alone in the same run: read every entry of the range from the store through
@@ -28,14 +28,14 @@ from bench._common import Row
 from rng_service.log.entry import GeneratorRef, LogEntry
 from rng_service.log.merkle import leaf_hash
 from rng_service.log.note import Checkpoint, Ed25519NoteSigner, sign_note
-from rng_service.log.storecheck import (
+from rng_service.storage.base import CheckpointRecord, EntryRecord
+from rng_service.storage.sqlite import SqliteStorage
+from rng_service.writer.storecheck import (
     CHECKPOINT_SIGNERS_KEY,
     VERIFIED_CHECKPOINT_KEY,
     check_store,
 )
-from rng_service.log.tree import MerkleTree
-from rng_service.storage.base import CheckpointRecord, EntryRecord
-from rng_service.storage.sqlite import SqliteStorage
+from rng_service.writer.tree import MerkleTree
 
 ORIGIN = "bench.example/log"
 SIGNER = Ed25519NoteSigner(ORIGIN, Ed25519PrivateKey.from_private_bytes(b"\x06" * 32))

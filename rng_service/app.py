@@ -33,21 +33,9 @@ from rng_service.clock import Clock, SystemClock
 from rng_service.config import Config, ConfigError, StorageSettings, check_transport
 from rng_service.drbg import EntropySource, GeneratorConfig, OsEntropySource, ProductionGenerator
 from rng_service.errors import IntegrityError, RngServiceError
-from rng_service.log.appender import Appender
-from rng_service.log.columns import CHECKS
 from rng_service.log.cosignature import CosignatureVerifier
 from rng_service.log.keys import load_private_key, load_verifier, load_verifier_keys
 from rng_service.log.note import Ed25519NoteSigner, NoteVerifier
-from rng_service.log.store_health import StoreHealth
-from rng_service.log.storecheck import (
-    StoreCheckFailed,
-    StoreCheckReport,
-    UnconfiguredSigner,
-    check_store,
-    record_verified,
-)
-from rng_service.log.tree import MerkleTree
-from rng_service.log.witnessing import HttpWitnessTransport, WitnessEndpoint, Witnessing
 from rng_service.metrics import GeneratorCollector, MergedCollector, Metrics, StoreCollector
 from rng_service.ownership import InstanceLock, LockHeld
 from rng_service.security.key_files import KeyFilePermissionError, check_key_file
@@ -63,6 +51,18 @@ from rng_service.service.servicers import OutcomeServicer
 from rng_service.storage.base import LogStorage
 from rng_service.storage.sqlite import SqliteStorage
 from rng_service.verify_page import VerifyPageServer, default_page_directory, load_page
+from rng_service.writer.appender import Appender
+from rng_service.writer.columns import CHECKS
+from rng_service.writer.publisher import HttpWitnessTransport, WitnessEndpoint, Witnessing
+from rng_service.writer.store_health import StoreHealth
+from rng_service.writer.storecheck import (
+    StoreCheckFailed,
+    StoreCheckReport,
+    UnconfiguredSigner,
+    check_store,
+    record_verified,
+)
+from rng_service.writer.tree import MerkleTree
 from rng_service.writer_process import WriterProcess
 
 __all__ = [
@@ -647,7 +647,7 @@ class Service:
         return "?"
 
     def _check_store(self, storage: LogStorage, verifiers: Sequence[NoteVerifier]) -> None:
-        """The store's own check (rng_service.log.storecheck): refuses to serve a log that is
+        """The store's own check (rng_service.writer.storecheck): refuses to serve a log that is
         not the log that was signed, naming the first bad index or checkpoint."""
         cfg = self.config
         full = cfg.log.startup_check == "full"

@@ -329,7 +329,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
             stored = storage.checkpoints()
             if not stored:
                 raise UsageError(f"--db: {args.db} has no published checkpoint to export")
-            from rng_service.log.witnessing import cosigned_note
+            from rng_service.writer.publisher import cosigned_note
 
             cosignatures: dict[int, list[CosignatureRecord]] = {}
             for record in storage.cosignatures():

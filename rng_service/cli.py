@@ -140,7 +140,7 @@ def _cmd_dev_run(args: argparse.Namespace) -> int:
 
 def _cmd_check_store(args: argparse.Namespace) -> int:
     from rng_service.app import StartupError, check_store_offline
-    from rng_service.log.storecheck import StoreCheckFailed
+    from rng_service.writer.storecheck import StoreCheckFailed
 
     config = load_config(args.config)
     where = str(config.storage.path) if config.storage.driver == "sqlite" else "the PostgreSQL log"

@@ -43,13 +43,13 @@ from prometheus_client import CollectorRegistry
 
 from rng_service.config import Config
 from rng_service.ipc import RemoteStoreHealth, WriterClient
-from rng_service.log.tree import MerkleTree
 from rng_service.service.drain import Drain
 from rng_service.service.lab_servicer import LabServicer
 from rng_service.service.log_servicer import LogServicer, PublicKeyInfo
 from rng_service.service.profiles import ProfileRegistry
 from rng_service.service.server import HealthMonitor, HealthService, build_server
 from rng_service.service.servicers import OutcomeServicer
+from rng_service.writer.tree import MerkleTree
 
 __all__ = ["Bootstrap", "profile_ids", "read_bootstrap", "write_bootstrap"]
 

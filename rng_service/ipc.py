@@ -2,14 +2,14 @@
 
 With ``serve --front-ends N`` (N >= 2) one process, the instance's owner, is the log writer:
 it alone holds the store's write path, the outcome generator and the signing keys (the
-sequencer of ``rng_service.log.appender``, unchanged). The N front-end processes serve gRPC
+sequencer of ``rng_service.writer.appender``, unchanged). The N front-end processes serve gRPC
 and reach the writer only through this channel. What crosses it:
 
-- front end to writer: validated :class:`~rng_service.log.appender.DrawRequest` s (their
+- front end to writer: validated :class:`~rng_service.writer.appender.DrawRequest` s (their
   ``draw`` is a reference to a pure outcome function and its validated parameters, see
   ``rng_service.service.servicers``), and three control calls: the signed checkpoint note of a
   tree size, publishing a checkpoint, nothing else;
-- writer to front end: each request's :class:`~rng_service.log.appender.AppendResult` (the
+- writer to front end: each request's :class:`~rng_service.writer.appender.AppendResult` (the
   logged entry and its receipt) or its domain error, the signed note or checkpoint record of a
   control call, and every 0.2 s the generator's and the store's status snapshots (public:
   state, reason, counters), which the front ends' health follows.
@@ -51,11 +51,11 @@ from typing import Any, Protocol
 
 from rng_service import errors as _errors
 from rng_service.errors import RngServiceError, Unavailable
-from rng_service.log.appender import AppendResult, DrawRequest, Waiter
 from rng_service.log.entry import GeneratorRef, LogEntry
-from rng_service.log.frozen_setters import slot_setters
 from rng_service.log.receipt import Receipt
 from rng_service.storage.base import CheckpointRecord
+from rng_service.writer.appender import AppendResult, DrawRequest, Waiter
+from rng_service.writer.frozen_setters import slot_setters
 
 __all__ = [
     "STATUS_INTERVAL",
@@ -79,7 +79,7 @@ _STATUS_ID = -1  # unsolicited: (generator status, store status)
 
 
 class WriterLike(Protocol):
-    """What the writer side serves (``rng_service.log.appender.Appender``)."""
+    """What the writer side serves (``rng_service.writer.appender.Appender``)."""
 
     def submit_waiter(self, request: DrawRequest, waiter: Waiter) -> None: ...
     def checkpoint_note(self, size: int) -> str: ...

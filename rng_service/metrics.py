@@ -1,7 +1,7 @@
 """Every Prometheus collector of the service, declared in one place with explicit buckets.
 
 The registry is injected (tests use a fresh one). The log layer reports through the small
-:class:`rng_service.log.appender.AppendObserver` protocol, which :class:`Metrics` implements;
+:class:`rng_service.writer.appender.AppendObserver` protocol, which :class:`Metrics` implements;
 the generator is read at scrape time through its ``status()``. No label ever carries a secret or
 an unbounded value (request ids, table ids): labels are outcome kinds, RPC method names, gRPC
 status codes, fixed causes and states; refused calls add a reason, the caller's roles and, for
@@ -47,7 +47,7 @@ _LATENCY_BUCKETS = (
 )
 _GROUP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 _RECOVERY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
-#: How an ambiguous commit was resolved (rng_service.log.appender.RESOLUTIONS; the metrics
+#: How an ambiguous commit was resolved (rng_service.writer.appender.RESOLUTIONS; the metrics
 #: module imports nothing of the log layer).
 RESOLUTIONS = ("stored", "not_stored", "unresolved")
 
@@ -243,7 +243,7 @@ class Metrics:
                 self.witness_requests.labels(witness=name, result=result)
         self.witnesses_required.set(required)
 
-    # rng_service.log.witnessing.WitnessObserver
+    # rng_service.writer.publisher.WitnessObserver
     def witness_outcome(
         self, *, witness: str, result: str, size: int, timestamp: int | None
     ) -> None:
@@ -377,7 +377,7 @@ class GeneratorCollector(Collector):
 
 
 class StoreCollector(Collector):
-    """Reads the log store's health at scrape time (``rng_service.log.store_health``)."""
+    """Reads the log store's health at scrape time (``rng_service.writer.store_health``)."""
 
     def __init__(self, status: Callable[[], Any]) -> None:
         self._status = status

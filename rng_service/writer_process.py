@@ -2,7 +2,7 @@
 
 The process that took the instance's locks (``rng_service.ownership``) stays the one log
 writer: it keeps everything ``rng_service.app.Service`` opened (the store, the outcome
-generator, the signing keys, the sequencer ``rng_service.log.appender.Appender`` and its
+generator, the signing keys, the sequencer ``rng_service.writer.appender.Appender`` and its
 writer thread, the store check, the witnesses) and serves no gRPC itself. This module starts
 N gRPC front ends (``rng_service.frontend``) as fresh interpreters (``subprocess``, never a
 bare fork: grpc objects must not cross a fork), each with its end of a socketpair and the

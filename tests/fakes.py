@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rng_service.errors import StorageUnavailable
-from rng_service.log.tree import MerkleTree
 from rng_service.storage.base import (
     AppendBatch,
     CheckpointRecord,
@@ -19,6 +18,7 @@ from rng_service.storage.base import (
     StoreConnectionLost,
 )
 from rng_service.storage.memory import MemoryStorage
+from rng_service.writer.tree import MerkleTree
 
 
 class CounterEntropy:

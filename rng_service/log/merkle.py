@@ -8,7 +8,7 @@ offline verifier; and proof verification as specified in RFC 9162 section 2.1.3.
 and section 2.1.4.2 (consistency).
 
 Everything here is a pure function over bytes: no I/O, no storage, no clock. The service computes
-proofs from stored nodes in :mod:`rng_service.log.tree`; this module must stay small enough to be
+proofs from stored nodes in :mod:`rng_service.writer.tree`; this module must stay small enough to be
 audited on its own and shared with verifiers that never see the service.
 """
 

@@ -34,7 +34,7 @@ earlier in the same commit group):
 Lab entries (``lab/<request id>`` slots) are never among a round's filled slots: the sequencer
 leaves them out, so a batch of spins fills no ``spin`` and triggers no bonus round.
 
-Pure: no storage, no I/O. The appender (``rng_service.log.appender``) feeds it.
+Pure: no storage, no I/O. The sequencer (``rng_service.writer.sequencer``) feeds it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The wire format of C2SP tlog-witness ``add-checkpoint``: shared by the witness and the log.
 
 Pure: bytes in, values out (the HTTP exchange is :mod:`rng_service.witness.server` on the
-witness's side and :mod:`rng_service.log.witnessing` on the log's). From C2SP tlog-witness,
+witness's side and :mod:`rng_service.writer.publisher` on the log's). From C2SP tlog-witness,
 "add-checkpoint":
 
 - "POST <submission prefix>/add-checkpoint" (:data:`ADD_CHECKPOINT_PATH`).

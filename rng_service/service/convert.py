@@ -14,11 +14,11 @@ from typing import Any
 
 from rng_service._proto.rng.v1 import common_pb2, outcomes_pb2
 from rng_service.errors import InvalidArgument
-from rng_service.log.appender import AppendResult
 from rng_service.outcomes import cards, generic
 from rng_service.outcomes.profiles import MegaFireBlazeProfile
 from rng_service.outcomes.roulette import WHEEL_ORDER, WheelType
 from rng_service.settlement.paytables import PaytableDocument
+from rng_service.writer.appender import AppendResult
 
 __all__ = [
     "IDS_ALLOWED",

@@ -46,12 +46,12 @@ from grpc import aio
 from rng_service._proto.rng.v1 import lab_pb2, lab_pb2_grpc
 from rng_service.errors import AlreadyExists, DeadlineExceeded, FailedPrecondition
 from rng_service.log import rounds
-from rng_service.log.appender import Appender, DrawRequest
 from rng_service.log.entry import JsonValue
 from rng_service.sampling import RandomSource
 from rng_service.service.auth import Authorizer, caller_id
 from rng_service.service.convert import count_in, receipt_to_proto, request_ids
 from rng_service.service.errors import CALL_ENDED, RpcObserver, interrupted_by_stop, rpc
+from rng_service.writer.appender import Appender, DrawRequest
 
 __all__ = [
     "DEFAULT_RAW_CHUNK",

@@ -3,7 +3,7 @@
 :class:`LogServicer` is the server side, :class:`LogClient` a small synchronous client that the
 ``rng-audit`` command uses (it returns plain values, so its callers never touch protobuf types).
 Both translate between proto and domain values; nothing more. Proofs come from the
-service's :class:`~rng_service.log.tree.MerkleTree` (RFC 6962 sections 2.1.1 and 2.1.2), entries
+service's :class:`~rng_service.writer.tree.MerkleTree` (RFC 6962 sections 2.1.1 and 2.1.2), entries
 and published checkpoints from the :class:`~rng_service.storage.base.LogStorage`, signed
 checkpoints (C2SP tlog-checkpoint in a C2SP signed note) from callables the composition root
 passes in (the appender's). Proto zero values mean "not given"; a value beyond the current tree
@@ -11,7 +11,7 @@ is :class:`OutOfRange`, a malformed one :class:`InvalidArgument` naming the fiel
 tree reads may block, so they run in a worker thread, never on the event loop.
 
 Every entry read from the store is checked before it is returned
-(:mod:`rng_service.log.columns`): its leaf hash and its lookup columns against its signed
+(:mod:`rng_service.writer.columns`): its leaf hash and its lookup columns against its signed
 bytes, its leaf hash against the tree's level-0 node of its index (the leaf the signed
 checkpoints commit to), an index range for deleted rows, a table's chain for breaks. A
 failure is never a silent skip: the call fails with DATA_LOSS naming the entry, the service logs a
@@ -34,17 +34,8 @@ from grpc import aio
 
 from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc
 from rng_service.errors import IntegrityError, InvalidArgument, NotFound, OutOfRange, Unavailable
-from rng_service.log.columns import (
-    LookupIntegrityError,
-    SignedFields,
-    check_chain,
-    check_nodes,
-    check_range,
-    check_record,
-)
 from rng_service.log.merkle import HASH_SIZE
 from rng_service.log.note import Checkpoint, parse_note
-from rng_service.log.witnessing import cosigned_note
 from rng_service.service.auth import Authorizer, caller_id
 from rng_service.service.client import ClientTls, connection_hint
 from rng_service.service.errors import RpcObserver, rpc
@@ -54,6 +45,15 @@ from rng_service.storage.base import (
     EntryRecord,
     LogStorage,
 )
+from rng_service.writer.columns import (
+    LookupIntegrityError,
+    SignedFields,
+    check_chain,
+    check_nodes,
+    check_range,
+    check_record,
+)
+from rng_service.writer.publisher import cosigned_note
 
 __all__ = [
     "MAX_ENTRIES_PER_PAGE",
@@ -107,7 +107,7 @@ class PublicKeyInfo:
 
 
 class TreeReader(Protocol):
-    """What the servicer reads of :class:`~rng_service.log.tree.MerkleTree`."""
+    """What the servicer reads of :class:`~rng_service.writer.tree.MerkleTree`."""
 
     @property
     def size(self) -> int: ...

@@ -143,7 +143,7 @@ class StoreStatusLike(Protocol):
 
 
 class StoreHealthLike(Protocol):
-    """:class:`rng_service.log.store_health.StoreHealth`, as the monitor sees it."""
+    """:class:`rng_service.writer.store_health.StoreHealth`, as the monitor sees it."""
 
     def status(self) -> StoreStatusLike: ...
     def probe_due(self) -> bool: ...

@@ -27,7 +27,6 @@ from grpc import aio
 from rng_service._proto.rng.v1 import outcomes_pb2, outcomes_pb2_grpc
 from rng_service.errors import InvalidArgument
 from rng_service.log import rounds
-from rng_service.log.appender import Appender, AppendResult, DrawFn, LinkFn, draw_request
 from rng_service.log.entry import JsonValue
 from rng_service.outcomes import (
     cards,
@@ -67,6 +66,7 @@ from rng_service.service.convert import (
 from rng_service.service.errors import RpcObserver, rpc
 from rng_service.service.profiles import ProfileRegistry, document_kind
 from rng_service.settlement.documents import Document
+from rng_service.writer.appender import Appender, AppendResult, DrawFn, LinkFn, draw_request
 
 __all__ = [
     "BATCH_WHEELS",

@@ -30,7 +30,7 @@ Conventions shared by all drivers:
   COMMIT was on its way (the write may or may not be stored: only reading the store again
   tells). Both are :class:`~rng_service.errors.StorageUnavailable`, so a caller that does not
   care which sees no difference; the sequencer uses them to resolve a commit after a failover
-  (``rng_service.log.appender``). SQLite and the in-memory store raise neither.
+  (``rng_service.writer.appender``). SQLite and the in-memory store raise neither.
 - Such a driver may also reconnect by itself, and a call may then succeed on another server
   than the one before (a promoted standby, or the same server after a restart): it says so
   through :class:`ServerEpochs` (``server_epoch`` changes), so that the sequencer checks that
@@ -51,7 +51,7 @@ Conventions shared by all drivers:
   witnesses again at every interval replaces each witness's line instead of piling them up.
 - Lookups (``find_entries``, ``table_history``, ``entry_by_request``, ...) select rows by their
   stored columns. Whoever can write the database can change a column without touching the
-  entry's signed bytes, so the readers above compare the two (``rng_service.log.columns``)
+  entry's signed bytes, so the readers above compare the two (``rng_service.writer.columns``)
   and the store's own check compares them for every entry.
 """
 
@@ -307,7 +307,7 @@ class LogStorage(Protocol):
     ) -> list[EntryRecord]:
         """The entries whose columns match every given filter, by index, at most ``limit``.
         Selected by the stored columns, not by the entry bytes: the caller checks the two
-        against each other (``rng_service.log.columns``)."""
+        against each other (``rng_service.writer.columns``)."""
         ...
 
     def table_history(

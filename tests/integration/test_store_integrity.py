@@ -31,8 +31,8 @@ from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc
 from rng_service.audit_cli import main as audit_main
 from rng_service.cli import main as cli_main
 from rng_service.log.keys import generate_key_pair
-from rng_service.log.storecheck import VERIFIED_CHECKPOINT_KEY
 from rng_service.service.client import ClientError, RngClient
+from rng_service.writer.storecheck import VERIFIED_CHECKPOINT_KEY
 
 ORIGIN = "integrity.test.example/log"
 REPO = Path(__file__).resolve().parents[2]

@@ -23,10 +23,10 @@ from rng_service.config import WitnessingSettings, WitnessSettings
 from rng_service.log.cosignature import CosignatureSigner
 from rng_service.log.keys import generate_key_pair, load_verifier_keys
 from rng_service.log.receipt import receipt_to_json
-from rng_service.log.witnessing import body_sha256
 from rng_service.service.client import RngClient
 from rng_service.witness import Witness, WitnessState
 from rng_service.witness.server import WitnessServer
+from rng_service.writer.publisher import body_sha256
 from tests.integration.conftest import Running, make_config, start
 
 ORIGIN = "audit.witness.test/log"

@@ -37,8 +37,8 @@ from rng_service.config import Config, WitnessingSettings, WitnessSettings
 from rng_service.log.cosignature import CosignatureVerifier, verify_cosignatures
 from rng_service.log.keys import generate_key_pair
 from rng_service.log.note import NoteVerifier, open_checkpoint
-from rng_service.log.storecheck import VERIFIED_CHECKPOINT_KEY
 from rng_service.service.log_servicer import LogClient
+from rng_service.writer.storecheck import VERIFIED_CHECKPOINT_KEY
 from tests.integration.conftest import make_config, start
 from tests.integration.test_store_integrity import (
     ORIGIN,

@@ -22,13 +22,13 @@ from grpc import aio
 from rng_service.clock import FakeClock
 from rng_service.errors import InvalidArgument, SlotFilled, Unavailable
 from rng_service.ipc import WriterClient, _decode_error, _encode_error, serve_front_end
-from rng_service.log.appender import Appender, DrawRequest, Waiter
 from rng_service.log.entry import LogEntry
-from rng_service.log.tree import MerkleTree
 from rng_service.metrics import MergedCollector
 from rng_service.service.profiles import ProfileRegistry
 from rng_service.service.servicers import OutcomeServicer
 from rng_service.storage.memory import MemoryStorage
+from rng_service.writer.appender import Appender, DrawRequest, Waiter
+from rng_service.writer.tree import MerkleTree
 from tests.unit.service.conftest import CLIENT, SIGNER, Aborted, FakeContext
 from tests.unit.service.test_outcome_vectors import (
     VECTORS,

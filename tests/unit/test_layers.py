@@ -195,8 +195,8 @@ def test_the_table_states_the_documented_rules() -> None:
     assert ROW_BY_NAME["outcomes"].may_import == ("errors", "canonical", "sampling")
     # The canonical JSON sits below everything that encodes, and imports nothing of ours.
     assert ROW_BY_NAME["canonical"].may_import == ()
-    assert {"log", "log-formats"} <= reach("storage")
-    assert {"log", "storage"} <= reach("audit")
+    assert {"writer", "log-formats"} <= reach("storage")
+    assert {"writer", "storage"} <= reach("audit")
     assert {"rng_service.**", "certification.**"} <= reach("reader")
     assert ROW_BY_NAME["reader"].may_import == ()
     assert "rng_service.**" in reach("cert-statistics")
@@ -313,9 +313,9 @@ PROBES = [
     ),
     (
         "certification/power.py",
-        "\n\ndef _probe() -> None:\n    import rng_service.log.appender  # noqa: F401\n",
+        "\n\ndef _probe() -> None:\n    import rng_service.writer.appender  # noqa: F401\n",
         {"cert-commands-imports"},
-        "certification.power -> rng_service.log.appender",
+        "certification.power -> rng_service.writer.appender",
     ),
 ]
 

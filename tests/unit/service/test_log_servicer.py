@@ -15,10 +15,10 @@ from grpc import aio
 
 from rng_service._proto.rng.v1 import log_pb2
 from rng_service.drbg import DeterministicGenerator
-from rng_service.log.tree import MerkleTree
 from rng_service.service.log_servicer import LogServicer
 from rng_service.storage.base import EntryRecord
 from rng_service.storage.memory import MemoryStorage
+from rng_service.writer.tree import MerkleTree
 from tests.unit.service.conftest import Aborted, FakeContext, ServicerHarness
 
 

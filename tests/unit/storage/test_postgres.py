@@ -27,11 +27,9 @@ from rng_service.clock import FakeClock
 from rng_service.config import Config, ConfigError, StorageSettings, load_config
 from rng_service.drbg import DeterministicGenerator
 from rng_service.errors import InvalidArgument, StorageUnavailable
-from rng_service.log.appender import Appender, DrawRequest
 from rng_service.log.entry import JsonValue
 from rng_service.log.note import Ed25519NoteSigner
 from rng_service.log.receipt import verify_receipt
-from rng_service.log.tree import MerkleTree
 from rng_service.sampling import RandomSource
 from rng_service.storage import (
     CheckpointRecord,
@@ -42,6 +40,8 @@ from rng_service.storage import (
 )
 from rng_service.storage.base import SlotRecord, StoreConnectionLost, TableHead, entry_to_row
 from rng_service.storage.postgres import SCHEMA_VERSION, Migration, PostgresStorage
+from rng_service.writer.appender import Appender, DrawRequest
+from rng_service.writer.tree import MerkleTree
 from tests import postgres_cluster
 from tests.postgres_cluster import PASSWORD, PASSWORD_ROLE, Cluster
 from tests.unit.storage.drivers import leaf_nodes, make_entry

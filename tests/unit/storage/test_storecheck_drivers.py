@@ -1,14 +1,14 @@
 """The store's own check reads every driver through the storage Protocol alone: a log passes
 in full, its record round-trips through the driver's meta table, and the next check is
-incremental (the edits themselves are replayed on SQLite: tests/unit/log/test_storecheck.py)."""
+incremental (the edits themselves are replayed on SQLite: tests/unit/writer/test_storecheck.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rng_service.log.storecheck import StoreCheckFailed, check_store, record_verified
 from rng_service.storage.base import LogStorage
-from tests.unit.log.test_storecheck import KEYS, ORIGIN, N, fill
+from rng_service.writer.storecheck import StoreCheckFailed, check_store, record_verified
+from tests.unit.writer.test_storecheck import KEYS, ORIGIN, N, fill
 
 
 def test_the_check_runs_on_every_driver(store: LogStorage) -> None:

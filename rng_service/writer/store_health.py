@@ -3,7 +3,7 @@ besides the generator (nothing is returned before it is durable in the store).
 
 :class:`StoreHealth` learns it from two sources:
 
-* the sequencer's group commits: it is the :class:`~rng_service.log.appender.AppendObserver`
+* the sequencer's group commits: it is the :class:`~rng_service.writer.appender.AppendObserver`
   the appender reports to (and forwards every report to the next observer, the metrics).
   ``FAILURE_THRESHOLD`` (3) group commits failing in a row mark the store **down**; any commit
   that succeeds marks it **up**;
@@ -33,7 +33,7 @@ from typing import Literal, Protocol
 
 from rng_service.clock import Clock
 from rng_service.errors import RngServiceError
-from rng_service.log.appender import AppendObserver
+from rng_service.writer.appender import AppendObserver
 
 __all__ = [
     "FAILURE_THRESHOLD",

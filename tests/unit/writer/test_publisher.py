@@ -16,16 +16,16 @@ from rng_service.clock import FakeClock
 from rng_service.log.cosignature import CosignatureSigner, verify_cosignatures
 from rng_service.log.merkle import consistency_proof, leaf_hash, root_from_leaf_hashes
 from rng_service.log.note import Checkpoint, Ed25519NoteSigner, sign_note
-from rng_service.log.witnessing import (
+from rng_service.storage.base import CheckpointRecord
+from rng_service.storage.memory import MemoryStorage
+from rng_service.witness import Witness, WitnessState
+from rng_service.writer.publisher import (
     HttpAnswer,
     Unreachable,
     WitnessEndpoint,
     Witnessing,
     cosigned_note,
 )
-from rng_service.storage.base import CheckpointRecord
-from rng_service.storage.memory import MemoryStorage
-from rng_service.witness import Witness, WitnessState
 
 ORIGIN = "log.test.example/l"
 LOG = Ed25519NoteSigner(ORIGIN, Ed25519PrivateKey.generate())
@@ -274,9 +274,9 @@ def test_a_round_over_https_to_the_witness_server(tmp_path: Path, clock: FakeClo
     import ssl
     import threading
 
-    from rng_service.log.witnessing import HttpWitnessTransport
     from rng_service.security.certs import write_dev_ca
     from rng_service.witness.server import WitnessServer
+    from rng_service.writer.publisher import HttpWitnessTransport
 
     files = write_dev_ca(tmp_path / "tls", [], now=datetime.datetime.now(tz=datetime.UTC))
     log = Log(3)

@@ -1,4 +1,4 @@
-"""Behaviour of :class:`rng_service.log.tree.MerkleTree` against the RFC 6962 reference.
+"""Behaviour of :class:`rng_service.writer.tree.MerkleTree` against the RFC 6962 reference.
 
 Roots, inclusion and consistency proofs equal those of :mod:`rng_service.log.merkle` for every
 size the tree passed through (random batch sizes, seeded), verify with ``merkle.verify_*``, and
@@ -15,9 +15,9 @@ import pytest
 
 from rng_service.errors import IntegrityError, InvalidArgument, OutOfRange, StorageUnavailable
 from rng_service.log import merkle
-from rng_service.log.tree import MerkleTree, StalePendingAppend, StoreDiverged
 from rng_service.storage.base import EntryRecord, NodeRecord
 from rng_service.storage.memory import MemoryStorage
+from rng_service.writer.tree import MerkleTree, StalePendingAppend, StoreDiverged
 
 Coord = tuple[int, int]
 

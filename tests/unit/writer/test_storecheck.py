@@ -17,7 +17,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from rng_service.log import merkle
 from rng_service.log.note import Checkpoint, Ed25519NoteSigner, NoteVerifier, sign_note
-from rng_service.log.storecheck import (
+from rng_service.storage.base import CheckpointRecord, EntryRecord, LogStorage, NodeRecord
+from rng_service.storage.sqlite import SqliteStorage
+from rng_service.writer.storecheck import (
     CHECKPOINT_SIGNERS_KEY,
     VERIFIED_CHECKPOINT_KEY,
     StoreCheckFailed,
@@ -26,8 +28,6 @@ from rng_service.log.storecheck import (
     check_store,
     record_verified,
 )
-from rng_service.storage.base import CheckpointRecord, EntryRecord, LogStorage, NodeRecord
-from rng_service.storage.sqlite import SqliteStorage
 
 ORIGIN = "unit.example/log"
 SIGNER = Ed25519NoteSigner(ORIGIN, Ed25519PrivateKey.from_private_bytes(b"\x11" * 32))

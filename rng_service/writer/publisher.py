@@ -8,7 +8,7 @@ whatever the witnesses do (each receipt carries the log-signed checkpoint of its
 A round (every ``witnessing.interval_seconds``, default the publish interval):
 
 1. the log's current tree is published (stored as a published checkpoint) if it grew since
-   the latest published one (:meth:`rng_service.log.appender.Appender.publish_checkpoint`), so
+   the latest published one (:meth:`rng_service.writer.appender.Appender.publish_checkpoint`), so
    the last entries before a quiet period are covered too;
 2. the latest published checkpoint goes to every witness at once, each request bounded by
    ``witnessing.timeout_seconds``, as C2SP tlog-witness "add-checkpoint" says: "old <size>" of

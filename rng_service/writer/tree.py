@@ -13,7 +13,8 @@ O(log n) node lookups and never rehashes the tree. An append hashes only the new
 to the frontier (amortised O(1) nodes per leaf); start-up reads the O(log n) frontier nodes.
 
 Appends are two-phase because the storage transaction may fail: :meth:`MerkleTree.prepare`
-computes the new nodes and root without changing anything, and :meth:`MerkleTree.commit` adopts
+computes the new nodes and root without changing anything (the pure
+:func:`rng_service.writer.integrator.integrate`), and :meth:`MerkleTree.commit` adopts
 them after the storage commit succeeded. When several writers (service replicas) share the
 store, :meth:`MerkleTree.advance` adopts the larger tree another writer committed, after
 checking that the store's tree begins with this one: it reads this tree's own frontier nodes
@@ -36,12 +37,19 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from rng_service.errors import FailedPrecondition, IntegrityError, InvalidArgument, OutOfRange
-from rng_service.log.merkle import EMPTY_ROOT, HASH_SIZE, largest_power_of_two_below, node_hash
-from rng_service.storage.base import NodeRecord
+from rng_service.log.merkle import EMPTY_ROOT, HASH_SIZE
+from rng_service.writer.integrator import (
+    Coord,
+    PendingAppend,
+    consistency_ranges,
+    decompose,
+    fold,
+    inclusion_ranges,
+    integrate,
+)
 
 __all__ = [
     "MerkleTree",
@@ -52,7 +60,6 @@ __all__ = [
     "StoreDiverged",
 ]
 
-Coord = tuple[int, int]
 _Frontier = tuple[int, Sequence[tuple[int, int, bytes]]]  # a tree size and its frontier
 NodeGetter = Callable[[Iterable[Coord]], dict[Coord, bytes]]
 """Returns the stored hashes of the requested ``(level, index)`` nodes (missing ones omitted)."""
@@ -73,78 +80,6 @@ class StalePendingAppend(FailedPrecondition):
 class StoreDiverged(IntegrityError):
     """The store no longer holds the tree this process has seen (fewer entries, or other
     ones): appending to it, or signing a checkpoint of it, would fork the log."""
-
-
-@dataclass(frozen=True, slots=True)
-class PendingAppend:
-    """The result of :meth:`MerkleTree.prepare`: what to store, and the tree after it."""
-
-    start: int
-    """Tree size the append continues."""
-    size: int
-    """Tree size after the append."""
-    nodes: tuple[NodeRecord, ...]
-    """New complete-subtree nodes to store with the entries (leaf hashes included)."""
-    root: bytes
-    """Root hash of the tree of ``size`` leaves."""
-    frontier: tuple[tuple[int, int, bytes], ...] = field(repr=False)
-    owner: object = field(repr=False, compare=False)
-
-
-def _decompose(lo: int, hi: int) -> list[Coord]:
-    """The complete subtrees, left to right, whose fold is MTH(D[lo:hi]); ``lo`` is aligned."""
-    coords: list[Coord] = []
-    pos, remaining = lo, hi - lo
-    for level in range(remaining.bit_length() - 1, -1, -1):
-        if remaining >> level & 1:
-            coords.append((level, pos >> level))
-            pos += 1 << level
-    return coords
-
-
-def _fold(hashes: Sequence[bytes]) -> bytes:
-    """MTH of consecutive complete subtrees of decreasing size: H(c1, H(c2, ... cj))."""
-    result = hashes[-1]
-    for h in reversed(hashes[:-1]):
-        result = node_hash(h, result)
-    return result
-
-
-def _inclusion_ranges(index: int, size: int) -> list[tuple[int, int]]:
-    """Leaf ranges whose MTH form PATH(index, D[size]), leaf-to-root (RFC 6962 2.1.1)."""
-    ranges: list[tuple[int, int]] = []
-    lo, hi = 0, size
-    while hi - lo > 1:
-        # largest_power_of_two_below(hi - lo), inline: this runs O(log n) times per receipt
-        k = 1 << ((hi - lo - 1).bit_length() - 1)
-        if index < lo + k:
-            ranges.append((lo + k, hi))
-            hi = lo + k
-        else:
-            ranges.append((lo, lo + k))
-            lo += k
-    ranges.reverse()
-    return ranges
-
-
-def _consistency_ranges(m: int, size: int) -> list[tuple[int, int]]:
-    """Leaf ranges whose MTH form PROOF(m, D[size]) (RFC 6962 2.1.2), 0 < m < size."""
-    descent: list[tuple[int, int]] = []
-    lo, hi, complete = 0, size, True
-    while True:
-        n = hi - lo
-        if m == n:
-            first = [] if complete else [(lo, hi)]
-            return first + descent[::-1]
-        k = largest_power_of_two_below(n)
-        if m <= k:
-            descent.append((lo + k, hi))
-            hi = lo + k
-        else:
-            descent.append((lo, lo + k))
-            m -= k
-            lo += k
-            complete = False
 
 
 class MerkleTree:
@@ -176,13 +111,13 @@ class MerkleTree:
         self._lock = threading.Lock()
         self._permanent: dict[Coord, bytes] = {}
         self._recent: OrderedDict[Coord, bytes] = OrderedDict()
-        coords = _decompose(0, size)
+        coords = decompose(0, size)
         hashes = self._fetch(coords)
         self._size = size
         self._frontier: tuple[tuple[int, int, bytes], ...] = tuple(
             (level, index, hashes[(level, index)]) for level, index in coords
         )
-        self._root = _fold([h for _, _, h in self._frontier]) if size else EMPTY_ROOT
+        self._root = fold([h for _, _, h in self._frontier]) if size else EMPTY_ROOT
 
     @classmethod
     def load(
@@ -212,34 +147,11 @@ class MerkleTree:
     # -- appending -------------------------------------------------------------------------
 
     def prepare(self, leaf_hashes: Sequence[bytes]) -> PendingAppend:
-        """The nodes and root after appending ``leaf_hashes``; changes nothing."""
-        for position, h in enumerate(leaf_hashes):
-            if len(h) != HASH_SIZE:
-                raise InvalidArgument(
-                    "leaf_hashes", f"element {position} is {len(h)} bytes, expected {HASH_SIZE}"
-                )
+        """The nodes and root after appending ``leaf_hashes`` (:func:`integrate`); changes
+        nothing."""
         with self._lock:
             start, frontier, root = self._size, self._frontier, self._root
-        stack = list(frontier)
-        nodes: list[NodeRecord] = []
-        for offset, h in enumerate(leaf_hashes):
-            level, index, value = 0, start + offset, h
-            nodes.append(NodeRecord(level, index, value))
-            while stack and stack[-1][0] == level:
-                _, _, left = stack.pop()
-                level, index, value = level + 1, index >> 1, node_hash(left, value)
-                nodes.append(NodeRecord(level, index, value))
-            stack.append((level, index, value))
-        if leaf_hashes:
-            root = _fold([h for _, _, h in stack])
-        return PendingAppend(
-            start=start,
-            size=start + len(leaf_hashes),
-            nodes=tuple(nodes),
-            root=root,
-            frontier=tuple(stack),
-            owner=self,
-        )
+        return integrate(start, frontier, root, leaf_hashes, self)
 
     def commit(self, pending: PendingAppend) -> None:
         """Adopts a prepared append once its nodes are durably stored.
@@ -276,12 +188,12 @@ class MerkleTree:
             if size <= self._size:
                 return False
             own_size, own = self._size, self._frontier
-        coords = _decompose(0, size)
+        coords = decompose(0, size)
         # This tree's frontier is read back from the store in the same request: the new size
         # must extend this tree, not another one (StoreDiverged otherwise).
         hashes = self._hashes(coords, extends=(own_size, own))
         frontier = tuple((level, index, hashes[(level, index)]) for level, index in coords)
-        root = _fold([h for _, _, h in frontier])
+        root = fold([h for _, _, h in frontier])
         with self._lock:
             if size <= self._size:  # someone else advanced it meanwhile
                 return False
@@ -301,22 +213,7 @@ class MerkleTree:
             got = self._get_nodes(coords)
         except IntegrityError as e:
             raise StoreDiverged(str(e)) from e
-        self._check_frontier(size, own, got)
-
-    @staticmethod
-    def _check_frontier(
-        size: int, own: Sequence[tuple[int, int, bytes]], stored: dict[Coord, bytes]
-    ) -> None:
-        for level, index, value in own:
-            found = stored.get((level, index))
-            if found != value:
-                what = "lacks" if found is None else "holds another"
-                raise StoreDiverged(
-                    f"the log store {what} Merkle node (level {level}, index {index}) of the "
-                    f"tree of {size} entries this service has seen: its entries are not the ones "
-                    "acknowledged (a failover to a server that lacked some?); refusing to sign "
-                    "a fork"
-                )
+        _check_frontier(size, own, got)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -367,7 +264,7 @@ class MerkleTree:
                     found[c] = value
         if missing:
             wanted = list(dict.fromkeys(missing))
-            found.update(self._checked(wanted, self._get_nodes(wanted)))
+            found.update(_checked(wanted, self._get_nodes(wanted)))
         return [found[(0, index)] for index in indices]
 
     def inclusion_proof(self, index: int, size: int | None = None) -> list[bytes]:
@@ -375,7 +272,7 @@ class MerkleTree:
         size = self._check_size(size)
         if not 0 <= index < size:
             raise OutOfRange(f"leaf index {index} is outside a tree of size {size}")
-        return self._range_hashes(_inclusion_ranges(index, size))
+        return self._range_hashes(inclusion_ranges(index, size))
 
     def leaf_and_inclusion_proof(self, index: int, size: int) -> tuple[bytes, list[bytes]]:
         """The stored leaf hash of ``index`` and PATH(index, D[size]), in one read of the
@@ -384,9 +281,9 @@ class MerkleTree:
         size = self._check_size(size)
         if not 0 <= index < size:
             raise OutOfRange(f"leaf index {index} is outside a tree of size {size}")
-        decomposed = [_decompose(lo, hi) for lo, hi in _inclusion_ranges(index, size)]
+        decomposed = [decompose(lo, hi) for lo, hi in inclusion_ranges(index, size)]
         found = self._hashes([(0, index), *(c for coords in decomposed for c in coords)])
-        return found[(0, index)], [_fold([found[c] for c in coords]) for coords in decomposed]
+        return found[(0, index)], [fold([found[c] for c in coords]) for coords in decomposed]
 
     def inclusion_proofs(
         self, indices: Sequence[int], size: int | None = None
@@ -400,7 +297,7 @@ class MerkleTree:
         for index in indices:
             if not 0 <= index < size:
                 raise OutOfRange(f"leaf index {index} is outside a tree of size {size}")
-        per_index = [_inclusion_ranges(index, size) for index in indices]
+        per_index = [inclusion_ranges(index, size) for index in indices]
         unique = list(dict.fromkeys(r for ranges in per_index for r in ranges))
         hashes = dict(zip(unique, self._range_hashes(unique), strict=True))
         return [[hashes[r] for r in ranges] for ranges in per_index]
@@ -412,12 +309,12 @@ class MerkleTree:
             raise OutOfRange(f"tree sizes must satisfy 0 <= size1 <= size2, got {size1}, {size2}")
         if size1 in (0, size2):
             return []
-        return self._range_hashes(_consistency_ranges(size1, size2))
+        return self._range_hashes(consistency_ranges(size1, size2))
 
     def _range_hashes(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        decomposed = [_decompose(lo, hi) for lo, hi in ranges]
+        decomposed = [decompose(lo, hi) for lo, hi in ranges]
         found = self._hashes([c for coords in decomposed for c in coords])
-        return [_fold([found[c] for c in coords]) for coords in decomposed]
+        return [fold([found[c] for c in coords]) for coords in decomposed]
 
     # -- node cache ------------------------------------------------------------------------
 
@@ -459,8 +356,8 @@ class MerkleTree:
             return found
         fetched = self._get_nodes(list(dict.fromkeys([*missing, *own])))
         if extends is not None:
-            self._check_frontier(extends[0], extends[1], fetched)
-        needed = self._checked(missing, fetched)
+            _check_frontier(extends[0], extends[1], fetched)
+        needed = _checked(missing, fetched)
         with self._lock:
             for c, value in needed.items():
                 self._remember(c, value)
@@ -471,18 +368,33 @@ class MerkleTree:
         wanted = list(dict.fromkeys(coords))
         if not wanted:
             return {}
-        return self._checked(wanted, self._get_nodes(wanted))
+        return _checked(wanted, self._get_nodes(wanted))
 
-    @staticmethod
-    def _checked(wanted: Sequence[Coord], got: dict[Coord, bytes]) -> dict[Coord, bytes]:
-        """``got``'s hashes of ``wanted``; IntegrityError if one is missing or malformed."""
-        absent = [c for c in wanted if c not in got]
-        if absent:
-            raise IntegrityError(
-                f"log storage lacks {len(absent)} Merkle node(s) the tree needs, e.g. "
-                f"(level, index) {absent[0]}: the stored tree is incomplete or corrupt"
+
+def _check_frontier(
+    size: int, own: Sequence[tuple[int, int, bytes]], stored: dict[Coord, bytes]
+) -> None:
+    for level, index, value in own:
+        found = stored.get((level, index))
+        if found != value:
+            what = "lacks" if found is None else "holds another"
+            raise StoreDiverged(
+                f"the log store {what} Merkle node (level {level}, index {index}) of the "
+                f"tree of {size} entries this service has seen: its entries are not the ones "
+                "acknowledged (a failover to a server that lacked some?); refusing to sign "
+                "a fork"
             )
-        bad = [c for c in wanted if len(got[c]) != HASH_SIZE]
-        if bad:
-            raise IntegrityError(f"stored Merkle node {bad[0]} is not a {HASH_SIZE}-byte hash")
-        return {c: got[c] for c in wanted}
+
+
+def _checked(wanted: Sequence[Coord], got: dict[Coord, bytes]) -> dict[Coord, bytes]:
+    """``got``'s hashes of ``wanted``; IntegrityError if one is missing or malformed."""
+    absent = [c for c in wanted if c not in got]
+    if absent:
+        raise IntegrityError(
+            f"log storage lacks {len(absent)} Merkle node(s) the tree needs, e.g. "
+            f"(level, index) {absent[0]}: the stored tree is incomplete or corrupt"
+        )
+    bad = [c for c in wanted if len(got[c]) != HASH_SIZE]
+    if bad:
+        raise IntegrityError(f"stored Merkle node {bad[0]} is not a {HASH_SIZE}-byte hash")
+    return {c: got[c] for c in wanted}

@@ -21,13 +21,13 @@ from rng_service.errors import (
     SlotFilled,
     StorageUnavailable,
 )
-from rng_service.log.appender import Appender, AppendResult, DrawRequest
 from rng_service.log.entry import JsonValue, LogEntry
-from rng_service.log.tree import MerkleTree
 from rng_service.outcomes import dice, roulette
 from rng_service.sampling import RandomSource
 from rng_service.storage.memory import MemoryStorage
-from tests.unit.log.test_appender import SIGNER, Harness
+from rng_service.writer.appender import Appender, AppendResult, DrawRequest
+from rng_service.writer.tree import MerkleTree
+from tests.unit.writer.test_appender import SIGNER, Harness
 
 
 def spin(

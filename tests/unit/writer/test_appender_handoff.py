@@ -27,12 +27,13 @@ from rng_service.errors import (
     StorageUnavailable,
     Unavailable,
 )
-from rng_service.log.appender import Appender, AppendResult, DrawRequest, _Pending
 from rng_service.log.entry import JsonValue
 from rng_service.log.note import Ed25519NoteSigner
-from rng_service.log.tree import MerkleTree
 from rng_service.sampling import RandomSource
 from rng_service.storage.base import AppendBatch
+from rng_service.writer.appender import Appender, AppendResult, DrawRequest
+from rng_service.writer.queue import Pending as _Pending
+from rng_service.writer.tree import MerkleTree
 from tests.fakes import FlakyStorage
 
 SIGNER = Ed25519NoteSigner("unit-log", Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
@@ -133,7 +134,7 @@ def test_every_kind_of_outcome_reaches_waiters_and_futures(
 ) -> None:
     storage = FlakyStorage()
     stored(storage, "old")
-    with caplog.at_level(logging.ERROR, logger="rng_service.log.appender"):
+    with caplog.at_level(logging.ERROR, logger="rng_service.writer.appender"):
         results, futures, gone_cancelled = run_group_async(appender(storage))
     assert not caplog.records  # no settling error went to the writer's catch-all
     assert gone_cancelled
@@ -178,7 +179,7 @@ def test_failed_commit_settles_every_waiter() -> None:
 
 def test_writer_catch_all_settles_every_waiter(caplog: pytest.LogCaptureFixture) -> None:
     storage = BrokenStorage()
-    with caplog.at_level(logging.ERROR, logger="rng_service.log.appender"):
+    with caplog.at_level(logging.ERROR, logger="rng_service.writer.appender"):
         results, futures, _ = run_group_async(appender(storage))
     assert "log writer failed" in caplog.text
     for r in [*results, *(outcome(f) for f in futures)]:

@@ -1,6 +1,6 @@
 """Conformance of the service's MerkleTree over a real LogStorage (MemoryStorage) to RFC 6962.
 
-Adds to tests/unit/log/test_tree.py (which checks the tree over a bare node dict: reference
+Adds to tests/unit/writer/test_tree.py (which checks the tree over a bare node dict: reference
 equality up to size 70, verification up to 256): the upstream known answers of
 tests/vectors/rfc6962/ served by a MerkleTree whose nodes went through ``LogStorage.append``,
 before and after reloading it from storage; and for EVERY size up to 260, appended in random
@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from rng_service.log import merkle
-from rng_service.log.tree import MerkleTree
 from rng_service.storage.base import EntryRecord
 from rng_service.storage.memory import MemoryStorage
+from rng_service.writer.tree import MerkleTree
 
 VECTORS = Path(__file__).resolve().parents[2] / "vectors" / "rfc6962" / "merkle_tree_vectors.json"
 SOURCE: dict[str, Any] = json.loads(VECTORS.read_text())["source"]

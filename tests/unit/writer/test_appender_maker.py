@@ -1,4 +1,4 @@
-"""The log writer's cheaper constructors of its frozen dataclasses (``appender._setters``)."""
+"""The log writer's cheaper constructors of its frozen dataclasses (``values._setters``)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from rng_service.log import appender
-from rng_service.log.appender import AppendResult
 from rng_service.log.entry import GeneratorRef, LogEntry
 from rng_service.log.receipt import Receipt
 from rng_service.storage.base import EntryRecord
+from rng_service.writer import values as appender
+from rng_service.writer.appender import AppendResult
 
 _GEN = GeneratorRef(instance="ab" * 16, epoch=3, lab_mode=False)
 _ENTRY = {
@@ -43,9 +43,9 @@ def _link(links: object) -> tuple[dict[str, object], object]:
 @pytest.mark.parametrize(
     ("make", "cls", "values"),
     [
-        (appender._new_entry, LogEntry, _ENTRY),
-        (appender._new_record, EntryRecord, _RECORD),
-        (appender._new_receipt, Receipt, _RECEIPT),
+        (appender.new_entry, LogEntry, _ENTRY),
+        (appender.new_record, EntryRecord, _RECORD),
+        (appender.new_receipt, Receipt, _RECEIPT),
     ],
 )
 def test_maker_builds_what_the_class_builds(make: object, cls: type, values: dict) -> None:
@@ -64,7 +64,7 @@ def test_maker_builds_what_the_class_builds(make: object, cls: type, values: dic
 
 def test_append_result_maker() -> None:
     entry, receipt = LogEntry(**_ENTRY), Receipt(**_RECEIPT)
-    result = appender._new_result(entry, receipt)
+    result = appender.new_result(entry, receipt)
     assert result == AppendResult(entry=entry, receipt=receipt)
     assert result.entry is entry
     assert result.receipt is receipt

@@ -1,4 +1,4 @@
-"""rng_service.log.columns: a stored row against its signed bytes, an index range against
+"""rng_service.writer.columns: a stored row against its signed bytes, an index range against
 deleted rows, a table's chain against breaks. Every check is tried with the one change that
 must trip it and the untouched rows that must pass."""
 
@@ -9,7 +9,10 @@ import random
 
 import pytest
 
-from rng_service.log.columns import (
+from rng_service.log.entry import GeneratorRef, LogEntry, format_time
+from rng_service.log.merkle import leaf_hash
+from rng_service.storage.base import EntryRecord
+from rng_service.writer.columns import (
     CHECKS,
     LookupIntegrityError,
     check_chain,
@@ -17,9 +20,6 @@ from rng_service.log.columns import (
     check_range,
     check_record,
 )
-from rng_service.log.entry import GeneratorRef, LogEntry, format_time
-from rng_service.log.merkle import leaf_hash
-from rng_service.storage.base import EntryRecord
 
 T0 = 1_767_225_600_123_456_789
 
@@ -100,7 +100,7 @@ def test_changed_bytes_are_a_leaf_hash_failure_and_non_entries_are_named() -> No
 
 
 def test_time_text_equals_format_time() -> None:
-    from rng_service.log.columns import _time_text
+    from rng_service.writer.columns import _time_text
 
     rng = random.Random(19)
     stamps = [0, 999, 10**9 - 1, 10**9, T0, T0 + 1]

@@ -23,17 +23,17 @@ import pytest
 from rng_service.clock import FakeClock
 from rng_service.drbg import DeterministicGenerator
 from rng_service.errors import StorageUnavailable
-from rng_service.log import appender as appender_module
 from rng_service.log import merkle
-from rng_service.log.appender import RESOLUTIONS, Appender, AppendResult
 from rng_service.log.note import Checkpoint, open_note
 from rng_service.log.receipt import verify_receipt
-from rng_service.log.store_health import StoreHealth
-from rng_service.log.tree import MerkleTree
 from rng_service.metrics import RESOLUTIONS as METRIC_RESOLUTIONS
 from rng_service.storage.memory import MemoryStorage
+from rng_service.writer import recovery as recovery_module
+from rng_service.writer.appender import RESOLUTIONS, Appender, AppendResult
+from rng_service.writer.store_health import StoreHealth
+from rng_service.writer.tree import MerkleTree
 from tests.fakes import ConnectedStore, copy_of_prefix
-from tests.unit.log.test_appender import SIGNER, request
+from tests.unit.writer.test_appender import SIGNER, request
 
 
 class Events:
@@ -237,7 +237,7 @@ def test_a_standby_lacking_acknowledged_entries_is_refused_until_the_log_is_back
     """An asynchronous standby promoted without the last acknowledged entries: the writer
     refuses it, says so, and appends nothing, even once other writers made it longer than the
     log it saw (other entries at the same indices); when the full log is back it resumes."""
-    monkeypatch.setattr(appender_module, "DIVERGED_RETRY_SECONDS", 0.02)
+    monkeypatch.setattr(recovery_module, "DIVERGED_RETRY_SECONDS", 0.02)
     primary = MemoryStorage()
     conn = ConnectedStore(primary)
     events = Events()

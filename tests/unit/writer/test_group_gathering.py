@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import queue
 
-from rng_service.log.appender import _STOP, gather_group
+from rng_service.writer.queue import STOP as _STOP
+from rng_service.writer.queue import gather_group
 
 
 class ScriptedQueue:

@@ -8,8 +8,8 @@ import pytest
 
 from rng_service.errors import OutOfRange
 from rng_service.log.merkle import inclusion_proof
-from rng_service.log.tree import MerkleTree
 from rng_service.storage.memory import MemoryStorage
+from rng_service.writer.tree import MerkleTree
 
 
 def _leaves(n: int) -> list[bytes]:

@@ -8,10 +8,10 @@ Protocol only (entries as opaque bytes, complete-subtree nodes, signed checkpoin
 2. every entry's RFC 6962 leaf hash ``SHA-256(0x00 || bytes)`` (RFC 6962 section 2.1) equals
    its stored leaf hash, and every lookup column (index, client, request id, kind, table,
    round, session, time, slot, table sequence number) equals the field of its signed bytes
-   (:func:`rng_service.log.columns.check_record`), so that no lookup can select an entry
+   (:func:`rng_service.writer.columns.check_record`), so that no lookup can select an entry
    by what it is not, nor miss it by what it is;
 3. every stored complete-subtree node is the hash the entries give (the tree is recomputed
-   from the entries' bytes, as :class:`~rng_service.log.tree.MerkleTree` appends them), and
+   from the entries' bytes, as :class:`~rng_service.writer.tree.MerkleTree` appends them), and
    no node exists for a leaf beyond the stored tree;
 4. every stored checkpoint is a C2SP signed note that one of the configured keys signed (the
    active, co-signing and retired keys: C2SP signed-note), a C2SP tlog-checkpoint of the
@@ -59,10 +59,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rng_service.errors import IntegrityError, InvalidArgument
-from rng_service.log.columns import LookupIntegrityError, check_record
 from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, open_note, parse_note
-from rng_service.log.tree import MerkleTree
 from rng_service.storage.base import CheckpointRecord, LogStorage, NodeRecord
+from rng_service.writer.columns import LookupIntegrityError, check_record
+from rng_service.writer.tree import MerkleTree
 
 __all__ = [
     "CHECKPOINT_SIGNERS_KEY",
@@ -381,46 +381,9 @@ def check_store(
     record = None if full else storage.get_meta(VERIFIED_CHECKPOINT_KEY)
     recorded = None if full else _recorded_signers(storage)
     size = storage.tree_size()
-    tree: MerkleTree | None = None
-    start = 0
     if recorded is not None:
         _check_signers_configured(recorded, verifiers)
-    if full:
-        reason = "full check requested"
-    elif record is None:
-        reason = "full check: no verified checkpoint is recorded in the store yet"
-    elif recorded is None:
-        reason = "full check: the keys that signed the stored checkpoints are not recorded yet"
-    else:
-        source = "the store's record of the last verified checkpoint"
-        try:
-            verified = _open(record, verifiers, origin=origin, source=source)
-        except StoreCheckFailed as e:
-            reason = f"full check: {e}"
-        else:
-            if verified.size > size:
-                raise StoreCheckFailed(
-                    f"{source} is for tree size {verified.size}, beyond the stored tree of "
-                    f"{size} entries: entries [{size}, {verified.size}) were deleted (or the "
-                    f"store was restored from an older backup)",
-                    index=size,
-                    checkpoint_size=verified.size,
-                )
-            try:
-                tree = check.new_tree(verified.size)
-                reproduced = tree.root() == verified.root_hash
-            except IntegrityError:
-                reproduced = False
-            if reproduced:
-                start = verified.size
-                check.signers |= _signers(record, verifiers)
-                reason = f"from the verified checkpoint of tree size {start}"
-            else:
-                tree = None
-                reason = (
-                    f"full check: the stored tree no longer reproduces the verified "
-                    f"checkpoint of tree size {verified.size}"
-                )
+    tree, start, reason = _resume(check, record, recorded, size, full=full)
     if tree is None:
         tree = check.new_tree(0)
     tree = check.run(tree, start, size)
@@ -438,6 +401,52 @@ def check_store(
         seconds=time.perf_counter() - started,
         signers=frozenset(check.signers | (recorded if start and recorded else set())),
     )
+
+
+def _resume(
+    check: _Check, record: bytes | None, recorded: set[str] | None, size: int, *, full: bool
+) -> tuple[MerkleTree | None, int, str]:
+    """Where the check starts: the tree of the store's verified checkpoint, its size and why,
+    if the stored tree still reproduces it; otherwise no tree, 0 and why a full check."""
+    if full:
+        return None, 0, "full check requested"
+    if record is None:
+        return None, 0, "full check: no verified checkpoint is recorded in the store yet"
+    if recorded is None:
+        return (
+            None,
+            0,
+            "full check: the keys that signed the stored checkpoints are not recorded yet",
+        )
+    source = "the store's record of the last verified checkpoint"
+    try:
+        verified = _open(record, check.verifiers, origin=check.origin, source=source)
+    except StoreCheckFailed as e:
+        return None, 0, f"full check: {e}"
+    if verified.size > size:
+        raise StoreCheckFailed(
+            f"{source} is for tree size {verified.size}, beyond the stored tree of "
+            f"{size} entries: entries [{size}, {verified.size}) were deleted (or the "
+            f"store was restored from an older backup)",
+            index=size,
+            checkpoint_size=verified.size,
+        )
+    try:
+        tree = check.new_tree(verified.size)
+        reproduced = tree.root() == verified.root_hash
+    except IntegrityError:
+        reproduced = False
+    if not reproduced:
+        return (
+            None,
+            0,
+            (
+                f"full check: the stored tree no longer reproduces the verified "
+                f"checkpoint of tree size {verified.size}"
+            ),
+        )
+    check.signers |= _signers(record, check.verifiers)
+    return tree, verified.size, f"from the verified checkpoint of tree size {verified.size}"
 
 
 def _recorded_signers(storage: LogStorage) -> set[str] | None:

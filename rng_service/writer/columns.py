@@ -7,7 +7,7 @@ those copies (``LogStorage.find_entries``, ``table_history``, ``entries``). Whoe
 the database can change a copy without touching the signed bytes: an outcome would then be
 answered for a round it is not of, or hidden from a lookup by its round. So every reader of a
 lookup checks each row it returns here before it answers, and the store's own check
-(:mod:`rng_service.log.storecheck`) checks every row:
+(:mod:`rng_service.writer.storecheck`) checks every row:
 
 - :func:`check_record`: the row's leaf hash is RFC 6962's ``SHA-256(0x00 || bytes)`` and every
   lookup column equals the field of the signed bytes (the time column to the microsecond the

@@ -3,7 +3,7 @@
 The one place the writer bypasses a dataclass's generated ``__init__``: :func:`slot_setters`
 hands out the slot descriptors' setters of a frozen slotted dataclass, checked against the
 field order the caller writes its constructor in, so that the constructor
-(``rng_service.log.appender._new_entry`` and the others) builds the same frozen object as
+(``rng_service.writer.values.new_entry`` and the others) builds the same frozen object as
 ``cls(...)`` for about half the cost. Kept because the writer builds four such objects for
 every outcome (and the servicers a ``DrawRequest``): docs/performance.md's row of the writer's
 per-outcome constructors measures 5.2% fewer instructions a spin than with the classes' own
@@ -29,7 +29,7 @@ def slot_setters(cls: type, order: str, *, post_init: bool = True) -> tuple[Any,
     module loads, so that a class whose fields were reordered or changed fails at import,
     never by a value in the wrong field: ``order`` must be the class's fields, none outside
     ``__init__``, and no ``__post_init__`` unless ``post_init=False`` says the constructor
-    computes what it would (``rng_service.log.appender.draw_request``)."""
+    computes what it would (``rng_service.writer.values.draw_request``)."""
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or "__slots__" not in vars(cls):
         raise TypeError(f"{cls.__name__}: not a frozen slotted dataclass")

@@ -8,13 +8,13 @@ from typing import Any
 
 from rng_service.clock import FakeClock
 from rng_service.errors import StorageUnavailable
-from rng_service.log.store_health import (
+from rng_service.storage.memory import MemoryStorage
+from rng_service.writer.store_health import (
     FAILURE_THRESHOLD,
     PROBE_INTERVAL_SECONDS,
     PROBE_META_KEY,
     StoreHealth,
 )
-from rng_service.storage.memory import MemoryStorage
 
 
 class Recorder:

@@ -14,14 +14,14 @@ from rng_service.clock import FakeClock
 from rng_service.drbg import DeterministicGenerator
 from rng_service.errors import AlreadyExists, IntegrityError, StorageUnavailable
 from rng_service.log import merkle
-from rng_service.log.appender import Appender, AppendResult
 from rng_service.log.entry import LogEntry
 from rng_service.log.note import Checkpoint, parse_note, sign_note
 from rng_service.log.receipt import verify_receipt
-from rng_service.log.tree import MerkleTree
 from rng_service.storage.base import AppendBatch, CheckpointRecord, LogStorage
 from rng_service.storage.memory import MemoryStorage
-from tests.unit.log.test_appender import SIGNER, request
+from rng_service.writer.appender import Appender, AppendResult
+from rng_service.writer.tree import MerkleTree
+from tests.unit.writer.test_appender import SIGNER, request
 
 
 class LostCommitStorage(MemoryStorage):

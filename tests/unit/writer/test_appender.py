@@ -14,12 +14,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from rng_service.clock import FakeClock
 from rng_service.drbg import DeterministicGenerator
 from rng_service.errors import AlreadyExists, GeneratorUnavailable, StorageUnavailable
-from rng_service.log.appender import Appender, AppendResult, DrawRequest
 from rng_service.log.entry import JsonValue, LogEntry
 from rng_service.log.note import Ed25519NoteSigner
 from rng_service.log.receipt import verify_receipt
-from rng_service.log.tree import MerkleTree
 from rng_service.sampling import RandomSource
+from rng_service.writer.appender import Appender, AppendResult, DrawRequest
+from rng_service.writer.tree import MerkleTree
 from tests.fakes import FlakyStorage
 
 SIGNER = Ed25519NoteSigner("unit-log", Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
