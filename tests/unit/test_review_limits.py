@@ -34,7 +34,6 @@ LONG_MODULES: dict[str, str] = {
     "rng_service/cli_call.py": "to be split with the command lines' move (issue 36)",
     "rng_service/app.py": "to be split with the process model's package (issue 36)",
     "rng_service/log/appender.py": "to be split by job into the writer package (issue 36)",
-    "rng_service/audit/verify.py": "to be split: walk apart from checks (issue 36)",
     "rng_service/storage/postgres.py": "to be split: the driver's SQL apart (issue 36)",
 }
 
@@ -48,8 +47,6 @@ EXCEPTIONS: dict[str, str] = {
     "rng_service/log/tree.py:MerkleTree": "to be split: the pure integrator apart (issue 36)",
     "rng_service/audit/dispute.py:judge_dispute": "to be split into named steps (issue 36)",
     "rng_service/audit/history.py:check_history": "to be split into named steps (issue 36)",
-    "rng_service/audit/verify.py:RoundTracker._order": "to be split into named steps (issue 36)",
-    "rng_service/audit/verify.py:verify_export": "to be split into named steps (issue 36)",
 }
 
 
