@@ -142,35 +142,9 @@ def judge_dispute(
     docstring. ``sessions``: disputed session ids whose rounds are among ``found``; an entry
     of one of them in the chain that was not found is hidden too. Raises
     :class:`VerificationFailure` naming the entry at fault."""
-    rounds: list[RoundFinding] = []
-    for round_id, entries in found.items():
-        for entry in entries:
-            if (entry.client, entry.table_id, entry.round_id) != (client, table_id, round_id):
-                raise VerificationFailure(
-                    f"log index {entry.index} was returned for round {round_id!r} of table "
-                    f"{table_id!r} (client {client!r}), but its signed bytes are of round "
-                    f"{entry.round_id!r} of table {entry.table_id!r} (client {entry.client!r})",
-                    index=entry.index,
-                )
-        if not entries:
-            raise VerificationFailure(
-                f"round {round_id!r} of table {table_id!r} (client {client!r}) has no entry in "
-                "the log: nothing of it can be answered. Check the client, table and round "
-                "ids; a round whose stored lookup columns were changed is not found either "
-                "(rng-service check-store names such rows; a dispute --against a full export "
-                "finds entries by their signed bytes)"
-            )
-        ordered = tuple(sorted(entries, key=lambda e: e.index))
-        own = tuple(e for e in ordered if not _is_lab(e))
-        if not own:
-            raise VerificationFailure(
-                f"round {round_id!r} of table {table_id!r} (client {client!r}) has no outcome "
-                "in the log: the only entries naming it are lab entries (log index "
-                f"{', '.join(str(e.index) for e in ordered)}: batch or stream draws in slots of "
-                "their own), which are no round's outcomes"
-            )
-        _check_slots_once(client, table_id, round_id, own)
-        rounds.append(RoundFinding(round_id, own, tuple(e for e in ordered if _is_lab(e))))
+    rounds = [
+        _round_finding(client, table_id, round_id, entries) for round_id, entries in found.items()
+    ]
     bounds = span_of(found)
     if bounds is None:  # format 1 only: in no chain
         return DisputeReport(
@@ -180,6 +154,79 @@ def judge_dispute(
     report = check_history(span, client=client, table_id=table_id, first_seq=first)
     chain = report.entries
     by_seq = {e.table_seq: e for e in chain}
+    _check_against_chain(rounds, chain, by_seq, sessions)
+    lo = min(e.table_seq for r in rounds for e in r.chained if e.table_seq is not None)
+    hi = max(e.table_seq for r in rounds for e in r.chained if e.table_seq is not None)
+    previous = by_seq.get(lo - 1) if lo > 1 else None
+    following = by_seq.get(hi + 1)
+    if lo > 1 and previous is None:
+        raise VerificationFailure(
+            f"the table's chain was to start at seq {first} (before the rounds' first entry, "
+            f"seq {lo}) but does not hold it",
+            index=0,
+        )
+    asked = {r.round_id for r in rounds}
+    others = tuple(
+        e for e in chain if e.table_seq is not None and lo < e.table_seq < hi
+        and e.round_id not in asked
+    )  # fmt: skip
+    span_entries = tuple(
+        e for e in chain if e.table_seq is not None and lo - 1 <= e.table_seq <= hi + 1
+    )
+    return DisputeReport(
+        client=client,
+        table_id=table_id,
+        rounds=tuple(rounds),
+        span=span_entries,
+        previous=previous,
+        following=following,
+        others=others,
+        sessions=tuple(dict.fromkeys(sessions)),
+    )
+
+
+def _round_finding(
+    client: str, table_id: str, round_id: str, entries: Sequence[LogEntry]
+) -> RoundFinding:
+    """The found entries of one disputed round: each of that round, at least one that is no
+    lab entry, each slot once; else :class:`VerificationFailure`."""
+    for entry in entries:
+        if (entry.client, entry.table_id, entry.round_id) != (client, table_id, round_id):
+            raise VerificationFailure(
+                f"log index {entry.index} was returned for round {round_id!r} of table "
+                f"{table_id!r} (client {client!r}), but its signed bytes are of round "
+                f"{entry.round_id!r} of table {entry.table_id!r} (client {entry.client!r})",
+                index=entry.index,
+            )
+    if not entries:
+        raise VerificationFailure(
+            f"round {round_id!r} of table {table_id!r} (client {client!r}) has no entry in "
+            "the log: nothing of it can be answered. Check the client, table and round "
+            "ids; a round whose stored lookup columns were changed is not found either "
+            "(rng-service check-store names such rows; a dispute --against a full export "
+            "finds entries by their signed bytes)"
+        )
+    ordered = tuple(sorted(entries, key=lambda e: e.index))
+    own = tuple(e for e in ordered if not _is_lab(e))
+    if not own:
+        raise VerificationFailure(
+            f"round {round_id!r} of table {table_id!r} (client {client!r}) has no outcome "
+            "in the log: the only entries naming it are lab entries (log index "
+            f"{', '.join(str(e.index) for e in ordered)}: batch or stream draws in slots of "
+            "their own), which are no round's outcomes"
+        )
+    _check_slots_once(client, table_id, round_id, own)
+    return RoundFinding(round_id, own, tuple(e for e in ordered if _is_lab(e)))
+
+
+def _check_against_chain(
+    rounds: Sequence[RoundFinding],
+    chain: Sequence[LogEntry],
+    by_seq: Mapping[int | None, LogEntry],
+    sessions: Sequence[str],
+) -> None:
+    """Every found entry is the chain's entry at its seq, and the chain holds no entry of a
+    disputed round or session that the lookups did not return (the store hid it)."""
     found_at = {e.index: e for r in rounds for e in (*r.entries, *r.lab)}
     asked = {r.round_id for r in rounds}
     for finding in rounds:
@@ -208,30 +255,3 @@ def judge_dispute(
                 "changed)",
                 index=entry.index,
             )
-    lo = min(e.table_seq for r in rounds for e in r.chained if e.table_seq is not None)
-    hi = max(e.table_seq for r in rounds for e in r.chained if e.table_seq is not None)
-    previous = by_seq.get(lo - 1) if lo > 1 else None
-    following = by_seq.get(hi + 1)
-    if lo > 1 and previous is None:
-        raise VerificationFailure(
-            f"the table's chain was to start at seq {first} (before the rounds' first entry, "
-            f"seq {lo}) but does not hold it",
-            index=0,
-        )
-    others = tuple(
-        e for e in chain if e.table_seq is not None and lo < e.table_seq < hi
-        and e.round_id not in asked
-    )  # fmt: skip
-    span_entries = tuple(
-        e for e in chain if e.table_seq is not None and lo - 1 <= e.table_seq <= hi + 1
-    )
-    return DisputeReport(
-        client=client,
-        table_id=table_id,
-        rounds=tuple(rounds),
-        span=span_entries,
-        previous=previous,
-        following=following,
-        others=others,
-        sessions=tuple(dict.fromkeys(sessions)),
-    )

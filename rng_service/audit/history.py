@@ -193,31 +193,48 @@ def check_history(
                     index=entry.index if prev is None else prev,
                 )
         else:
-            if previous.table_seq is None:  # not reached: checked when it was the entry
-                raise RuntimeError(f"log index {previous.index} has no table_seq")
-            expected = previous.table_seq + 1
-            after = f"after seq {previous.table_seq} (log index {previous.index})"
-            if seq > expected:
-                named = "" if prev is None else f", whose predecessor is log index {prev}"
-                raise ChainBreak(
-                    f"the history of {name} is broken {after}: the next entry it holds is seq "
-                    f"{seq} ({where}{named}): {_missing(expected, seq - 1)}",
-                    index=entry.index if prev is None else prev,
-                )
-            if seq < expected:
-                raise ChainBreak(
-                    f"the history of {name} is broken {after}: the next entry it holds is seq "
-                    f"{seq} ({where}): the numbers go back (an entry repeated or out of order)",
-                    index=entry.index,
-                )
-            if prev != previous.index:
-                raise ChainBreak(
-                    f"the history of {name} is broken {after}: seq {seq} ({where}) names log "
-                    f"index {prev} as its predecessor, not {previous.index}: two entries claim "
-                    "one place in the chain",
-                    index=entry.index,
-                )
+            _check_link(entry, previous, name)
         previous = entry
+    _check_end(previous, name, first_seq=first_seq, last_seq=last_seq)
+    return HistoryReport(client=client, table_id=table_id, entries=tuple(entries))
+
+
+def _check_link(entry: LogEntry, previous: LogEntry, name: str) -> None:
+    """``entry`` follows ``previous`` in the chain: the next seq, naming it as predecessor."""
+    where = f"log index {entry.index}"
+    seq, prev = entry.table_seq, entry.table_prev
+    if seq is None:  # not reached: the caller checked it
+        raise RuntimeError(f"log index {entry.index} has no table_seq")
+    if previous.table_seq is None:  # not reached: checked when it was the entry
+        raise RuntimeError(f"log index {previous.index} has no table_seq")
+    expected = previous.table_seq + 1
+    after = f"after seq {previous.table_seq} (log index {previous.index})"
+    if seq > expected:
+        named = "" if prev is None else f", whose predecessor is log index {prev}"
+        raise ChainBreak(
+            f"the history of {name} is broken {after}: the next entry it holds is seq "
+            f"{seq} ({where}{named}): {_missing(expected, seq - 1)}",
+            index=entry.index if prev is None else prev,
+        )
+    if seq < expected:
+        raise ChainBreak(
+            f"the history of {name} is broken {after}: the next entry it holds is seq "
+            f"{seq} ({where}): the numbers go back (an entry repeated or out of order)",
+            index=entry.index,
+        )
+    if prev != previous.index:
+        raise ChainBreak(
+            f"the history of {name} is broken {after}: seq {seq} ({where}) names log "
+            f"index {prev} as its predecessor, not {previous.index}: two entries claim "
+            "one place in the chain",
+            index=entry.index,
+        )
+
+
+def _check_end(
+    previous: LogEntry | None, name: str, *, first_seq: int, last_seq: int | None
+) -> None:
+    """The chain's last entry given (``previous``) is at ``last_seq``, if one is asked for."""
     if last_seq is not None and previous is not None and previous.table_seq != last_seq:
         if previous.table_seq is None:  # not reached: every entry was checked above
             raise RuntimeError(f"log index {previous.index} has no table_seq")
@@ -238,7 +255,6 @@ def check_history(
             f"{_missing(first_seq, last_seq)}",
             index=0,
         )
-    return HistoryReport(client=client, table_id=table_id, entries=tuple(entries))
 
 
 # -- outcomes in one line ------------------------------------------------------------------

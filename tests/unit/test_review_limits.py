@@ -45,8 +45,6 @@ EXCEPTIONS: dict[str, str] = {
     "rng_service/log/merkle.py:verify_consistency": "to be split into named steps (issue 36)",
     "rng_service/log/storecheck.py:check_store": "to be split into named steps (issue 36)",
     "rng_service/log/tree.py:MerkleTree": "to be split: the pure integrator apart (issue 36)",
-    "rng_service/audit/dispute.py:judge_dispute": "to be split into named steps (issue 36)",
-    "rng_service/audit/history.py:check_history": "to be split into named steps (issue 36)",
 }
 
 
