@@ -40,9 +40,6 @@ LONG_MODULES: dict[str, str] = {
 #: "path:Qualified.name" -> why it is longer than the limit.
 EXCEPTIONS: dict[str, str] = {
     "rng_service/log/appender.py:Appender": "to be split by job into the writer package (issue 36)",
-    "rng_service/log/entry.py:LogEntry._encode_fast": "to be split into named steps (issue 36)",
-    "rng_service/log/entry.py:LogEntry.decode": "to be split into named steps (issue 36)",
-    "rng_service/log/merkle.py:verify_consistency": "to be split into named steps (issue 36)",
     "rng_service/log/storecheck.py:check_store": "to be split into named steps (issue 36)",
     "rng_service/log/tree.py:MerkleTree": "to be split: the pure integrator apart (issue 36)",
 }
