@@ -26,9 +26,10 @@ import base64
 import binascii
 import hashlib
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, NoReturn, Protocol
+from typing import ClassVar, Generic, NamedTuple, NoReturn, Protocol, Self, TypeVar
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -40,6 +41,8 @@ __all__ = [
     "ALG_ED25519",
     "MAX_SIGNATURES",
     "Checkpoint",
+    "Ed25519KeySigner",
+    "Ed25519NoteKey",
     "Ed25519NoteSigner",
     "InvalidNoteSignature",
     "InvalidVerifierKey",
@@ -54,6 +57,7 @@ __all__ = [
     "check_key_id",
     "is_valid_key_name",
     "key_id",
+    "key_map",
     "open_checkpoint",
     "open_note",
     "parse_note",
@@ -159,28 +163,40 @@ class NoteSigner(Protocol):
     def sign(self, message: bytes) -> bytes: ...
 
 
-class NoteVerifier:
-    """An Ed25519 note verifier: key name, key ID and public key."""
+class Ed25519NoteKey:
+    """An Ed25519 public key under a key name, with its C2SP key ID and verifier-key string
+    ``<name>+<8 hex key id>+<base64(type || key)>`` for one signature type: the one key class
+    of log signatures (:class:`NoteVerifier`, type 0x01, C2SP signed-note) and of witness
+    cosignatures (:class:`~rng_service.log.cosignature.CosignatureVerifier`, type 0x04, C2SP
+    tlog-cosignature). A subclass names its type and says what its signatures sign."""
+
+    ALG: ClassVar[int] = ALG_ED25519
+    """The signature type byte in the key ID and the verifier key."""
+    _KEY_WHAT: ClassVar[str] = "verifier key"
+    _NAME_WHAT: ClassVar[str] = "key name"
+    _WRONG_ALG: ClassVar[str] = "(only 0x01 Ed25519 is supported)"
+    _STRIP: ClassVar[bool] = False
+    """Whether :meth:`from_verifier_key` strips white space around the string first."""
 
     __slots__ = ("_key_id", "_name", "_public", "_raw")
 
     def __init__(self, name: str, public_key: Ed25519PublicKey) -> None:
         if not is_valid_key_name(name):
-            raise InvalidVerifierKey(f"key name {name!r} is empty or has a space or '+'")
+            raise InvalidVerifierKey(f"{self._NAME_WHAT} {name!r} is empty or has a space or '+'")
         self._name = name
         self._public = public_key
         self._raw = _raw_public(public_key)
-        self._key_id = key_id(name, self._raw)
+        self._key_id = key_id(name, self._raw, alg=self.ALG)
 
     @classmethod
-    def from_verifier_key(cls, vkey: str) -> NoteVerifier:
-        """Parses ``<name>+<8 hex key id>+<base64(0x01 || 32-byte public key)>``."""
+    def from_verifier_key(cls, vkey: str) -> Self:
+        """Parses ``<name>+<8 hex key id>+<base64(type || 32-byte public key)>``."""
         name, id_hex, raw = split_verifier_key(
-            vkey, alg=ALG_ED25519, what="verifier key",
-            wrong_alg="(only 0x01 Ed25519 is supported)",
+            vkey.strip() if cls._STRIP else vkey, alg=cls.ALG, what=cls._KEY_WHAT,
+            wrong_alg=cls._WRONG_ALG,
         )  # fmt: skip
         verifier = cls(name, Ed25519PublicKey.from_public_bytes(raw))
-        check_key_id(verifier.key_id, id_hex, vkey, what="verifier key")
+        check_key_id(verifier.key_id, id_hex, vkey, what=cls._KEY_WHAT)
         return verifier
 
     @property
@@ -197,10 +213,10 @@ class NoteVerifier:
 
     def verifier_key(self) -> str:
         """The ``<name>+<key id>+<base64 key>`` string form."""
-        encoded = base64.b64encode(bytes([ALG_ED25519]) + self._raw).decode("ascii")
+        encoded = base64.b64encode(bytes([self.ALG]) + self._raw).decode("ascii")
         return f"{self._name}+{self._key_id:08x}+{encoded}"
 
-    def verify(self, message: bytes, signature: bytes) -> bool:
+    def _verifies(self, signature: bytes, message: bytes) -> bool:
         try:
             self._public.verify(signature, message)
         except InvalidSignature:
@@ -208,21 +224,30 @@ class NoteVerifier:
         return True
 
     def __repr__(self) -> str:
-        return f"NoteVerifier({self.verifier_key()!r})"
+        return f"{type(self).__name__}({self.verifier_key()!r})"
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, NoteVerifier)
-            and other._name == self._name
-            and other._raw == self._raw
-        )
+        return type(other) is type(self) and other._name == self._name and other._raw == self._raw
 
     def __hash__(self) -> int:
         return hash((self._name, self._raw))
 
 
-class Ed25519NoteSigner:
-    """Signs notes with an Ed25519 private key under ``name``. Never shows the private key."""
+class NoteVerifier(Ed25519NoteKey):
+    """An Ed25519 note verifier: key name, key ID (type 0x01) and public key."""
+
+    __slots__ = ()
+
+    def verify(self, message: bytes, signature: bytes) -> bool:
+        return self._verifies(signature, message)
+
+
+_K = TypeVar("_K", bound=Ed25519NoteKey)
+
+
+class Ed25519KeySigner(ABC, Generic[_K]):
+    """The private half of an :class:`Ed25519NoteKey`: a log's note signer or a witness's
+    cosigner. Never shows the private key: no repr of it, no pickling."""
 
     __slots__ = ("_key", "_verifier")
 
@@ -230,7 +255,37 @@ class Ed25519NoteSigner:
         if not isinstance(private_key, Ed25519PrivateKey):
             raise InvalidArgument("private_key", "is not an Ed25519 private key")
         self._key = private_key
-        self._verifier = NoteVerifier(name, private_key.public_key())
+        self._verifier = self._public_half(name, private_key.public_key())
+
+    @abstractmethod
+    def _public_half(self, name: str, public_key: Ed25519PublicKey) -> _K:
+        """The verifier of the key pair (its signature type)."""
+
+    @property
+    def name(self) -> str:
+        return self._verifier.name
+
+    @property
+    def key_id(self) -> int:
+        return self._verifier.key_id
+
+    def verifier(self) -> _K:
+        return self._verifier
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, key_id={self.key_id:08x})"
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError(f"{type(self).__name__} holds a private key and cannot be pickled")
+
+
+class Ed25519NoteSigner(Ed25519KeySigner[NoteVerifier]):
+    """Signs notes with an Ed25519 private key under ``name``. Never shows the private key."""
+
+    __slots__ = ()
+
+    def _public_half(self, name: str, public_key: Ed25519PublicKey) -> NoteVerifier:
+        return NoteVerifier(name, public_key)
 
     @classmethod
     def from_signer_key(cls, skey: str) -> Ed25519NoteSigner:
@@ -256,31 +311,14 @@ class Ed25519NoteSigner:
         return signer
 
     @property
-    def name(self) -> str:
-        return self._verifier.name
-
-    @property
-    def key_id(self) -> int:
-        return self._verifier.key_id
-
-    @property
     def public_key(self) -> Ed25519PublicKey:
         return self._verifier.public_key
-
-    def verifier(self) -> NoteVerifier:
-        return self._verifier
 
     def verifier_key(self) -> str:
         return self._verifier.verifier_key()
 
     def sign(self, message: bytes) -> bytes:
         return self._key.sign(message)
-
-    def __repr__(self) -> str:
-        return f"Ed25519NoteSigner(name={self.name!r}, key_id={self.key_id:08x})"
-
-    def __reduce__(self) -> NoReturn:
-        raise TypeError("Ed25519NoteSigner holds a private key and cannot be pickled")
 
 
 # -- notes ---------------------------------------------------------------------------------------
@@ -377,13 +415,15 @@ def parse_note(message: bytes) -> SignedNote:
     return SignedNote(text=text, signatures=tuple(signatures))
 
 
-def _verifier_map(verifiers: Iterable[NoteVerifier]) -> dict[tuple[str, int], NoteVerifier]:
-    known: dict[tuple[str, int], NoteVerifier] = {}
-    for v in verifiers:
-        previous = known.setdefault((v.name, v.key_id), v)
-        if previous != v:
+def key_map(keys: Iterable[_K], *, field: str, what: str = "key") -> dict[tuple[str, int], _K]:
+    """``keys`` by (name, key ID), the pair a signature line names; two different keys under
+    one pair are ambiguous: :class:`InvalidArgument` naming ``field``."""
+    known: dict[tuple[str, int], _K] = {}
+    for k in keys:
+        previous = known.setdefault((k.name, k.key_id), k)
+        if previous != k:
             raise InvalidArgument(
-                "verifiers", f"ambiguous key {v.name}+{v.key_id:08x}: two different keys"
+                field, f"ambiguous {what} {k.name}+{k.key_id:08x}: two different keys"
             )
     return known
 
@@ -394,7 +434,7 @@ def open_note(message: bytes, verifiers: Iterable[NoteVerifier]) -> OpenedNote:
     Unknown keys' signatures are ignored; any bad line of a known key, or a second line of one,
     raises :class:`InvalidNoteSignature`; no verified signature raises :class:`UnverifiedNote`.
     """
-    known = _verifier_map(verifiers)
+    known = key_map(verifiers, field="verifiers")
     note = parse_note(message)
     payload = note.text.encode("utf-8")
     verified: list[str] = []
