@@ -1,40 +1,14 @@
 """Answering a dispute about game rounds from signed bytes: every outcome of the rounds, and
 nothing of their table missing between the round before and the round after.
 
-A round is (client, table, round id) (docs/outcomes-api.md, "Rounds and slots"). A player
-disputes a round (a spin, a Touchdown Roulette game's downs, 58 Pa. Code 617a.3(f); the spins
-of a Roulette Up streak, 617b.4(g)); the rules of 641a.11(d) and 643a.11(h) ask that a round
-can be rebuilt. Given
-
-- the entries of each disputed round that a lookup found (``FindEntries`` by client, table and
-  round; or every entry of a verified export whose signed bytes name the round); the rounds
-  may be named, or be those of a request id or of a session (a Roulette Up streak's or a
-  Touchdown Roulette game's spins share one ``session_id``), and
-- the stretch of the table's chain (docs/log-format.md, "Slots and chains") from the entry
-  before the rounds' first entry to the entry after their last,
-
-all already proven (inclusion proofs in one verified checkpoint, or a verified export),
-:func:`judge_dispute` checks that the stretch is an unbroken chain
-(:func:`~rng_service.audit.history.check_history`), that every entry of the stretch that is of
-a disputed round was found (an entry the lookup missed was hidden from it: its lookup columns
-were changed) and that every entry found is in the stretch, and says what the rounds hold:
-their entries in log order (each one's slot, each slot filled once: a slot filled twice is a
-game event drawn twice and fails the dispute), voids, the other entries of the table between
-them, and the entries just before and after. A lab entry (a batch or stream chunk, in a slot of
-its own ``lab/<request id>``) that names a disputed round's table and round id is no outcome of
-that round (docs/outcomes-api.md, "Rounds and slots"): it is named apart (``lab``), never
-among the round's slots. So: these are all the outcomes of the rounds
-between the previous and the next round of the table, and nothing of the table between those
-is missing.
-
-What it cannot say from a lookup: that no entry of a disputed round lies OUTSIDE the stretch
-(far before or after, hidden by an edited column). The store's own check catches edited
-columns; a dispute against a full export (``--against``) finds every entry by its signed bytes.
-Entries of format 1 (before the upgrade to format 2) are in no chain: they are listed, and the
-chain statement covers only the format 2 ones.
-
-Pure: proven entries in, a :class:`DisputeReport` or a
-:class:`~rng_service.audit.verify.VerificationFailure` out.
+Owns :func:`judge_dispute` (docs/auditing.md, "4b. Table histories and disputes"): given the
+proven entries a lookup found for each disputed round (58 Pa. Code 641a.11(d), 643a.11(h): a
+round can be rebuilt) and the proven stretch of the table's chain around them
+(docs/log-format.md, "Slots and chains"), the stretch is unbroken, every entry of a disputed
+round or session in it was found, each slot filled once, lab entries named apart. What a
+lookup cannot show (an entry far outside the stretch) an export does (``--against``). Pure:
+entries in, a :class:`DisputeReport` or a
+:class:`~rng_service.audit.results.VerificationFailure` out.
 """
 
 from __future__ import annotations

@@ -1,26 +1,13 @@
 """A table's history, proven complete offline: entries with inclusion proofs against one signed
-checkpoint, and the (client, table) chain they form.
+checkpoint, and the (client, table) chain they form (docs/log-format.md, "Slots and chains";
+docs/auditing.md, "4b. Table histories and disputes").
 
-Entry format 2 (docs/log-format.md, "Slots and chains") numbers the entries of each (client,
-table) in log order: ``table_seq`` 1, 2, 3, ... and ``table_prev`` the log index of the one
-before, inside the signed bytes. So a stretch of a table's entries from seq A to seq B, each
-proven in a checkpoint the log signed, shows that nothing of that table between them is
-missing: each entry names its predecessor, and the predecessor's number is one less.
-
-- :func:`prove_entries` checks entries as a log read returns them (``GetTableHistory``,
-  ``FindEntries``): each leaf hash is ``SHA-256(0x00 || bytes)``, each entry decodes as a
-  canonical entry whose own index is the one it was returned under, and each inclusion proof
-  verifies against the root of a checkpoint whose signature and origin were verified (RFC 9162
-  section 2.1.3.2).
-- :func:`check_history` checks that proven entries are the chain of the asked (client,
-  table) from seq A to seq B without a break, and names the first break otherwise.
-- :func:`write_history` / :func:`read_history`: the ``rng-audit-table-history/v1`` file that
-  ``rng-audit table-history --out`` saves, so the same check runs later offline (the format is
-  in docs/auditing.md).
-- :func:`describe`: one line of an entry's outcome for the command's listing.
-
-Pure: bytes and text in, reports or :class:`~rng_service.audit.verify.VerificationFailure`
-out; the ``rng-audit`` command does the I/O.
+Owns :func:`prove_entries` (leaf hashes, canonical entries at their indices, inclusion proofs
+against a verified checkpoint: RFC 9162 section 2.1.3.2), :func:`check_history` (the chain
+from seq A to seq B without a break), the ``rng-audit-table-history/v1`` file
+(:func:`write_history`, :func:`read_history`) and :func:`describe` (an outcome in one line).
+Pure: bytes and text in, reports or
+:class:`~rng_service.audit.results.VerificationFailure` out; ``rng-audit`` does the I/O.
 """
 
 from __future__ import annotations

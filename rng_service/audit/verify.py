@@ -1,37 +1,14 @@
 """Offline verification of a log export and of receipts against a log: the auditor's core.
 
-Given only an export (:mod:`rng_service.audit.export`) and the log's verifier keys, recomputes
-every leaf hash and the RFC 6962 Merkle tree (RFC 6962 section 2.1; RFC 9162 section 2.1) in one
-streaming pass over the entries, with O(n) hashing and O(log n) memory: a right-edge stack of
-complete subtrees, folded into a root only at the sizes that checkpoints name. It checks:
-
-- every checkpoint (the export's and those the auditor kept) is a C2SP signed note signed by one
-  of the given keys (C2SP signed-note), is a C2SP tlog-checkpoint of the export's origin, and
-  has the root the entries give at its size; so all of them are prefixes of one tree, i.e.
-  pairwise consistent in the sense of RFC 9162 section 2.1.4 (two checkpoints of one size with
-  different roots, or of different sizes that are not prefixes of one tree, are a fork);
-- every entry line's ``index`` is its position, its ``leaf_hash`` is SHA-256(0x00 || entry)
-  and its bytes decode as a canonical entry (docs/log-format.md, "Entries") whose own index is
-  its position;
-- no entry lies beyond the newest checkpoint (it would be covered by no signature), and the
-  export holds as many entries as its header declares;
-- every (client, table) chain is unbroken
-  (:class:`~rng_service.audit.walk.ChainTracker`), and the round rules hold across the whole
-  log, from the entries' signed bytes (:class:`~rng_service.audit.rounds_check.RoundTracker`):
-  each slot of a round filled once, each request id once per client, a slot that agrees with
-  its kind, nothing after a void, Mega Fire Blaze in the order of 58 Pa. Code 617b.7.
-
-The canonical form of an entry is defined by the reference check here
-(:func:`canonical_entry_index`: decode, check the fields of the format, re-encode, compare);
-a reviewer reads this one. The export walk proves it faster with
-:class:`rng_service.audit.fast_check.EntryChecker`, which answers as this check does (for the
-first entry of each shape it calls this check; tests hold the two together).
-
-It stops at the first problem with a :class:`VerificationFailure` (an integrity error) saying
-what is wrong and at which index or line; a syntax error is an
-:class:`~rng_service.audit.export.ExportFormatError` (bad input). It reads no database and calls
-no service: the ``rng-audit`` command does the I/O. The walk over the entries is
-:mod:`rng_service.audit.walk`; the round rules, :mod:`rng_service.audit.rounds_check`.
+Owns :func:`verify_export` (docs/auditing.md, "4. Verify a whole export"): from an export and
+the log's verifier keys only, every checkpoint is a C2SP signed checkpoint of the expected
+origin whose root is that of the entries at its size (RFC 6962 section 2.1; so all are
+consistent, RFC 9162 section 2.1.4), every entry is hashed, checked and in a checkpoint; and
+the reference check of an entry, :func:`canonical_entry` (docs/log-format.md, "Entries"), the
+one a reviewer reads. The one pass over the entries is :mod:`rng_service.audit.walk`, the
+round rules :mod:`rng_service.audit.rounds_check`; receipts are checked against an export or a
+newer checkpoint (RFC 9162 sections 2.1.3.2, 2.1.4.2). Failures are
+:class:`VerificationFailure`; no I/O (``rng-audit`` does it).
 """
 
 from __future__ import annotations

@@ -1,33 +1,13 @@
 """Witness cosignatures of checkpoints: C2SP tlog-cosignature ``cosignature/v1`` with Ed25519.
 
-Owns the cosignature format that the witness (``rng-witness``) writes, the service stores beside
-its published checkpoints, and the verifiers (``rng-audit verify --witness``) check. Pure: no
-I/O. The spec, C2SP tlog-cosignature, sections quoted where implemented:
-
-- "Format": a cosignature is a signed-note signature line ``— <key name> base64(32-bit key ID
-  || signature)`` on a checkpoint. "The key ID for Ed25519 cosignatures MUST be computed as
-  SHA-256(<name> || "\\n" || 0x04 || 32-byte Ed25519 cosigner public key)[:4]"
-  (:func:`cosigner_key_id`); "Ed25519 public keys MAY be encoded as vkeys with signature type
-  0x04" (:meth:`CosignatureVerifier.verifier_key`).
-- "The signature MUST be a timestamped_signature structure": ``u64 timestamp`` (big-endian,
-  "MUST NOT exceed 2^63 - 1") followed by the 64-byte Ed25519 signature, so a line's base64
-  decodes to 4 + 8 + 64 = 76 bytes (:func:`parse_cosignature`).
-- "Ed25519 signed message": "two newline (U+000A) terminated lines (one header line and one
-  timestamp line) followed by the whole note body of the cosigned checkpoint (including the final
-  newline, but not including any signature lines)"; the header is ``cosignature/v1`` and the
-  timestamp line ``time <decimal, no leading zeroes>`` (:func:`signed_message`).
-- Semantics: "a v1 cosignature is a statement that, as of the specified time, the consistent
-  tree head with the largest size the cosigner has observed for the log identified by the origin
-  line has the specified root hash." That is what makes a cosignature evidence against a log cut
-  back below what a witness saw (docs/auditing.md, "Witnesses").
-
-Verifying follows C2SP signed-note and tlog-witness: "The client MUST ignore any cosignatures
-from unknown keys" (a line whose name and key ID match no configured witness key is skipped); a
-line from a known key that does not verify is an integrity failure
-(:class:`InvalidCosignature`), as a known key's bad signature is for a signed note
-(:mod:`rng_service.log.note`). The type byte 0x04 in the key ID keeps a cosigner key from ever
-matching a log key (type 0x01) of the same name, so log verifiers ignore cosignature lines and
-witness verifiers ignore log signatures.
+Owns the cosignature format the witness writes, the service keeps beside its checkpoints and
+the verifiers check (docs/log-format.md, "Witness cosignatures"): a signed-note line whose
+key ID has type 0x04 (:class:`CosignatureVerifier`, an
+:class:`~rng_service.log.note.Ed25519NoteKey`), holding an 8-byte timestamp (at most 2^63 - 1)
+and an Ed25519 signature over ``cosignature/v1\\ntime <t>\\n`` and the checkpoint's note body
+(:func:`signed_message`). Lines of unknown keys are ignored; a known key's line that does not
+verify is :class:`InvalidCosignature`. The type byte keeps a witness key from matching a log
+key (0x01) of the same name. Pure: no I/O.
 """
 
 from __future__ import annotations

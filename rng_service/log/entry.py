@@ -1,22 +1,11 @@
 """Log entries and their canonical byte encoding (format versions 1 and 2).
 
-An entry is encoded as RFC 8785 (JSON Canonicalization Scheme) canonical JSON restricted to the
-types JCS represents exactly in every language: objects with ASCII keys, arrays, strings,
-booleans, null and integers of magnitude below 2^53. No floats ever appear. Under that
-restriction JCS is: object members sorted by key, no insignificant white space, strings with
-only the mandatory escapes (RFC 8785 section 3.2.2.2), integers in shortest decimal form. The
-JSON itself is :mod:`rng_service.canonical`'s (one encoder and decoder for everything signed);
-this module assembles an entry's members in their sorted order from its primitives. The
-leaf hash of an entry is SHA-256(0x00 || entry bytes) (RFC 6962 section 2.1, see
-``rng_service.log.merkle``). The fields are listed in docs/log-format.md.
-
-Format 2 (written from this release on) adds three fields inside the signed bytes: ``slot``
-(the game event of its round the entry fills), ``table_seq`` (1, 2, 3, ... per client and table)
-and ``table_prev`` (the log index of the same client and table's previous format-2 entry, null
-for the first). Format 1 entries (logs written before) keep decoding with their own field set.
-
-This module owns the entry's fields, their encoding and strict decoding; it draws nothing and
-stores nothing.
+Owns the entry's fields (docs/log-format.md, "Entries"), their encoding and strict decoding:
+RFC 8785 canonical JSON restricted to what it represents exactly everywhere (ASCII keys, no
+floats, integers below 2^53; :mod:`rng_service.canonical`), assembled member by member in
+sorted key order. Format 2 adds ``slot``, ``table_seq`` and ``table_prev`` inside the signed
+bytes; format 1 entries keep decoding. The leaf hash is SHA-256(0x00 || entry bytes) (RFC 6962
+section 2.1, :mod:`rng_service.log.merkle`). It draws nothing and stores nothing.
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
 """Signed notes (C2SP signed-note) with Ed25519 keys, and log checkpoints (C2SP tlog-checkpoint).
 
-Owns the text formats the log publishes its tree heads in, compatible with
-golang.org/x/mod/sumdb/note and the transparency-dev tooling:
-
-- a signed note is a UTF-8 text ending in a newline, a blank line, and one or more signature
-  lines ``"— <key name> <base64(key ID || signature)>\\n"`` (em dash U+2014); key ID is the first
-  4 bytes (big-endian) of ``SHA-256(key name || 0x0A || 0x01 || 32-byte Ed25519 public key)``
-  (C2SP signed-note, "Signatures" and "Ed25519 signatures");
-- a verifier key is ``<name>+<8 hex key ID>+<base64(0x01 || public key)>``;
-- a checkpoint body is ``<origin>\\n<tree size>\\n<base64 root hash>\\n`` and optional
-  non-empty extension lines (C2SP tlog-checkpoint, "Note text").
-
-Opening a note follows the spec, and is stricter than Go's ``note.Open`` (docs/log-format.md,
-"Opening a signed note"): signatures from unknown keys are ignored; every line of a known key is
-verified whatever the order, and one bad line rejects the whole note; two lines of one known key
-are refused; a note with no verified signature is rejected. Every
-failure is a domain error (:class:`MalformedNote`, :class:`InvalidNoteSignature`,
-:class:`UnverifiedNote`: integrity errors; :class:`InvalidVerifierKey`: bad input), never a bare
-``ValueError``. This module does no I/O; key files are :mod:`rng_service.log.keys`.
+Owns the text formats the log publishes its tree heads in (docs/log-format.md, "Checkpoints
+and signed notes"), compatible with golang.org/x/mod/sumdb/note: signature lines ``— <key
+name> <base64(key ID || signature)>``, the key ID and verifier-key string of C2SP signed-note
+("Signatures", "Ed25519 signatures") with :class:`Ed25519NoteKey`, the one key class of log
+notes and witness cosignatures, and the checkpoint body (origin, size, base64 root,
+extensions). Opening a note is stricter than Go's ``note.Open``: every line of a known key
+verifies, one key signs once, unknown keys are ignored, no verified line fails. Failures are
+domain errors (:class:`MalformedNote`, :class:`InvalidNoteSignature`, :class:`UnverifiedNote`,
+:class:`InvalidVerifierKey`), never a bare ``ValueError``. No I/O (key files:
+:mod:`rng_service.log.keys`).
 """
 
 from __future__ import annotations
