@@ -150,11 +150,11 @@ def walk_entries(
     fields: EntryFields | None,
     wanted: set[int],
 ) -> tuple[dict[int, bytes], bytes | None]:
-    """Step 4, the one pass over the entries: each line's index, its coverage by a checkpoint,
-    its leaf hash and (with ``fields``) the entry itself; each leaf onto the tree's right edge,
-    and the root at every size the tree checks. Returns the leaf hashes of the ``wanted``
-    indices and the newest entry's bytes (None if there is none). This loop is the verifier's
-    hot path: its state stays in local variables."""
+    """Step 4 of ``verify_export``, the one pass over the entries: each line's index, its
+    coverage by a checkpoint, its leaf hash and (with ``fields``) the entry itself; each leaf
+    onto the tree's right edge, and the root at every size the tree checks. Returns the leaf
+    hashes of the ``wanted`` indices and the newest entry's bytes (None if there is none).
+    This loop is the verifier's hot path: its state stays in local variables."""
     leaves: dict[int, bytes] = {}
     stack = tree.stack
     check_at = tree.check_at
@@ -205,10 +205,10 @@ def walk_entries(
 
 
 class EntryFields:
-    """Step 4's check of each entry's own bytes (``check_entries``): canonical form and the
-    fields of its format (:class:`EntryChecker`), its own index, a format that never goes back
-    from 2 to 1, the (client, table) chains of format 2 (:class:`ChainTracker`), and the round
-    rules across the whole log (:class:`RoundTracker`)."""
+    """Step 4's check of each entry's own bytes (``verify_export``'s ``check_entries``):
+    canonical form and the fields of its format (:class:`EntryChecker`), its own index, a
+    format that never goes back from 2 to 1, the (client, table) chains of format 2
+    (:class:`ChainTracker`), and the round rules across the whole log (:class:`RoundTracker`)."""
 
     def __init__(self, export_format: str, reference: Callable[[bytes], dict[str, Any]]) -> None:
         self._inspect = EntryChecker(reference).inspect
