@@ -1,13 +1,15 @@
 """Auditing the log without the service: the export format and the offline verifier.
 
-Pure code over bytes and text (no database, no gRPC): :mod:`rng_service.audit.export` owns the
-``rng-audit-export/v2`` file format, :mod:`rng_service.audit.verify` recomputes the RFC 6962
-tree of an export and checks C2SP signed checkpoints and receipts against it (its entry check
-made faster by :mod:`rng_service.audit.fast_check`),
-:mod:`rng_service.audit.witnesses` checks witness cosignatures (C2SP tlog-cosignature),
-:mod:`rng_service.audit.consistency` owns the consistency files (two checkpoints and the proof
-between them) and :mod:`rng_service.audit.link` the verify page's receipt links.
-The ``rng-audit`` command (:mod:`rng_service.audit_cli`) does the I/O. See docs/auditing.md.
+Pure code over bytes and text (no database, no gRPC): :mod:`~rng_service.audit.export` owns the
+``rng-audit-export/v2`` file format; :mod:`~rng_service.audit.verify` checks an export's C2SP
+signed checkpoints against its RFC 6962 tree, and receipts, and holds the reference check of an
+entry (the one to read); :mod:`~rng_service.audit.walk` is its one pass over the entries
+(faster with :mod:`~rng_service.audit.fast_check`), :mod:`~rng_service.audit.rounds_check` the
+round rules; :mod:`~rng_service.audit.witnesses` checks witness cosignatures (C2SP
+tlog-cosignature); table histories and disputes are :mod:`~rng_service.audit.history` and
+:mod:`~rng_service.audit.dispute`; :mod:`~rng_service.audit.consistency` the consistency files
+and :mod:`~rng_service.audit.link` the verify page's receipt links. The ``rng-audit`` command
+does the I/O. See docs/auditing.md.
 """
 
 from rng_service.audit.consistency import (

@@ -1,40 +1,14 @@
 """Answering a dispute about game rounds from signed bytes: every outcome of the rounds, and
 nothing of their table missing between the round before and the round after.
 
-A round is (client, table, round id) (docs/outcomes-api.md, "Rounds and slots"). A player
-disputes a round (a spin, a Touchdown Roulette game's downs, 58 Pa. Code 617a.3(f); the spins
-of a Roulette Up streak, 617b.4(g)); the rules of 641a.11(d) and 643a.11(h) ask that a round
-can be rebuilt. Given
-
-- the entries of each disputed round that a lookup found (``FindEntries`` by client, table and
-  round; or every entry of a verified export whose signed bytes name the round); the rounds
-  may be named, or be those of a request id or of a session (a Roulette Up streak's or a
-  Touchdown Roulette game's spins share one ``session_id``), and
-- the stretch of the table's chain (docs/log-format.md, "Slots and chains") from the entry
-  before the rounds' first entry to the entry after their last,
-
-all already proven (inclusion proofs in one verified checkpoint, or a verified export),
-:func:`judge_dispute` checks that the stretch is an unbroken chain
-(:func:`~rng_service.audit.history.check_history`), that every entry of the stretch that is of
-a disputed round was found (an entry the lookup missed was hidden from it: its lookup columns
-were changed) and that every entry found is in the stretch, and says what the rounds hold:
-their entries in log order (each one's slot, each slot filled once: a slot filled twice is a
-game event drawn twice and fails the dispute), voids, the other entries of the table between
-them, and the entries just before and after. A lab entry (a batch or stream chunk, in a slot of
-its own ``lab/<request id>``) that names a disputed round's table and round id is no outcome of
-that round (docs/outcomes-api.md, "Rounds and slots"): it is named apart (``lab``), never
-among the round's slots. So: these are all the outcomes of the rounds
-between the previous and the next round of the table, and nothing of the table between those
-is missing.
-
-What it cannot say from a lookup: that no entry of a disputed round lies OUTSIDE the stretch
-(far before or after, hidden by an edited column). The store's own check catches edited
-columns; a dispute against a full export (``--against``) finds every entry by its signed bytes.
-Entries of format 1 (before the upgrade to format 2) are in no chain: they are listed, and the
-chain statement covers only the format 2 ones.
-
-Pure: proven entries in, a :class:`DisputeReport` or a
-:class:`~rng_service.audit.verify.VerificationFailure` out.
+Owns :func:`judge_dispute` (docs/auditing.md, "4b. Table histories and disputes"): given the
+proven entries a lookup found for each disputed round (58 Pa. Code 641a.11(d), 643a.11(h): a
+round can be rebuilt) and the proven stretch of the table's chain around them
+(docs/log-format.md, "Slots and chains"), the stretch is unbroken, every entry of a disputed
+round or session in it was found, each slot filled once, lab entries named apart. What a
+lookup cannot show (an entry far outside the stretch) an export does (``--against``). Pure:
+entries in, a :class:`DisputeReport` or a
+:class:`~rng_service.audit.results.VerificationFailure` out.
 """
 
 from __future__ import annotations
@@ -142,35 +116,9 @@ def judge_dispute(
     docstring. ``sessions``: disputed session ids whose rounds are among ``found``; an entry
     of one of them in the chain that was not found is hidden too. Raises
     :class:`VerificationFailure` naming the entry at fault."""
-    rounds: list[RoundFinding] = []
-    for round_id, entries in found.items():
-        for entry in entries:
-            if (entry.client, entry.table_id, entry.round_id) != (client, table_id, round_id):
-                raise VerificationFailure(
-                    f"log index {entry.index} was returned for round {round_id!r} of table "
-                    f"{table_id!r} (client {client!r}), but its signed bytes are of round "
-                    f"{entry.round_id!r} of table {entry.table_id!r} (client {entry.client!r})",
-                    index=entry.index,
-                )
-        if not entries:
-            raise VerificationFailure(
-                f"round {round_id!r} of table {table_id!r} (client {client!r}) has no entry in "
-                "the log: nothing of it can be answered. Check the client, table and round "
-                "ids; a round whose stored lookup columns were changed is not found either "
-                "(rng-service check-store names such rows; a dispute --against a full export "
-                "finds entries by their signed bytes)"
-            )
-        ordered = tuple(sorted(entries, key=lambda e: e.index))
-        own = tuple(e for e in ordered if not _is_lab(e))
-        if not own:
-            raise VerificationFailure(
-                f"round {round_id!r} of table {table_id!r} (client {client!r}) has no outcome "
-                "in the log: the only entries naming it are lab entries (log index "
-                f"{', '.join(str(e.index) for e in ordered)}: batch or stream draws in slots of "
-                "their own), which are no round's outcomes"
-            )
-        _check_slots_once(client, table_id, round_id, own)
-        rounds.append(RoundFinding(round_id, own, tuple(e for e in ordered if _is_lab(e))))
+    rounds = [
+        _round_finding(client, table_id, round_id, entries) for round_id, entries in found.items()
+    ]
     bounds = span_of(found)
     if bounds is None:  # format 1 only: in no chain
         return DisputeReport(
@@ -180,6 +128,79 @@ def judge_dispute(
     report = check_history(span, client=client, table_id=table_id, first_seq=first)
     chain = report.entries
     by_seq = {e.table_seq: e for e in chain}
+    _check_against_chain(rounds, chain, by_seq, sessions)
+    lo = min(e.table_seq for r in rounds for e in r.chained if e.table_seq is not None)
+    hi = max(e.table_seq for r in rounds for e in r.chained if e.table_seq is not None)
+    previous = by_seq.get(lo - 1) if lo > 1 else None
+    following = by_seq.get(hi + 1)
+    if lo > 1 and previous is None:
+        raise VerificationFailure(
+            f"the table's chain was to start at seq {first} (before the rounds' first entry, "
+            f"seq {lo}) but does not hold it",
+            index=0,
+        )
+    asked = {r.round_id for r in rounds}
+    others = tuple(
+        e for e in chain if e.table_seq is not None and lo < e.table_seq < hi
+        and e.round_id not in asked
+    )  # fmt: skip
+    span_entries = tuple(
+        e for e in chain if e.table_seq is not None and lo - 1 <= e.table_seq <= hi + 1
+    )
+    return DisputeReport(
+        client=client,
+        table_id=table_id,
+        rounds=tuple(rounds),
+        span=span_entries,
+        previous=previous,
+        following=following,
+        others=others,
+        sessions=tuple(dict.fromkeys(sessions)),
+    )
+
+
+def _round_finding(
+    client: str, table_id: str, round_id: str, entries: Sequence[LogEntry]
+) -> RoundFinding:
+    """The found entries of one disputed round: each of that round, at least one that is no
+    lab entry, each slot once; else :class:`VerificationFailure`."""
+    for entry in entries:
+        if (entry.client, entry.table_id, entry.round_id) != (client, table_id, round_id):
+            raise VerificationFailure(
+                f"log index {entry.index} was returned for round {round_id!r} of table "
+                f"{table_id!r} (client {client!r}), but its signed bytes are of round "
+                f"{entry.round_id!r} of table {entry.table_id!r} (client {entry.client!r})",
+                index=entry.index,
+            )
+    if not entries:
+        raise VerificationFailure(
+            f"round {round_id!r} of table {table_id!r} (client {client!r}) has no entry in "
+            "the log: nothing of it can be answered. Check the client, table and round "
+            "ids; a round whose stored lookup columns were changed is not found either "
+            "(rng-service check-store names such rows; a dispute --against a full export "
+            "finds entries by their signed bytes)"
+        )
+    ordered = tuple(sorted(entries, key=lambda e: e.index))
+    own = tuple(e for e in ordered if not _is_lab(e))
+    if not own:
+        raise VerificationFailure(
+            f"round {round_id!r} of table {table_id!r} (client {client!r}) has no outcome "
+            "in the log: the only entries naming it are lab entries (log index "
+            f"{', '.join(str(e.index) for e in ordered)}: batch or stream draws in slots of "
+            "their own), which are no round's outcomes"
+        )
+    _check_slots_once(client, table_id, round_id, own)
+    return RoundFinding(round_id, own, tuple(e for e in ordered if _is_lab(e)))
+
+
+def _check_against_chain(
+    rounds: Sequence[RoundFinding],
+    chain: Sequence[LogEntry],
+    by_seq: Mapping[int | None, LogEntry],
+    sessions: Sequence[str],
+) -> None:
+    """Every found entry is the chain's entry at its seq, and the chain holds no entry of a
+    disputed round or session that the lookups did not return (the store hid it)."""
     found_at = {e.index: e for r in rounds for e in (*r.entries, *r.lab)}
     asked = {r.round_id for r in rounds}
     for finding in rounds:
@@ -208,30 +229,3 @@ def judge_dispute(
                 "changed)",
                 index=entry.index,
             )
-    lo = min(e.table_seq for r in rounds for e in r.chained if e.table_seq is not None)
-    hi = max(e.table_seq for r in rounds for e in r.chained if e.table_seq is not None)
-    previous = by_seq.get(lo - 1) if lo > 1 else None
-    following = by_seq.get(hi + 1)
-    if lo > 1 and previous is None:
-        raise VerificationFailure(
-            f"the table's chain was to start at seq {first} (before the rounds' first entry, "
-            f"seq {lo}) but does not hold it",
-            index=0,
-        )
-    others = tuple(
-        e for e in chain if e.table_seq is not None and lo < e.table_seq < hi
-        and e.round_id not in asked
-    )  # fmt: skip
-    span_entries = tuple(
-        e for e in chain if e.table_seq is not None and lo - 1 <= e.table_seq <= hi + 1
-    )
-    return DisputeReport(
-        client=client,
-        table_id=table_id,
-        rounds=tuple(rounds),
-        span=span_entries,
-        previous=previous,
-        following=following,
-        others=others,
-        sessions=tuple(dict.fromkeys(sessions)),
-    )

@@ -1,26 +1,11 @@
 """The log export file format ``rng-audit-export/v2``: writing and strict line-by-line reading.
 
-An export is a UTF-8 JSON Lines file (one JSON object per line, each line ending in ``\\n``)
-that carries a log's entries and its published checkpoints, so that an auditor can recompute
-the RFC 6962 tree (RFC 6962 section 2.1, RFC 9162 section 2.1) and check every C2SP
-tlog-checkpoint / C2SP signed-note signature without the service. docs/log-format.md
-("Export format") specifies it for reimplementation:
-
-1. a header ``{"format": "rng-audit-export/v2", "origin": <checkpoint origin>,
-   "tree_size": <N entries that follow>, "checkpoints": <M checkpoint lines that follow>}``;
-2. M checkpoint lines ``{"type": "checkpoint", "published_at_ns": <int>, "note": <signed note>}``,
-   ordered by tree size;
-3. N entry lines ``{"type": "entry", "index": <i>, "leaf_hash": <64 lowercase hex>,
-   "entry": <standard padded base64 of the canonical entry bytes>}`` for i = 0 .. N-1.
-
-Version 2 differs from version 1 only in what its entry lines may hold: entries of format 1 or
-2 (docs/log-format.md, "Entries"); a version 1 export holds format 1 entries only. The version
-changed so that a verifier that knows format 1 only stops at the header (an unknown export
-format, bad input) instead of reporting format-2 entries as altered. Both are read.
-
-This module owns only the syntax: it reads no database and calls no service (the ``rng-audit``
-command feeds it), and it judges nothing: :mod:`rng_service.audit.verify` does. Syntax errors
-are :class:`ExportFormatError` naming the line and the field, never a bare ``ValueError``.
+Owns the syntax of the JSON Lines file docs/log-format.md ("Export format") specifies: a
+header (format, origin, tree size, number of checkpoints), the checkpoint lines (C2SP signed
+notes, by tree size), then one line per entry (index, RFC 6962 leaf hash, base64 canonical
+bytes). Version 2 may hold entries of format 1 or 2; version 1 (format 1 only) is read too.
+It reads no database, calls no service and judges nothing (:mod:`rng_service.audit.verify`
+does); syntax errors are :class:`ExportFormatError` naming the line and the field.
 """
 
 from __future__ import annotations

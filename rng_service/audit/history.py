@@ -1,26 +1,13 @@
 """A table's history, proven complete offline: entries with inclusion proofs against one signed
-checkpoint, and the (client, table) chain they form.
+checkpoint, and the (client, table) chain they form (docs/log-format.md, "Slots and chains";
+docs/auditing.md, "4b. Table histories and disputes").
 
-Entry format 2 (docs/log-format.md, "Slots and chains") numbers the entries of each (client,
-table) in log order: ``table_seq`` 1, 2, 3, ... and ``table_prev`` the log index of the one
-before, inside the signed bytes. So a stretch of a table's entries from seq A to seq B, each
-proven in a checkpoint the log signed, shows that nothing of that table between them is
-missing: each entry names its predecessor, and the predecessor's number is one less.
-
-- :func:`prove_entries` checks entries as a log read returns them (``GetTableHistory``,
-  ``FindEntries``): each leaf hash is ``SHA-256(0x00 || bytes)``, each entry decodes as a
-  canonical entry whose own index is the one it was returned under, and each inclusion proof
-  verifies against the root of a checkpoint whose signature and origin were verified (RFC 9162
-  section 2.1.3.2).
-- :func:`check_history` checks that proven entries are the chain of the asked (client,
-  table) from seq A to seq B without a break, and names the first break otherwise.
-- :func:`write_history` / :func:`read_history`: the ``rng-audit-table-history/v1`` file that
-  ``rng-audit table-history --out`` saves, so the same check runs later offline (the format is
-  in docs/auditing.md).
-- :func:`describe`: one line of an entry's outcome for the command's listing.
-
-Pure: bytes and text in, reports or :class:`~rng_service.audit.verify.VerificationFailure`
-out; the ``rng-audit`` command does the I/O.
+Owns :func:`prove_entries` (leaf hashes, canonical entries at their indices, inclusion proofs
+against a verified checkpoint: RFC 9162 section 2.1.3.2), :func:`check_history` (the chain
+from seq A to seq B without a break), the ``rng-audit-table-history/v1`` file
+(:func:`write_history`, :func:`read_history`) and :func:`describe` (an outcome in one line).
+Pure: bytes and text in, reports or
+:class:`~rng_service.audit.results.VerificationFailure` out; ``rng-audit`` does the I/O.
 """
 
 from __future__ import annotations
@@ -193,31 +180,48 @@ def check_history(
                     index=entry.index if prev is None else prev,
                 )
         else:
-            if previous.table_seq is None:  # not reached: checked when it was the entry
-                raise RuntimeError(f"log index {previous.index} has no table_seq")
-            expected = previous.table_seq + 1
-            after = f"after seq {previous.table_seq} (log index {previous.index})"
-            if seq > expected:
-                named = "" if prev is None else f", whose predecessor is log index {prev}"
-                raise ChainBreak(
-                    f"the history of {name} is broken {after}: the next entry it holds is seq "
-                    f"{seq} ({where}{named}): {_missing(expected, seq - 1)}",
-                    index=entry.index if prev is None else prev,
-                )
-            if seq < expected:
-                raise ChainBreak(
-                    f"the history of {name} is broken {after}: the next entry it holds is seq "
-                    f"{seq} ({where}): the numbers go back (an entry repeated or out of order)",
-                    index=entry.index,
-                )
-            if prev != previous.index:
-                raise ChainBreak(
-                    f"the history of {name} is broken {after}: seq {seq} ({where}) names log "
-                    f"index {prev} as its predecessor, not {previous.index}: two entries claim "
-                    "one place in the chain",
-                    index=entry.index,
-                )
+            _check_link(entry, previous, name)
         previous = entry
+    _check_end(previous, name, first_seq=first_seq, last_seq=last_seq)
+    return HistoryReport(client=client, table_id=table_id, entries=tuple(entries))
+
+
+def _check_link(entry: LogEntry, previous: LogEntry, name: str) -> None:
+    """``entry`` follows ``previous`` in the chain: the next seq, naming it as predecessor."""
+    where = f"log index {entry.index}"
+    seq, prev = entry.table_seq, entry.table_prev
+    if seq is None:  # not reached: the caller checked it
+        raise RuntimeError(f"log index {entry.index} has no table_seq")
+    if previous.table_seq is None:  # not reached: checked when it was the entry
+        raise RuntimeError(f"log index {previous.index} has no table_seq")
+    expected = previous.table_seq + 1
+    after = f"after seq {previous.table_seq} (log index {previous.index})"
+    if seq > expected:
+        named = "" if prev is None else f", whose predecessor is log index {prev}"
+        raise ChainBreak(
+            f"the history of {name} is broken {after}: the next entry it holds is seq "
+            f"{seq} ({where}{named}): {_missing(expected, seq - 1)}",
+            index=entry.index if prev is None else prev,
+        )
+    if seq < expected:
+        raise ChainBreak(
+            f"the history of {name} is broken {after}: the next entry it holds is seq "
+            f"{seq} ({where}): the numbers go back (an entry repeated or out of order)",
+            index=entry.index,
+        )
+    if prev != previous.index:
+        raise ChainBreak(
+            f"the history of {name} is broken {after}: seq {seq} ({where}) names log "
+            f"index {prev} as its predecessor, not {previous.index}: two entries claim "
+            "one place in the chain",
+            index=entry.index,
+        )
+
+
+def _check_end(
+    previous: LogEntry | None, name: str, *, first_seq: int, last_seq: int | None
+) -> None:
+    """The chain's last entry given (``previous``) is at ``last_seq``, if one is asked for."""
     if last_seq is not None and previous is not None and previous.table_seq != last_seq:
         if previous.table_seq is None:  # not reached: every entry was checked above
             raise RuntimeError(f"log index {previous.index} has no table_seq")
@@ -238,7 +242,6 @@ def check_history(
             f"{_missing(first_seq, last_seq)}",
             index=0,
         )
-    return HistoryReport(client=client, table_id=table_id, entries=tuple(entries))
 
 
 # -- outcomes in one line ------------------------------------------------------------------

@@ -1,35 +1,12 @@
 """Witness cosignatures as auditors check them: ``--witness KEY ... --min-witnesses K``.
 
-Pure: signed notes and keys in, a :class:`WitnessReport` out. A C2SP tlog-cosignature
-``cosignature/v1`` is "a statement that, as of the specified time, the consistent tree head with
-the largest size the cosigner has observed for the log identified by the origin line has the
-specified root hash", and a C2SP tlog-witness witness never cosigns a checkpoint smaller than, or
-inconsistent with, one it cosigned before. So a checkpoint cosigned by a witness at time T shows
-that, as far as that witness saw until T, the log was no longer than that checkpoint. That is
-what an export or a receipt cannot show by itself (docs/auditing.md, "Witnesses").
-
-The rule (:func:`check_witnesses`), with K = ``min_witnesses``:
-
-- every cosignature line of a given witness key on any checkpoint checked must verify over that
-  checkpoint (C2SP signed-note: a known key's bad signature rejects the note), and carry a time
-  no later than ``now`` plus :data:`MAX_CLOCK_SKEW_SECONDS` ("verifiers MAY reject cosignatures
-  with timestamps in the future"); lines of other keys are ignored;
-- a checkpoint is **witnessed** when it carries valid cosignatures of at least K distinct given
-  witness keys; its time is the K-th newest of their timestamps (each of K witnesses vouched for
-  it at that time or later);
-- with ``cover`` (a tree size: an export's newest entry is covered by its size, a receipt by
-  its checkpoint's), only witnessed checkpoints at least that large count: the report's ``best``
-  is the one of them with the latest such time. Without one, K >= 1 fails naming the entries no
-  witnessed checkpoint covers ("entries 392-465: witnessed by none of the 2 keys; the newest
-  witnessed checkpoint is of size 392, 8 min older than the newest entry"): a log rolled back to
-  an older store copy and regrown carries its old cosigned checkpoints, and only coverage of the
-  newest entry tells the regrown part apart;
-- with ``max_age_seconds``, that checkpoint's time must be no older than that before ``now``
-  (the auditor's freshness bound, ``--max-witness-age``; no default).
-
-``best`` with no ``cover`` is the witnessed checkpoint with the latest time: as far as K
-witnesses saw until then, the log was no longer than its size. A failure is a
-:class:`WitnessFailure` (an :class:`~rng_service.errors.IntegrityError`: exit status 1).
+Owns :func:`check_witnesses` (docs/auditing.md, "6. Witnesses"; C2SP tlog-cosignature and
+tlog-witness): every cosignature line of a given witness key must verify and not be from the
+future (beyond :data:`MAX_CLOCK_SKEW_SECONDS`); a checkpoint is witnessed by K distinct keys
+at the K-th newest of their times; with ``cover`` a witnessed checkpoint must cover that tree
+size (an export's newest entry), and with ``max_age_seconds`` be that fresh. What it proves:
+as far as K witnesses saw until then, the log was no longer. Pure: notes and keys in, a
+:class:`WitnessReport` or a :class:`WitnessFailure` (an integrity error) out.
 """
 
 from __future__ import annotations

@@ -1,57 +1,32 @@
 """Witness cosignatures of checkpoints: C2SP tlog-cosignature ``cosignature/v1`` with Ed25519.
 
-Owns the cosignature format that the witness (``rng-witness``) writes, the service stores beside
-its published checkpoints, and the verifiers (``rng-audit verify --witness``) check. Pure: no
-I/O. The spec, C2SP tlog-cosignature, sections quoted where implemented:
-
-- "Format": a cosignature is a signed-note signature line ``— <key name> base64(32-bit key ID
-  || signature)`` on a checkpoint. "The key ID for Ed25519 cosignatures MUST be computed as
-  SHA-256(<name> || "\\n" || 0x04 || 32-byte Ed25519 cosigner public key)[:4]"
-  (:func:`cosigner_key_id`); "Ed25519 public keys MAY be encoded as vkeys with signature type
-  0x04" (:meth:`CosignatureVerifier.verifier_key`).
-- "The signature MUST be a timestamped_signature structure": ``u64 timestamp`` (big-endian,
-  "MUST NOT exceed 2^63 - 1") followed by the 64-byte Ed25519 signature, so a line's base64
-  decodes to 4 + 8 + 64 = 76 bytes (:func:`parse_cosignature`).
-- "Ed25519 signed message": "two newline (U+000A) terminated lines (one header line and one
-  timestamp line) followed by the whole note body of the cosigned checkpoint (including the final
-  newline, but not including any signature lines)"; the header is ``cosignature/v1`` and the
-  timestamp line ``time <decimal, no leading zeroes>`` (:func:`signed_message`).
-- Semantics: "a v1 cosignature is a statement that, as of the specified time, the consistent
-  tree head with the largest size the cosigner has observed for the log identified by the origin
-  line has the specified root hash." That is what makes a cosignature evidence against a log cut
-  back below what a witness saw (docs/auditing.md, "Witnesses").
-
-Verifying follows C2SP signed-note and tlog-witness: "The client MUST ignore any cosignatures
-from unknown keys" (a line whose name and key ID match no configured witness key is skipped); a
-line from a known key that does not verify is an integrity failure
-(:class:`InvalidCosignature`), as a known key's bad signature is for a signed note
-(:mod:`rng_service.log.note`). The type byte 0x04 in the key ID keeps a cosigner key from ever
-matching a log key (type 0x01) of the same name, so log verifiers ignore cosignature lines and
-witness verifiers ignore log signatures.
+Owns the cosignature format the witness writes, the service keeps beside its checkpoints and
+the verifiers check (docs/log-format.md, "Witness cosignatures"): a signed-note line whose
+key ID has type 0x04 (:class:`CosignatureVerifier`, an
+:class:`~rng_service.log.note.Ed25519NoteKey`), holding an 8-byte timestamp (at most 2^63 - 1)
+and an Ed25519 signature over ``cosignature/v1\\ntime <t>\\n`` and the checkpoint's note body
+(:func:`signed_message`). Lines of unknown keys are ignored; a known key's line that does not
+verify is :class:`InvalidCosignature`. The type byte keeps a witness key from matching a log
+key (0x01) of the same name. Pure: no I/O.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NoReturn
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from rng_service.errors import IntegrityError, InvalidArgument
 from rng_service.log.note import (
-    InvalidVerifierKey,
+    Ed25519KeySigner,
+    Ed25519NoteKey,
     MalformedNote,
     NoteSignature,
     SignedNote,
-    check_key_id,
-    is_valid_key_name,
+    key_id,
+    key_map,
     parse_note,
-    split_verifier_key,
 )
 
 __all__ = [
@@ -86,10 +61,7 @@ class InvalidCosignature(IntegrityError):
 
 def cosigner_key_id(name: str, public_key: bytes) -> int:
     """SHA-256(name || 0x0A || 0x04 || 32-byte public key)[:4] as a big-endian uint32."""
-    digest = hashlib.sha256(
-        name.encode("utf-8") + b"\n" + bytes([ALG_COSIGNATURE_V1]) + public_key
-    ).digest()
-    return int.from_bytes(digest[:4], "big")
+    return key_id(name, public_key, alg=ALG_COSIGNATURE_V1)
 
 
 def signed_message(body: bytes, timestamp: int) -> bytes:
@@ -99,10 +71,6 @@ def signed_message(body: bytes, timestamp: int) -> bytes:
     if not body.endswith(b"\n"):
         raise MalformedNote("a cosigned note body must end with a newline")
     return f"{COSIGNATURE_HEADER}\ntime {timestamp}\n".encode("ascii") + body
-
-
-def _raw(key: Ed25519PublicKey) -> bytes:
-    return key.public_bytes(Encoding.Raw, PublicFormat.Raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,103 +110,39 @@ def parse_cosignature(signature: NoteSignature) -> Cosignature:
     return Cosignature(signature.name, signature.key_id, timestamp, raw[8:])
 
 
-class CosignatureVerifier:
+class CosignatureVerifier(Ed25519NoteKey):
     """A witness's Ed25519 ``cosignature/v1`` key: name, key ID (type 0x04), public key."""
 
-    __slots__ = ("_key_id", "_name", "_public", "_raw")
+    ALG = ALG_COSIGNATURE_V1
+    _KEY_WHAT = "witness verifier key"
+    _NAME_WHAT = "witness key name"
+    _WRONG_ALG = (
+        "(a witness key is 0x04, Ed25519 cosignature/v1; a log's key, 0x01, "
+        "cannot verify cosignatures)"
+    )
+    _STRIP = True
 
-    def __init__(self, name: str, public_key: Ed25519PublicKey) -> None:
-        if not is_valid_key_name(name):
-            raise InvalidVerifierKey(f"witness key name {name!r} is empty or has a space or '+'")
-        self._name = name
-        self._public = public_key
-        self._raw = _raw(public_key)
-        self._key_id = cosigner_key_id(name, self._raw)
-
-    @classmethod
-    def from_verifier_key(cls, vkey: str) -> CosignatureVerifier:
-        """Parses ``<name>+<8 hex key id>+<base64(0x04 || 32-byte public key)>``."""
-        name, id_hex, raw = split_verifier_key(
-            vkey.strip(), alg=ALG_COSIGNATURE_V1, what="witness verifier key",
-            wrong_alg="(a witness key is 0x04, Ed25519 cosignature/v1; a log's key, 0x01, "
-            "cannot verify cosignatures)",
-        )  # fmt: skip
-        verifier = cls(name, Ed25519PublicKey.from_public_bytes(raw))
-        check_key_id(verifier.key_id, id_hex, vkey, what="witness verifier key")
-        return verifier
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def key_id(self) -> int:
-        return self._key_id
-
-    @property
-    def public_key(self) -> Ed25519PublicKey:
-        return self._public
-
-    def verifier_key(self) -> str:
-        encoded = base64.b64encode(bytes([ALG_COSIGNATURE_V1]) + self._raw).decode("ascii")
-        return f"{self._name}+{self._key_id:08x}+{encoded}"
+    __slots__ = ()
 
     def matches(self, signature: NoteSignature) -> bool:
         return signature.name == self._name and signature.key_id == self._key_id
 
     def verify(self, body: bytes, cosignature: Cosignature) -> bool:
-        try:
-            self._public.verify(cosignature.signature, signed_message(body, cosignature.timestamp))
-        except InvalidSignature:
-            return False
-        return True
-
-    def __repr__(self) -> str:
-        return f"CosignatureVerifier({self.verifier_key()!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, CosignatureVerifier)
-            and other._name == self._name
-            and other._raw == self._raw
-        )
-
-    def __hash__(self) -> int:
-        return hash((self._name, self._raw))
+        return self._verifies(cosignature.signature, signed_message(body, cosignature.timestamp))
 
 
-class CosignatureSigner:
+class CosignatureSigner(Ed25519KeySigner[CosignatureVerifier]):
     """A witness's signing key: cosigns checkpoint bodies. Never shows the private key."""
 
-    __slots__ = ("_key", "_verifier")
+    __slots__ = ()
 
-    def __init__(self, name: str, private_key: Ed25519PrivateKey) -> None:
-        if not isinstance(private_key, Ed25519PrivateKey):
-            raise InvalidArgument("private_key", "is not an Ed25519 private key")
-        self._key = private_key
-        self._verifier = CosignatureVerifier(name, private_key.public_key())
-
-    @property
-    def name(self) -> str:
-        return self._verifier.name
-
-    @property
-    def key_id(self) -> int:
-        return self._verifier.key_id
-
-    def verifier(self) -> CosignatureVerifier:
-        return self._verifier
+    def _public_half(self, name: str, public_key: Ed25519PublicKey) -> CosignatureVerifier:
+        return CosignatureVerifier(name, public_key)
 
     def cosign(self, body: bytes, timestamp: int) -> Cosignature:
         """The cosignature of checkpoint ``body`` at ``timestamp`` (POSIX seconds)."""
         signature = self._key.sign(signed_message(body, timestamp))
         return Cosignature(self.name, self.key_id, timestamp, signature)
-
-    def __repr__(self) -> str:
-        return f"CosignatureSigner(name={self.name!r}, key_id={self.key_id:08x})"
-
-    def __reduce__(self) -> NoReturn:
-        raise TypeError("CosignatureSigner holds a private key and cannot be pickled")
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,19 +152,6 @@ class VerifiedCosignature:
     witness: CosignatureVerifier
     timestamp: int
     line: str
-
-
-def _witness_map(
-    witnesses: Iterable[CosignatureVerifier],
-) -> dict[tuple[str, int], CosignatureVerifier]:
-    known: dict[tuple[str, int], CosignatureVerifier] = {}
-    for w in witnesses:
-        previous = known.setdefault((w.name, w.key_id), w)
-        if previous != w:
-            raise InvalidArgument(
-                "witnesses", f"ambiguous witness key {w.name}+{w.key_id:08x}: two different keys"
-            )
-    return known
 
 
 def verify_cosignatures(
@@ -275,7 +166,7 @@ def verify_cosignatures(
     """
     parsed = parse_note(note) if isinstance(note, bytes) else note
     body = parsed.text.encode("utf-8")
-    known = _witness_map(witnesses)
+    known = key_map(witnesses, field="witnesses", what="witness key")
     best: dict[tuple[str, int], VerifiedCosignature] = {}
     for sig in parsed.signatures:
         witness = known.get((sig.name, sig.key_id))

@@ -1,22 +1,11 @@
 """Log entries and their canonical byte encoding (format versions 1 and 2).
 
-An entry is encoded as RFC 8785 (JSON Canonicalization Scheme) canonical JSON restricted to the
-types JCS represents exactly in every language: objects with ASCII keys, arrays, strings,
-booleans, null and integers of magnitude below 2^53. No floats ever appear. Under that
-restriction JCS is: object members sorted by key, no insignificant white space, strings with
-only the mandatory escapes (RFC 8785 section 3.2.2.2), integers in shortest decimal form. The
-JSON itself is :mod:`rng_service.canonical`'s (one encoder and decoder for everything signed);
-this module assembles an entry's members in their sorted order from its primitives. The
-leaf hash of an entry is SHA-256(0x00 || entry bytes) (RFC 6962 section 2.1, see
-``rng_service.log.merkle``). The fields are listed in docs/log-format.md.
-
-Format 2 (written from this release on) adds three fields inside the signed bytes: ``slot``
-(the game event of its round the entry fills), ``table_seq`` (1, 2, 3, ... per client and table)
-and ``table_prev`` (the log index of the same client and table's previous format-2 entry, null
-for the first). Format 1 entries (logs written before) keep decoding with their own field set.
-
-This module owns the entry's fields, their encoding and strict decoding; it draws nothing and
-stores nothing.
+Owns the entry's fields (docs/log-format.md, "Entries"), their encoding and strict decoding:
+RFC 8785 canonical JSON restricted to what it represents exactly everywhere (ASCII keys, no
+floats, integers below 2^53; :mod:`rng_service.canonical`), assembled member by member in
+sorted key order. Format 2 adds ``slot``, ``table_seq`` and ``table_prev`` inside the signed
+bytes; format 1 entries keep decoding. The leaf hash is SHA-256(0x00 || entry bytes) (RFC 6962
+section 2.1, :mod:`rng_service.log.merkle`). It draws nothing and stores nothing.
 """
 
 from __future__ import annotations
@@ -246,26 +235,35 @@ class LogEntry:
         """``canonical_json(self.to_record())`` assembled member by member (keys in their
         sorted order), without sorting or walking the record itself; None whenever the
         general path might not succeed (it then raises its own error)."""
-        gen = self.generator
         time_text = self.time_text or format_time(self.timestamp_ns)
-        v2 = self.version == 2
-        seq, prev = self.table_seq, self.table_prev
-        if not (
-            (self.version == 1 and self.slot is None and seq is None and prev is None)
-            or (
-                v2
-                and type(self.slot) is str
-                and self.slot
-                and type(seq) is int
-                and type(self.index) is int
-                and (
-                    (prev is None and seq == 1)
-                    or (type(prev) is int and 1 < seq <= _MAX_SAFE_INT and 0 <= prev < self.index)
-                )
-            )
-        ):
+        if not self._chain_fits_fast():
             return None  # encode() then says what is wrong with the format-2 fields
-        if not (
+        if not self._scalars_fit_fast(time_text):
+            return None
+        try:
+            return self._assemble(time_text)
+        except (ValueError, TypeError):  # UnicodeEncodeError is a ValueError
+            return None
+
+    def _chain_fits_fast(self) -> bool:
+        """The format-2 fields are those of the entry's version, and valid."""
+        seq, prev = self.table_seq, self.table_prev
+        return (self.version == 1 and self.slot is None and seq is None and prev is None) or (
+            self.version == 2
+            and type(self.slot) is str
+            and bool(self.slot)
+            and type(seq) is int
+            and type(self.index) is int
+            and (
+                (prev is None and seq == 1)
+                or (type(prev) is int and 1 < seq <= _MAX_SAFE_INT and 0 <= prev < self.index)
+            )
+        )
+
+    def _scalars_fit_fast(self, time_text: str) -> bool:
+        """Every member but params and outcome has the exact type the format names."""
+        gen = self.generator
+        return (
             _safe_int(self.version)
             and _safe_int(self.index)
             and type(gen) is GeneratorRef
@@ -280,100 +278,113 @@ class LogEntry:
             and type(self.session_id) is str
             and type(self.request_id) is str
             and type(self.profile_sha256) is str
-        ):
-            return None
-        try:
-            params = dict(self.params)
-            outcome = dict(self.outcome)
-            _check(params, "$.params")
-            _check(outcome, "$.outcome")
-            text = (
-                f'{{"client":{_STR(self.client)},'
-                f'"generator":{{"epoch":{gen.epoch},"instance":{_STR(gen.instance)},'
-                f'"lab_mode":{"true" if gen.lab_mode else "false"}}},'
-                f'"index":{self.index},"kind":{_STR(self.kind)},'
-                f'"outcome":{_text(outcome)},"params":{_text(params)},'
-                f'"profile_sha256":{_STR(self.profile_sha256)},'
-                f'"request_id":{_STR(self.request_id)},"round_id":{_STR(self.round_id)},'
-                f'"session_id":{_STR(self.session_id)},'
-                + (f'"slot":{_STR(self.slot or "")},' if v2 else "")
-                + f'"table_id":{_STR(self.table_id)},'
-                + (
-                    f'"table_prev":{"null" if self.table_prev is None else self.table_prev},'
-                    f'"table_seq":{self.table_seq},'
-                    if v2
-                    else ""
-                )
-                + f'"time":{_STR(time_text)},"v":{self.version}}}'
+        )
+
+    def _assemble(self, time_text: str) -> bytes:
+        """The canonical text, members in sorted key order (ValueError or TypeError where
+        params or outcome hold what canonical JSON does not)."""
+        gen = self.generator
+        v2 = self.version == 2
+        params = dict(self.params)
+        outcome = dict(self.outcome)
+        _check(params, "$.params")
+        _check(outcome, "$.outcome")
+        text = (
+            f'{{"client":{_STR(self.client)},'
+            f'"generator":{{"epoch":{gen.epoch},"instance":{_STR(gen.instance)},'
+            f'"lab_mode":{"true" if gen.lab_mode else "false"}}},'
+            f'"index":{self.index},"kind":{_STR(self.kind)},'
+            f'"outcome":{_text(outcome)},"params":{_text(params)},'
+            f'"profile_sha256":{_STR(self.profile_sha256)},'
+            f'"request_id":{_STR(self.request_id)},"round_id":{_STR(self.round_id)},'
+            f'"session_id":{_STR(self.session_id)},'
+            + (f'"slot":{_STR(self.slot or "")},' if v2 else "")
+            + f'"table_id":{_STR(self.table_id)},'
+            + (
+                f'"table_prev":{"null" if self.table_prev is None else self.table_prev},'
+                f'"table_seq":{self.table_seq},'
+                if v2
+                else ""
             )
-            return text.encode("utf-8")
-        except (ValueError, TypeError):  # UnicodeEncodeError is a ValueError
-            return None
+            + f'"time":{_STR(time_text)},"v":{self.version}}}'
+        )
+        return text.encode("utf-8")
 
     @classmethod
     def decode(cls, data: bytes) -> LogEntry:
         """Strictly decodes canonical entry bytes; anything else raises EntryFormatError."""
-        try:
-            record = canonical.parse(data, ascii_keys=True)
-        except canonical.CanonicalJsonError as e:
-            raise EntryFormatError(f"entry is not restricted canonical JSON: {e}") from e
-        if not isinstance(record, dict):
-            raise EntryFormatError("entry is not a JSON object")
-        version = record.get("v")
-        if type(version) is not int or version not in _FIELDS:
-            raise EntryFormatError(
-                f"unknown entry format version {version!r} (known: "
-                f"{', '.join(map(str, KNOWN_VERSIONS))})"
-            )
-        fields = _FIELDS[version]
-        if set(record) != fields:
-            missing = sorted(fields - set(record))
-            extra = sorted(set(record) - fields)
-            raise EntryFormatError(
-                f"format {version} entry fields wrong: missing {missing}, unexpected {extra}"
-            )
+        record, version = _parse_record(data)
         try:
             if canonical.reencode(record, ascii_keys=True) != data:
                 raise EntryFormatError("entry bytes are not in canonical form")
-            gen = _typed(record, "generator", dict)
-            if gen.keys() != _GENERATOR_KEYS:
-                raise EntryFormatError(
-                    f"entry field 'generator' must hold exactly {sorted(_GENERATOR_KEYS)}, not "
-                    f"{sorted(gen)}"
-                )
-            index = _typed(record, "index", int)
-            chain: dict[str, Any] = {}
-            if version >= 2:
-                prev = record["table_prev"]
-                chain = {
-                    "slot": _typed(record, "slot", str),
-                    "table_seq": _typed(record, "table_seq", int),
-                    "table_prev": None if prev is None else _typed(record, "table_prev", int),
-                }
-                _check_v2(index, **chain, error=EntryFormatError)
-            entry = cls(
-                index=index,
-                timestamp_ns=_parse_time(_typed(record, "time", str)),
-                kind=_typed(record, "kind", str),
-                params=_typed(record, "params", dict),
-                outcome=_typed(record, "outcome", dict),
-                client=_typed(record, "client", str),
-                table_id=_typed(record, "table_id", str),
-                round_id=_typed(record, "round_id", str),
-                session_id=_typed(record, "session_id", str),
-                request_id=_typed(record, "request_id", str),
-                profile_sha256=_typed(record, "profile_sha256", str),
-                generator=GeneratorRef(
-                    instance=_typed(gen, "instance", str),
-                    epoch=_typed(gen, "epoch", int),
-                    lab_mode=_typed(gen, "lab_mode", bool),
-                ),
-                version=version,
-                **chain,
-            )
+            return cls._from_record(record, version)
         except (ValueError, TypeError, KeyError) as e:
             raise EntryFormatError(f"malformed entry: {e}") from e
-        return entry
+
+    @classmethod
+    def _from_record(cls, record: dict[str, Any], version: int) -> LogEntry:
+        """The entry of a record with the fields of its ``version``, each of its type."""
+        gen = _typed(record, "generator", dict)
+        if gen.keys() != _GENERATOR_KEYS:
+            raise EntryFormatError(
+                f"entry field 'generator' must hold exactly {sorted(_GENERATOR_KEYS)}, not "
+                f"{sorted(gen)}"
+            )
+        index = _typed(record, "index", int)
+        chain: dict[str, Any] = {}
+        if version >= 2:
+            prev = record["table_prev"]
+            chain = {
+                "slot": _typed(record, "slot", str),
+                "table_seq": _typed(record, "table_seq", int),
+                "table_prev": None if prev is None else _typed(record, "table_prev", int),
+            }
+            _check_v2(index, **chain, error=EntryFormatError)
+        return cls(
+            index=index,
+            timestamp_ns=_parse_time(_typed(record, "time", str)),
+            kind=_typed(record, "kind", str),
+            params=_typed(record, "params", dict),
+            outcome=_typed(record, "outcome", dict),
+            client=_typed(record, "client", str),
+            table_id=_typed(record, "table_id", str),
+            round_id=_typed(record, "round_id", str),
+            session_id=_typed(record, "session_id", str),
+            request_id=_typed(record, "request_id", str),
+            profile_sha256=_typed(record, "profile_sha256", str),
+            generator=GeneratorRef(
+                instance=_typed(gen, "instance", str),
+                epoch=_typed(gen, "epoch", int),
+                lab_mode=_typed(gen, "lab_mode", bool),
+            ),
+            version=version,
+            **chain,
+        )
+
+
+def _parse_record(data: bytes) -> tuple[dict[str, Any], int]:
+    """Restricted canonical JSON holding an object with the fields of a known format
+    version: the object and its version; else :class:`EntryFormatError`."""
+    try:
+        record = canonical.parse(data, ascii_keys=True)
+    except canonical.CanonicalJsonError as e:
+        raise EntryFormatError(f"entry is not restricted canonical JSON: {e}") from e
+    if not isinstance(record, dict):
+        raise EntryFormatError("entry is not a JSON object")
+    version = record.get("v")
+    if type(version) is not int or version not in _FIELDS:
+        raise EntryFormatError(
+            f"unknown entry format version {version!r} (known: "
+            f"{', '.join(map(str, KNOWN_VERSIONS))})"
+        )
+    fields = _FIELDS[version]
+    if set(record) != fields:
+        missing = sorted(fields - set(record))
+        extra = sorted(set(record) - fields)
+        raise EntryFormatError(
+            f"format {version} entry fields wrong: missing {missing}, unexpected {extra}"
+        )
+    return record, version
 
 
 def _check_v2(

@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
@@ -26,7 +27,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from rng_service.errors import FailedPrecondition, InvalidArgument
 from rng_service.log.cosignature import CosignatureSigner
-from rng_service.log.note import Ed25519NoteSigner, InvalidVerifierKey, NoteVerifier
+from rng_service.log.note import (
+    Ed25519KeySigner,
+    Ed25519NoteSigner,
+    InvalidVerifierKey,
+    NoteVerifier,
+)
 
 __all__ = [
     "KeyFileError",
@@ -170,7 +176,7 @@ def generate_key_pair(
     vkey_path = private_path.with_name(private_path.name + ".vkey")
     key = Ed25519PrivateKey.generate()
     # Validates the name before anything is written.
-    signer: Ed25519NoteSigner | CosignatureSigner = (
+    signer: Ed25519KeySigner[Any] = (
         CosignatureSigner(name, key) if cosigner else Ed25519NoteSigner(name, key)
     )
     if not overwrite:

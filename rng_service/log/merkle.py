@@ -202,21 +202,45 @@ def verify_consistency(
         _check_hash(p, f"consistency proof element {position}")
     if not 0 <= size1 <= size2:
         raise ProofError(f"tree sizes must satisfy 0 <= size1 <= size2, got {size1}, {size2}")
+    if size1 == size2 or size1 == 0:
+        _check_trivial_consistency(size1, size2, proof, root1, root2)
+        return
+    if not proof:
+        raise ProofError(f"consistency proof from size {size1} to {size2} is empty")
+    fr, sr = _roots_from_consistency_proof(size1, size2, proof, root1)
+    if fr != root1:
+        raise ProofError(
+            f"consistency proof does not lead to the first root for size {size1}: "
+            f"computed {fr.hex()}, expected {root1.hex()}"
+        )
+    if sr != root2:
+        raise ProofError(
+            f"consistency proof does not lead to the second root for size {size2}: "
+            f"computed {sr.hex()}, expected {root2.hex()}"
+        )
+
+
+def _check_trivial_consistency(
+    size1: int, size2: int, proof: Sequence[bytes], root1: bytes, root2: bytes
+) -> None:
+    """Between equal sizes, or from the empty tree: an empty proof and the roots it implies."""
     if size1 == size2:
         if proof:
             raise ProofError(f"consistency proof between equal sizes {size1} must be empty")
         if root1 != root2:
             raise ProofError(f"roots differ for the same tree size {size1}")
         return
-    if size1 == 0:
-        if proof:
-            raise ProofError("consistency proof from the empty tree must be empty")
-        if root1 != EMPTY_ROOT:
-            raise ProofError("first root is not the empty-tree root for size 0")
-        return
-    if not proof:
-        raise ProofError(f"consistency proof from size {size1} to {size2} is empty")
+    if proof:
+        raise ProofError("consistency proof from the empty tree must be empty")
+    if root1 != EMPTY_ROOT:
+        raise ProofError("first root is not the empty-tree root for size 0")
 
+
+def _roots_from_consistency_proof(
+    size1: int, size2: int, proof: Sequence[bytes], root1: bytes
+) -> tuple[bytes, bytes]:
+    """The two roots a non-empty ``proof`` implies for sizes 0 < ``size1`` < ``size2`` (RFC
+    9162 section 2.1.4.2, steps 2-7 without the final comparisons)."""
     path = list(proof)
     # Step 2: if size1 is a power of two, the old root is itself the first node of the path.
     if size1 & (size1 - 1) == 0:
@@ -245,13 +269,4 @@ def verify_consistency(
         raise ProofError(
             f"consistency proof from size {size1} to {size2} is too short ({len(proof)} hashes)"
         )
-    if fr != root1:
-        raise ProofError(
-            f"consistency proof does not lead to the first root for size {size1}: "
-            f"computed {fr.hex()}, expected {root1.hex()}"
-        )
-    if sr != root2:
-        raise ProofError(
-            f"consistency proof does not lead to the second root for size {size2}: "
-            f"computed {sr.hex()}, expected {root2.hex()}"
-        )
+    return fr, sr

@@ -1,23 +1,15 @@
 """Signed notes (C2SP signed-note) with Ed25519 keys, and log checkpoints (C2SP tlog-checkpoint).
 
-Owns the text formats the log publishes its tree heads in, compatible with
-golang.org/x/mod/sumdb/note and the transparency-dev tooling:
-
-- a signed note is a UTF-8 text ending in a newline, a blank line, and one or more signature
-  lines ``"— <key name> <base64(key ID || signature)>\\n"`` (em dash U+2014); key ID is the first
-  4 bytes (big-endian) of ``SHA-256(key name || 0x0A || 0x01 || 32-byte Ed25519 public key)``
-  (C2SP signed-note, "Signatures" and "Ed25519 signatures");
-- a verifier key is ``<name>+<8 hex key ID>+<base64(0x01 || public key)>``;
-- a checkpoint body is ``<origin>\\n<tree size>\\n<base64 root hash>\\n`` and optional
-  non-empty extension lines (C2SP tlog-checkpoint, "Note text").
-
-Opening a note follows the spec, and is stricter than Go's ``note.Open`` (docs/log-format.md,
-"Opening a signed note"): signatures from unknown keys are ignored; every line of a known key is
-verified whatever the order, and one bad line rejects the whole note; two lines of one known key
-are refused; a note with no verified signature is rejected. Every
-failure is a domain error (:class:`MalformedNote`, :class:`InvalidNoteSignature`,
-:class:`UnverifiedNote`: integrity errors; :class:`InvalidVerifierKey`: bad input), never a bare
-``ValueError``. This module does no I/O; key files are :mod:`rng_service.log.keys`.
+Owns the text formats the log publishes its tree heads in (docs/log-format.md, "Checkpoints
+and signed notes"), compatible with golang.org/x/mod/sumdb/note: signature lines ``— <key
+name> <base64(key ID || signature)>``, the key ID and verifier-key string of C2SP signed-note
+("Signatures", "Ed25519 signatures") with :class:`Ed25519NoteKey`, the one key class of log
+notes and witness cosignatures, and the checkpoint body (origin, size, base64 root,
+extensions). Opening a note is stricter than Go's ``note.Open``: every line of a known key
+verifies, one key signs once, unknown keys are ignored, no verified line fails. Failures are
+domain errors (:class:`MalformedNote`, :class:`InvalidNoteSignature`, :class:`UnverifiedNote`,
+:class:`InvalidVerifierKey`), never a bare ``ValueError``. No I/O (key files:
+:mod:`rng_service.log.keys`).
 """
 
 from __future__ import annotations
@@ -26,9 +18,10 @@ import base64
 import binascii
 import hashlib
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, NoReturn, Protocol
+from typing import ClassVar, Generic, NamedTuple, NoReturn, Protocol, Self, TypeVar
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -40,6 +33,8 @@ __all__ = [
     "ALG_ED25519",
     "MAX_SIGNATURES",
     "Checkpoint",
+    "Ed25519KeySigner",
+    "Ed25519NoteKey",
     "Ed25519NoteSigner",
     "InvalidNoteSignature",
     "InvalidVerifierKey",
@@ -54,6 +49,7 @@ __all__ = [
     "check_key_id",
     "is_valid_key_name",
     "key_id",
+    "key_map",
     "open_checkpoint",
     "open_note",
     "parse_note",
@@ -159,28 +155,40 @@ class NoteSigner(Protocol):
     def sign(self, message: bytes) -> bytes: ...
 
 
-class NoteVerifier:
-    """An Ed25519 note verifier: key name, key ID and public key."""
+class Ed25519NoteKey:
+    """An Ed25519 public key under a key name, with its C2SP key ID and verifier-key string
+    ``<name>+<8 hex key id>+<base64(type || key)>`` for one signature type: the one key class
+    of log signatures (:class:`NoteVerifier`, type 0x01, C2SP signed-note) and of witness
+    cosignatures (:class:`~rng_service.log.cosignature.CosignatureVerifier`, type 0x04, C2SP
+    tlog-cosignature). A subclass names its type and says what its signatures sign."""
+
+    ALG: ClassVar[int] = ALG_ED25519
+    """The signature type byte in the key ID and the verifier key."""
+    _KEY_WHAT: ClassVar[str] = "verifier key"
+    _NAME_WHAT: ClassVar[str] = "key name"
+    _WRONG_ALG: ClassVar[str] = "(only 0x01 Ed25519 is supported)"
+    _STRIP: ClassVar[bool] = False
+    """Whether :meth:`from_verifier_key` strips white space around the string first."""
 
     __slots__ = ("_key_id", "_name", "_public", "_raw")
 
     def __init__(self, name: str, public_key: Ed25519PublicKey) -> None:
         if not is_valid_key_name(name):
-            raise InvalidVerifierKey(f"key name {name!r} is empty or has a space or '+'")
+            raise InvalidVerifierKey(f"{self._NAME_WHAT} {name!r} is empty or has a space or '+'")
         self._name = name
         self._public = public_key
         self._raw = _raw_public(public_key)
-        self._key_id = key_id(name, self._raw)
+        self._key_id = key_id(name, self._raw, alg=self.ALG)
 
     @classmethod
-    def from_verifier_key(cls, vkey: str) -> NoteVerifier:
-        """Parses ``<name>+<8 hex key id>+<base64(0x01 || 32-byte public key)>``."""
+    def from_verifier_key(cls, vkey: str) -> Self:
+        """Parses ``<name>+<8 hex key id>+<base64(type || 32-byte public key)>``."""
         name, id_hex, raw = split_verifier_key(
-            vkey, alg=ALG_ED25519, what="verifier key",
-            wrong_alg="(only 0x01 Ed25519 is supported)",
+            vkey.strip() if cls._STRIP else vkey, alg=cls.ALG, what=cls._KEY_WHAT,
+            wrong_alg=cls._WRONG_ALG,
         )  # fmt: skip
         verifier = cls(name, Ed25519PublicKey.from_public_bytes(raw))
-        check_key_id(verifier.key_id, id_hex, vkey, what="verifier key")
+        check_key_id(verifier.key_id, id_hex, vkey, what=cls._KEY_WHAT)
         return verifier
 
     @property
@@ -197,10 +205,10 @@ class NoteVerifier:
 
     def verifier_key(self) -> str:
         """The ``<name>+<key id>+<base64 key>`` string form."""
-        encoded = base64.b64encode(bytes([ALG_ED25519]) + self._raw).decode("ascii")
+        encoded = base64.b64encode(bytes([self.ALG]) + self._raw).decode("ascii")
         return f"{self._name}+{self._key_id:08x}+{encoded}"
 
-    def verify(self, message: bytes, signature: bytes) -> bool:
+    def _verifies(self, signature: bytes, message: bytes) -> bool:
         try:
             self._public.verify(signature, message)
         except InvalidSignature:
@@ -208,21 +216,30 @@ class NoteVerifier:
         return True
 
     def __repr__(self) -> str:
-        return f"NoteVerifier({self.verifier_key()!r})"
+        return f"{type(self).__name__}({self.verifier_key()!r})"
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, NoteVerifier)
-            and other._name == self._name
-            and other._raw == self._raw
-        )
+        return type(other) is type(self) and other._name == self._name and other._raw == self._raw
 
     def __hash__(self) -> int:
         return hash((self._name, self._raw))
 
 
-class Ed25519NoteSigner:
-    """Signs notes with an Ed25519 private key under ``name``. Never shows the private key."""
+class NoteVerifier(Ed25519NoteKey):
+    """An Ed25519 note verifier: key name, key ID (type 0x01) and public key."""
+
+    __slots__ = ()
+
+    def verify(self, message: bytes, signature: bytes) -> bool:
+        return self._verifies(signature, message)
+
+
+_K = TypeVar("_K", bound=Ed25519NoteKey)
+
+
+class Ed25519KeySigner(ABC, Generic[_K]):
+    """The private half of an :class:`Ed25519NoteKey`: a log's note signer or a witness's
+    cosigner. Never shows the private key: no repr of it, no pickling."""
 
     __slots__ = ("_key", "_verifier")
 
@@ -230,7 +247,37 @@ class Ed25519NoteSigner:
         if not isinstance(private_key, Ed25519PrivateKey):
             raise InvalidArgument("private_key", "is not an Ed25519 private key")
         self._key = private_key
-        self._verifier = NoteVerifier(name, private_key.public_key())
+        self._verifier = self._public_half(name, private_key.public_key())
+
+    @abstractmethod
+    def _public_half(self, name: str, public_key: Ed25519PublicKey) -> _K:
+        """The verifier of the key pair (its signature type)."""
+
+    @property
+    def name(self) -> str:
+        return self._verifier.name
+
+    @property
+    def key_id(self) -> int:
+        return self._verifier.key_id
+
+    def verifier(self) -> _K:
+        return self._verifier
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, key_id={self.key_id:08x})"
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError(f"{type(self).__name__} holds a private key and cannot be pickled")
+
+
+class Ed25519NoteSigner(Ed25519KeySigner[NoteVerifier]):
+    """Signs notes with an Ed25519 private key under ``name``. Never shows the private key."""
+
+    __slots__ = ()
+
+    def _public_half(self, name: str, public_key: Ed25519PublicKey) -> NoteVerifier:
+        return NoteVerifier(name, public_key)
 
     @classmethod
     def from_signer_key(cls, skey: str) -> Ed25519NoteSigner:
@@ -256,31 +303,14 @@ class Ed25519NoteSigner:
         return signer
 
     @property
-    def name(self) -> str:
-        return self._verifier.name
-
-    @property
-    def key_id(self) -> int:
-        return self._verifier.key_id
-
-    @property
     def public_key(self) -> Ed25519PublicKey:
         return self._verifier.public_key
-
-    def verifier(self) -> NoteVerifier:
-        return self._verifier
 
     def verifier_key(self) -> str:
         return self._verifier.verifier_key()
 
     def sign(self, message: bytes) -> bytes:
         return self._key.sign(message)
-
-    def __repr__(self) -> str:
-        return f"Ed25519NoteSigner(name={self.name!r}, key_id={self.key_id:08x})"
-
-    def __reduce__(self) -> NoReturn:
-        raise TypeError("Ed25519NoteSigner holds a private key and cannot be pickled")
 
 
 # -- notes ---------------------------------------------------------------------------------------
@@ -377,13 +407,15 @@ def parse_note(message: bytes) -> SignedNote:
     return SignedNote(text=text, signatures=tuple(signatures))
 
 
-def _verifier_map(verifiers: Iterable[NoteVerifier]) -> dict[tuple[str, int], NoteVerifier]:
-    known: dict[tuple[str, int], NoteVerifier] = {}
-    for v in verifiers:
-        previous = known.setdefault((v.name, v.key_id), v)
-        if previous != v:
+def key_map(keys: Iterable[_K], *, field: str, what: str = "key") -> dict[tuple[str, int], _K]:
+    """``keys`` by (name, key ID), the pair a signature line names; two different keys under
+    one pair are ambiguous: :class:`InvalidArgument` naming ``field``."""
+    known: dict[tuple[str, int], _K] = {}
+    for k in keys:
+        previous = known.setdefault((k.name, k.key_id), k)
+        if previous != k:
             raise InvalidArgument(
-                "verifiers", f"ambiguous key {v.name}+{v.key_id:08x}: two different keys"
+                field, f"ambiguous {what} {k.name}+{k.key_id:08x}: two different keys"
             )
     return known
 
@@ -394,7 +426,7 @@ def open_note(message: bytes, verifiers: Iterable[NoteVerifier]) -> OpenedNote:
     Unknown keys' signatures are ignored; any bad line of a known key, or a second line of one,
     raises :class:`InvalidNoteSignature`; no verified signature raises :class:`UnverifiedNote`.
     """
-    known = _verifier_map(verifiers)
+    known = key_map(verifiers, field="verifiers")
     note = parse_note(message)
     payload = note.text.encode("utf-8")
     verified: list[str] = []

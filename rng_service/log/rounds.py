@@ -1,40 +1,12 @@
 """Rounds and slots: which game event an outcome is, and the order the rules give them.
 
-A **round** is (client, ``table_id``, ``round_id``). Every outcome fills one named **slot** of
-its round, at most once (docs/outcomes-api.md, "Rounds and slots"):
-
-- each game kind its own slot (:data:`KIND_SLOTS`: ``spin``, ``fire_numbers``, ``bonus``,
-  ``jackpot``, ``dice``, ``shuffle``, ``multiball``; a round's void ``void``);
-- a generic draw (``uniform_int``, ``weighted_choice``) the slot the client names
-  (``RequestContext.slot``), or by default its kind's name, so that an unnamed generic draw is
-  once per round too;
-- lab entries (batches, stream chunks, raw-output sessions: :data:`LAB_KINDS`) a slot of their
-  own, ``lab/<request id>`` (a ``/`` never occurs in a client's request id or slot name), so
-  they never block, and are never blocked by, a game round: the sequencer looks nothing up for
-  them.
-
-Within a round the rules of 58 Pa. Code give an order, checked by :func:`check` against the
-round's filled slots (the log's, read under the store's writers' lock, and the ones filled
-earlier in the same commit group):
-
-- Mega Fire Blaze (617b.7): the Fire Number draw comes before the spin (617b.7(e)); a round
-  with Fire Numbers spins on a single zero wheel (617b.7(a)); the bonus game follows a spin of
-  the same round whose final number is one of its Fire Numbers (617b.7(f)), once per round,
-  under the Fire Number draw's profile; its entry names both (``fire_numbers_index``,
-  ``spin_index``) and takes the Fire Number count from the draw (617b.7(g)(3)); a round with
-  a Fire Number draw or a bonus game takes no ``jackpot_tier`` draw, and a round with one takes
-  no Fire Numbers: the jackpot's tier is drawn inside the bonus game (617b.7(g)(5)(ii));
-- Blazing 7's (617c.2): the multi-ball bonus round is once per round (its slot); a game
-  server's (``game_server``: the request's ``game_server``) follows the round's spin on the
-  same wheel type that came to rest on 7, 17 or 27 (617c.2(e)), and its entry names that spin
-  (``spin_index``). A lab's draw of the balls alone (``rng-certify rtp --live``, ``collect
-  multiball_3``) has no such rule and names no spin (docs/outcomes.md, "Round rules");
-- a voided round (``VoidRound``) takes nothing more.
-
-Lab entries (``lab/<request id>`` slots) are never among a round's filled slots: the sequencer
-leaves them out, so a batch of spins fills no ``spin`` and triggers no bonus round.
-
-Pure: no storage, no I/O. The sequencer (``rng_service.writer.sequencer``) feeds it.
+Owns the tables of kinds and slots (:data:`KIND_SLOTS`, :data:`LAB_KINDS`) and :func:`check`,
+the order rules within a round (docs/outcomes-api.md, "Rounds and slots"; docs/log-format.md,
+"Slots and chains"): each outcome fills one slot of its (client, table, round) at most once,
+lab entries ``lab/<request id>`` slots of their own; Mega Fire Blaze in the order of 58 Pa.
+Code 617b.7 (a), (e), (f), (g)(3), (g)(5)(ii); a game server's Blazing 7's bonus round after
+its round's spin on 7, 17 or 27 (617c.2(e)); nothing after a void. Pure: no storage, no I/O;
+the sequencer feeds it, the verifier (:mod:`rng_service.audit.rounds_check`) uses its tables.
 """
 
 from __future__ import annotations

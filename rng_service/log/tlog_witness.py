@@ -1,27 +1,13 @@
 """The wire format of C2SP tlog-witness ``add-checkpoint``: shared by the witness and the log.
 
-Pure: bytes in, values out (the HTTP exchange is :mod:`rng_service.witness.server` on the
-witness's side and :mod:`rng_service.writer.publisher` on the log's). From C2SP tlog-witness,
-"add-checkpoint":
-
-- "POST <submission prefix>/add-checkpoint" (:data:`ADD_CHECKPOINT_PATH`).
-- "The request body MUST be a sequence of an old size line, zero or more consistency proof
-  lines, and an empty line, followed by a checkpoint. Each line MUST terminate in a newline
-  character (U+000A)." (:meth:`AddCheckpoint.encode`, :func:`parse_add_checkpoint`)
-- "The old size line MUST consist of the string ``old``, a single space (0x20), and the tree
-  size of the previous checkpoint encoded as an ASCII decimal with no leading zeroes (unless the
-  size is zero, in which case the encoding MUST be ``0``)."
-- "Each consistency proof line MUST encode a single hash in base64. The client MUST NOT send
-  more than 63 consistency proof lines." (:data:`MAX_PROOF_LINES`)
-- A 409 Conflict answer: "The response body MUST consist of the tree size of the latest
-  cosigned checkpoint in decimal, followed by a newline (U+000A). The response MUST have a
-  Content-Type of text/x.tlog.size." (:data:`SIZE_CONTENT_TYPE`, :func:`encode_size`,
-  :func:`parse_size`)
-- A 200 answer: "a sequence of one or more note signature lines, each starting with the ``—``
-  character (U+2014) and ending with a newline character (U+000A)" (:func:`parse_signature_lines`).
-
-A body that does not follow this is :class:`MalformedWitnessMessage` (an
-:class:`~rng_service.errors.InvalidArgument`: the witness answers 400 Bad Request).
+Owns the request body (an ``old <size>`` line, at most :data:`MAX_PROOF_LINES` base64
+consistency proof lines, an empty line, the checkpoint: :class:`AddCheckpoint`,
+:func:`parse_add_checkpoint`), the 409 answer's size body (:data:`SIZE_CONTENT_TYPE`,
+:func:`encode_size`, :func:`parse_size`) and the 200 answer's signature lines
+(:func:`parse_signature_lines`), as C2SP tlog-witness, "add-checkpoint", words them. Pure:
+bytes in, values out; a body that does not follow it is :class:`MalformedWitnessMessage`
+(bad input: the witness answers 400). The HTTP exchange is the witness server's and the
+log's publisher's.
 """
 
 from __future__ import annotations

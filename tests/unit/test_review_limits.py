@@ -34,19 +34,11 @@ LONG_MODULES: dict[str, str] = {
     "rng_service/audit_cli.py": "to be split with the command lines' move (issue 36)",
     "rng_service/cli_call.py": "to be split with the command lines' move (issue 36)",
     "rng_service/app.py": "to be split with the process model's package (issue 36)",
-    "rng_service/audit/verify.py": "to be split: walk apart from checks (issue 36)",
     "rng_service/storage/postgres.py": "to be split: the driver's SQL apart (issue 36)",
 }
 
 #: "path:Qualified.name" -> why it is longer than the limit.
 EXCEPTIONS: dict[str, str] = {
-    "rng_service/log/entry.py:LogEntry._encode_fast": "to be split into named steps (issue 36)",
-    "rng_service/log/entry.py:LogEntry.decode": "to be split into named steps (issue 36)",
-    "rng_service/log/merkle.py:verify_consistency": "to be split into named steps (issue 36)",
-    "rng_service/audit/dispute.py:judge_dispute": "to be split into named steps (issue 36)",
-    "rng_service/audit/history.py:check_history": "to be split into named steps (issue 36)",
-    "rng_service/audit/verify.py:RoundTracker._order": "to be split into named steps (issue 36)",
-    "rng_service/audit/verify.py:verify_export": "to be split into named steps (issue 36)",
 }
 
 
