@@ -6,8 +6,8 @@ with ``--front-ends 2``, on a log of ``LARGE`` entries against the same on ``SMA
 real format-2 entries and Merkle nodes with a signed checkpoint per 1,000
 (``bench.bench_storecheck.build``). Each log is started once before the timed starts, so that
 its store check is recorded and the timed ones check only what is new (nothing): the first
-start of a log checks all of it (docs/operations/running.md, "The log store's own check"). The starts
-alternate between the two logs; the median of ``REPEATS`` is reported.
+start of a log checks all of it (docs/operations/running.md, "The log store's own check").
+The starts alternate between the two logs; the median of ``REPEATS`` is reported.
 """
 
 from __future__ import annotations

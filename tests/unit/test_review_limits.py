@@ -38,8 +38,7 @@ LONG_MODULES: dict[str, str] = {
 }
 
 #: "path:Qualified.name" -> why it is longer than the limit.
-EXCEPTIONS: dict[str, str] = {
-}
+EXCEPTIONS: dict[str, str] = {}
 
 
 def _modules(paths: tuple[str, ...]) -> list[Path]:
