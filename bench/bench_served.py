@@ -37,8 +37,8 @@ from rng_service.clock import SystemClock
 from rng_service.log import appender as appender_module
 from rng_service.log.appender import Appender
 from rng_service.log.tree import MerkleTree
-from rng_service.service import log_servicer as servicer_module
-from rng_service.service.log_servicer import LogServicer
+from rng_service.rpc import log_servicer as servicer_module
+from rng_service.rpc.log_servicer import LogServicer
 from rng_service.storage.base import CheckpointRecord, EntryRecord
 from rng_service.storage.sqlite import SqliteStorage
 

@@ -87,7 +87,7 @@ class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 50051
     #: The drain window of a graceful stop: for this long new calls get UNAVAILABLE "shutting
-    #: down" while the calls already accepted finish (rng_service.service.drain).
+    #: down" while the calls already accepted finish (rng_service.rpc.drain).
     shutdown_grace_seconds: float = 10.0
     #: The client identity used for idempotency until mTLS identifies clients.
     default_client_id: str = "default"

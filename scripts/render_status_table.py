@@ -1,9 +1,9 @@
 """Rewrites the tables of docs/operations.md that are generated from the code.
 
-- the refusal/failure table, :data:`rng_service.service.errors.STATUS_CAUSES`, between the
+- the refusal/failure table, :data:`rng_service.rpc.errors.STATUS_CAUSES`, between the
   ``<!-- status-causes:begin -->`` and ``<!-- status-causes:end -->`` markers
-  (``tests/unit/service/test_status_causes.py`` fails while the two differ);
-- the documented misconfigurations, :data:`rng_service.misconfigurations.MISCONFIGURATIONS`,
+  (``tests/unit/rpc/test_status_causes.py`` fails while the two differ);
+- the documented misconfigurations, :data:`rng_service.cli.misconfigurations.MISCONFIGURATIONS`,
   between ``<!-- misconfigurations:begin -->`` and ``<!-- misconfigurations:end -->``
   (``tests/integration/test_misconfigurations.py`` fails while they differ, and runs each row).
 
@@ -18,8 +18,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from rng_service.misconfigurations import misconfigurations_markdown
-from rng_service.service.errors import status_causes_markdown
+from rng_service.cli.misconfigurations import misconfigurations_markdown
+from rng_service.rpc.errors import status_causes_markdown
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "operations.md"
 #: marker name -> the function that renders the block between its markers

@@ -7,7 +7,7 @@ made faster by :mod:`rng_service.audit.fast_check`),
 :mod:`rng_service.audit.witnesses` checks witness cosignatures (C2SP tlog-cosignature),
 :mod:`rng_service.audit.consistency` owns the consistency files (two checkpoints and the proof
 between them) and :mod:`rng_service.audit.link` the verify page's receipt links.
-The ``rng-audit`` command (:mod:`rng_service.audit_cli`) does the I/O. See docs/auditing.md.
+The ``rng-audit`` command (:mod:`rng_service.cli.audit`) does the I/O. See docs/auditing.md.
 """
 
 from rng_service.audit.consistency import (

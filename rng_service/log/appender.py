@@ -659,7 +659,8 @@ class Appender:
     def submit_waiter(self, request: DrawRequest, waiter: Waiter) -> None:
         """:meth:`submit_async` with the caller's own ``waiter`` (settled on its event loop,
         once, as ``submit_async``'s future is): the log writer process's channel answers
-        through one without an asyncio future and callback per request (``rng_service.ipc``)."""
+        through one without an asyncio future and callback per request
+        (``rng_service.process.ipc``)."""
         self._enqueue(_Pending(request, waiter, None))
 
     def _enqueue(self, pending: _Pending) -> None:

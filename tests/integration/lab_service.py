@@ -19,8 +19,8 @@ from rng_service.drbg import DeterministicGenerator
 from rng_service.log.appender import Appender
 from rng_service.log.note import Ed25519NoteSigner
 from rng_service.log.tree import MerkleTree
-from rng_service.service.profiles import ProfileRegistry
-from rng_service.service.servicers import OutcomeServicer
+from rng_service.rpc.profiles import ProfileRegistry
+from rng_service.rpc.servicers import OutcomeServicer
 from rng_service.storage.memory import MemoryStorage
 
 SIGNER = Ed25519NoteSigner("lab-log", Ed25519PrivateKey.from_private_bytes(bytes(range(32))))

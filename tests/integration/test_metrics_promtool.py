@@ -67,7 +67,7 @@ def test_promtool_accepts_the_services_metrics(tmp_path: Path, promtool: str) ->
     # Every (method, check) of the integrity counter is there at 0 before any error, so that
     # increase() in RngLogIntegrityError sees the first one (a series born at 1 shows none).
     from rng_service.log.columns import CHECKS
-    from rng_service.service.log_servicer import LogServicer
+    from rng_service.rpc.log_servicer import LogServicer
 
     for method in LogServicer.CHECKED_METHODS:
         for check in CHECKS:

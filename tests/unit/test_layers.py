@@ -149,7 +149,7 @@ def test_every_root_package_has_a_cycle_contract_reaching_its_deepest_package() 
 def test_the_known_cycles_are_listed_with_a_reason_each() -> None:
     """The three cycles that predate the contract, and nothing else, are ignored."""
     assert {c.expression for c in CYCLES} == {
-        "rng_service.frontend -> rng_service.app",
+        "rng_service.process.frontend -> rng_service.process.app",
         "certification.report.rtp -> certification.report.html",
         "certification.rtp.command -> certification.rtp.build",
     }
@@ -162,10 +162,14 @@ def test_the_known_cycles_are_listed_with_a_reason_each() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
-        ("| `rng_service.frontend -> rng_service.app` |", "| `rng_service.frontend` |", "is not"),
         (
-            "| `rng_service.frontend -> rng_service.app` |",
-            "| `rng_service.frontend -> certification.power` |",
+            "| `rng_service.process.frontend -> rng_service.process.app` |",
+            "| `rng_service.process.frontend` |",
+            "is not",
+        ),
+        (
+            "| `rng_service.process.frontend -> rng_service.process.app` |",
+            "| `rng_service.process.frontend -> certification.power` |",
             "both ends",
         ),
         ("| Import | Why |", "| Import |", "header"),
@@ -180,7 +184,9 @@ def test_a_malformed_cycles_table_is_refused(old: str, new: str, message: str) -
 
 def test_a_known_cycle_without_a_reason_is_refused() -> None:
     text = DOC.read_text(encoding="utf-8")
-    line = next(ln for ln in text.splitlines() if ln.startswith("| `rng_service.frontend -> "))
+    line = next(
+        ln for ln in text.splitlines() if ln.startswith("| `rng_service.process.frontend -> ")
+    )
     with pytest.raises(LC.TableError, match="no reason"):
         LC.parse_cycles(text.replace(line, line.split(" | ")[0] + " | |", 1))
 
@@ -191,7 +197,7 @@ def test_the_table_states_the_documented_rules() -> None:
     def reach(row: str) -> set[str]:
         return set(ROW_BY_NAME[row].never_reaches)
 
-    assert {"storage-drivers", "sqlite3", "psycopg"} <= reach("service")
+    assert {"storage-drivers", "sqlite3", "psycopg"} <= reach("rpc")
     for row in ("errors", "clock", "canonical", "drbg", "sampling", "outcomes"):
         assert {"grpc", "sqlite3", "psycopg", "prometheus_client"} <= reach(row), row
     assert ROW_BY_NAME["outcomes"].may_import == ("errors", "canonical", "sampling")
@@ -207,8 +213,8 @@ def test_the_table_states_the_documented_rules() -> None:
     for r in ROWS:
         if any(m.startswith("certification") for m in r.modules) and r.name != "cert-bridge":
             assert not set(r.may_import) & rng_rows, r.name
-    # Only the service and the composition root may import the generated code.
-    assert {r.name for r in ROWS if "proto" in r.may_import} == {"service", "app"}
+    # Only the gRPC adapters may import the generated code.
+    assert {r.name for r in ROWS if "proto" in r.may_import} == {"rpc"}
 
 
 def test_every_module_is_in_exactly_one_row() -> None:
@@ -290,10 +296,10 @@ PROBES = [
         "rng_service.outcomes.dice -> rng_service.storage.sqlite",
     ),
     (
-        "rng_service/service/convert.py",
+        "rng_service/rpc/convert.py",
         "\n\ndef _probe() -> None:\n    from rng_service.storage import postgres  # noqa: F401\n",
-        {"service-reaches"},
-        "rng_service.service.convert -> rng_service.storage.postgres",
+        {"rpc-reaches"},
+        "rng_service.rpc.convert -> rng_service.storage.postgres",
     ),
     (
         "rng_service/storage/base.py",
@@ -448,10 +454,12 @@ def test_a_new_import_cycle_in_any_root_breaks_its_cycle_contract(tmp_path: Path
 
 def test_a_known_cycle_whose_import_is_gone_fails_until_its_row_goes(tmp_path: Path) -> None:
     _copy_tree(tmp_path)
-    path = tmp_path / "rng_service" / "frontend.py"
+    path = tmp_path / "rng_service" / "process" / "frontend.py"
     text = path.read_text(encoding="utf-8")
-    assert "from rng_service.app import" in text
-    path.write_text(text.replace("from rng_service.app import", "from rng_service import"))
+    assert "from rng_service.process.app import" in text
+    path.write_text(text.replace("from rng_service.process.app import", "from rng_service import"))
     result = _lint_imports(tmp_path)
     assert result.returncode != 0, result.stdout + result.stderr
-    assert "rng_service.frontend -> rng_service.app" in result.stdout + result.stderr
+    assert (
+        "rng_service.process.frontend -> rng_service.process.app" in result.stdout + result.stderr
+    )
