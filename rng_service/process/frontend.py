@@ -32,72 +32,27 @@ import asyncio
 import contextlib
 import logging
 import os
-import pickle
 import signal
 import socket
-import struct
 import sys
-from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
 from rng_service.config import Config
 from rng_service.log.tree import MerkleTree
+from rng_service.process.bootstrap import Bootstrap, profile_ids, read_bootstrap
 from rng_service.process.ipc import RemoteStoreHealth, WriterClient
 from rng_service.rpc.drain import Drain
 from rng_service.rpc.lab_servicer import LabServicer
-from rng_service.rpc.log_servicer import LogServicer, PublicKeyInfo
-from rng_service.rpc.profiles import ProfileRegistry
+from rng_service.rpc.log_servicer import LogServicer
 from rng_service.rpc.server import HealthMonitor, HealthService, build_server
 from rng_service.rpc.servicers import OutcomeServicer
 
-__all__ = ["Bootstrap", "profile_ids", "read_bootstrap", "write_bootstrap"]
+__all__ = ["main"]
 
 _log = logging.getLogger("rng_service")
-_LEN = struct.Struct(">I")
 #: Seconds between metric pushes to the writer.
 METRICS_INTERVAL = 1.0
-
-
-@dataclass(frozen=True)
-class Bootstrap:
-    """What a front end is started with (one pickled frame on its channel)."""
-
-    config: Config
-    #: The owner's profiles and paytables, (name, version, sha256) each: the front end loads
-    #: the same directory and refuses to serve unless it finds exactly these.
-    profiles: tuple[tuple[str, str, str], ...]
-    keys: tuple[PublicKeyInfo, ...]
-    port: int
-    index: int
-
-
-def profile_ids(registry: ProfileRegistry) -> tuple[tuple[str, str, str], ...]:
-    return tuple(sorted((d.id.name, str(d.id.version), d.id.sha256) for d in registry.all()))
-
-
-def write_bootstrap(sock: socket.socket, bootstrap: Bootstrap) -> None:
-    data = pickle.dumps(bootstrap, protocol=pickle.HIGHEST_PROTOCOL)
-    sock.sendall(_LEN.pack(len(data)) + data)
-
-
-def read_bootstrap(sock: socket.socket) -> Bootstrap:
-    def exactly(n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = sock.recv(n - len(buf))
-            if not chunk:
-                raise EOFError("the owner closed the channel before the bootstrap frame")
-            buf += chunk
-        return bytes(buf)
-
-    (n,) = _LEN.unpack(exactly(4))
-    # The owner's own frame on an inherited socketpair (rng_service.process.ipc: why pickle is
-    # safe).
-    boot = pickle.loads(exactly(n))  # noqa: S301
-    if not isinstance(boot, Bootstrap):
-        raise TypeError("not a front-end bootstrap frame")
-    return boot
 
 
 async def _push_metrics(client: WriterClient, registry: CollectorRegistry) -> None:
@@ -256,8 +211,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run as rng_service.process.frontend, not __main__: the bootstrap frame's classes are unpickled
-    # from the module of that name.
+    # Run as rng_service.process.frontend, not __main__: one copy of this module's state, under
+    # the name the rest of the package imports.
     from rng_service.process.frontend import main as _main
 
     sys.exit(_main())

@@ -35,7 +35,7 @@ from typing import Any
 
 from rng_service.config import Config
 from rng_service.errors import Unavailable
-from rng_service.process.frontend import Bootstrap, profile_ids, write_bootstrap
+from rng_service.process.bootstrap import Bootstrap, profile_ids, write_bootstrap
 from rng_service.process.ipc import WriterEndpoint, WriterLike, serve_front_end
 from rng_service.rpc.log_servicer import PublicKeyInfo
 from rng_service.rpc.profiles import ProfileRegistry
