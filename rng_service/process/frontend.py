@@ -179,7 +179,7 @@ async def _serve(sock: socket.socket, boot: Bootstrap) -> int:
 
 
 def _round_clients(config: Config) -> frozenset[str]:
-    from rng_service.process.app import _round_clients as round_clients
+    from rng_service.process.startup import _round_clients as round_clients
 
     return round_clients(config)
 

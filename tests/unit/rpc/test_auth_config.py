@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rng_service.config import Config, ConfigError, check_transport, load_config
-from rng_service.process.app import _client_policies
+from rng_service.process.startup import _client_policies
 from rng_service.security.policy import ANY, RateLimit, Role
 
 GOOD = """
