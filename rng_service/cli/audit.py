@@ -343,7 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
     refuse_option(p, "--key", KEY_NOT_HERE)
     p.set_defaults(fn=_cmd_profiles)
 
-    from rng_service.cli.tables import Shared, add_commands
+    from rng_service.cli.tables import add_commands
+    from rng_service.cli.tables_common import Shared
 
     add_commands(
         sub,
