@@ -30,7 +30,6 @@ CERTIFIED = (
 LONG_MODULES: dict[str, str] = {
     "rng_service/log/appender.py": "to be split by job into the writer package (issue 36)",
     "rng_service/audit/verify.py": "to be split: walk apart from checks (issue 36)",
-    "rng_service/storage/postgres.py": "to be split: the driver's SQL apart (issue 36)",
 }
 
 #: "path:Qualified.name" -> why it is longer than the limit.
