@@ -83,6 +83,7 @@ from rng_service.cli.support import (
     refuse_option,
     stdout_reader_went_away,
 )
+from rng_service.cli.text import add_command
 from rng_service.clock import Clock, SystemClock
 from rng_service.errors import IntegrityError, RngServiceError
 
@@ -149,8 +150,7 @@ def _command(
     description: str | None = None,
 ) -> argparse.ArgumentParser:
     description = description or help[0].upper() + help[1:] + "."
-    p = sub.add_parser(name, help=help, description=description,
-                       formatter_class=HelpFormatter)  # fmt: skip
+    p = add_command(sub, name, help, description=description)
     if tls:
         add_shared(p, TLS_OPTIONS, title=_TLS_TITLE, top=False)
     return p

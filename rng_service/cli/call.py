@@ -35,7 +35,6 @@ from rng_service.cli.support import (
     EXIT_FAILED,
     EXIT_OK,
     OUTPUT_OPTIONS,
-    HelpFormatter,
     Output,
     Target,
     UsageError,
@@ -48,6 +47,7 @@ from rng_service.cli.support import (
     verifier_keys,
     writable_file,
 )
+from rng_service.cli.text import add_command
 from rng_service.outcomes.cards import DEAL_PLANS, card_label
 from rng_service.outcomes.roulette import WheelType
 
@@ -740,11 +740,11 @@ COMMANDS: tuple[_Draw | _Stream | Read, ...] = (*DRAWS[:-1], STREAM, DRAWS[-1], 
 
 def add_parser(commands: Any) -> None:
     """Adds ``call`` and its subcommands to ``rng-service``'s subparsers ``commands``."""
-    p = commands.add_parser(
+    p = add_command(
+        commands,
         "call",
-        help="call a running service: outcomes, log reads, health (docs/cli.md)",
+        "call a running service: outcomes, log reads, health (docs/cli.md)",
         description=DESCRIPTION,
-        formatter_class=HelpFormatter,
     )
     shared = (*CONNECTION_OPTIONS, *OUTPUT_OPTIONS)
     title = "connection and output (before or after the subcommand)"
@@ -752,11 +752,11 @@ def add_parser(commands: Any) -> None:
     refuse_option(p, "--key", KEY_REFUSED)
     calls = p.add_subparsers(dest="what", required=True, metavar="COMMAND")
     for command in COMMANDS:
-        c = calls.add_parser(
+        c = add_command(
+            calls,
             command.name,
-            help=command.help,
+            command.help,
             description=command.help[0].upper() + command.help[1:] + ".",
-            formatter_class=HelpFormatter,
         )
         command.define(c)
         if isinstance(command, _Draw):

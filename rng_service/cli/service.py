@@ -31,14 +31,13 @@ from pathlib import Path
 from rng_service.cli import call as cli_call
 from rng_service.cli.support import (
     EXIT_USAGE,
-    HelpFormatter,
     UsageError,
     format_address,
     print_keygen_result,
     stdout_reader_went_away,
     verifier_keys,
 )
-from rng_service.cli.text import count
+from rng_service.cli.text import add_command, command_parser, count
 from rng_service.config import Config, ConfigError, load_config
 from rng_service.errors import RngServiceError
 
@@ -400,25 +399,18 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
     return 0
 
 
-def _command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str,
-             **kwargs: object) -> argparse.ArgumentParser:  # fmt: skip
-    return sub.add_parser(name, help=help, formatter_class=HelpFormatter, **kwargs)  # type: ignore[arg-type]
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="rng-service",
-        description="rng-service: run the service, manage keys, call it, verify receipts.",
-        epilog=EXIT_STATUSES,
-        formatter_class=HelpFormatter,
+    parser, sub = command_parser(
+        "rng-service",
+        "rng-service: run the service, manage keys, call it, verify receipts.",
+        EXIT_STATUSES,
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     config_help = (
         "the service's TOML configuration file (without it: the defaults); RNG_SERVICE__* "
         "variables override it (README, Configuration)"
     )
 
-    p = _command(sub, "serve", "run the service")
+    p = add_command(sub, "serve", "run the service")
     p.add_argument("--config", type=Path, metavar="FILE", help=config_help)
     p.add_argument(
         "--front-ends", type=_front_ends, default=1, metavar="N",
@@ -427,11 +419,11 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.set_defaults(fn=_cmd_serve)
 
-    p = _command(sub, "dev-run", "run with a development key, creating it if missing")
+    p = add_command(sub, "dev-run", "run with a development key, creating it if missing")
     p.add_argument("--config", type=Path, metavar="FILE", help=config_help)
     p.set_defaults(fn=_cmd_dev_run)
 
-    p = _command(
+    p = add_command(
         sub,
         "check-store",
         "check the whole log store (read only; may run while the service serves it)",
@@ -447,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=_cmd_check_store)
 
     env_help = "the environment variable holding the key's passphrase (default: unencrypted)"
-    p = _command(sub, "keygen", "write an Ed25519 checkpoint-signing key pair")
+    p = add_command(sub, "keygen", "write an Ed25519 checkpoint-signing key pair")
     p.add_argument("--out", required=True, metavar="FILE", help="private key file (PEM, mode 0600)")
     p.add_argument(
         "--name", required=True, help="signed-note key name: the log's origin, e.g. casino.example"
@@ -456,7 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace an existing file")
     p.set_defaults(fn=_cmd_keygen)
 
-    p = _command(sub, "pubkey", "print the verifier key of a private key")
+    p = add_command(sub, "pubkey", "print the verifier key of a private key")
     p.add_argument(
         "--key-file", required=True, metavar="FILE", help="the private key file (PEM), log.key_file"
     )
@@ -466,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--passphrase-env", metavar="VAR", help=env_help)
     p.set_defaults(fn=_cmd_pubkey)
 
-    p = _command(sub, "dev-ca", "write a development CA and mTLS certificates")
+    p = add_command(sub, "dev-ca", "write a development CA and mTLS certificates")
     p.add_argument(
         "--out", required=True, metavar="DIR", help="directory for the PEM files (keys mode 0600)"
     )
@@ -485,11 +477,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_call.add_parser(sub)
 
-    p = _command(sub, "migrate-store", "migrate the configured log store to this release's schema")
+    p = add_command(
+        sub, "migrate-store", "migrate the configured log store to this release's schema"
+    )
     p.add_argument("--config", type=Path, metavar="FILE", help=config_help)
     p.set_defaults(fn=_cmd_migrate_store)
 
-    p = _command(sub, "verify-receipt", "verify a receipt offline")
+    p = add_command(sub, "verify-receipt", "verify a receipt offline")
     p.add_argument("receipt", help="receipt file (from call ... --receipt-out)")
     p.add_argument(
         "--key",

@@ -13,9 +13,17 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-__all__ = ["HelpFormatter", "WrittenKeyPair", "count", "ordinal", "print_keygen_result"]
+__all__ = [
+    "HelpFormatter",
+    "WrittenKeyPair",
+    "add_command",
+    "command_parser",
+    "count",
+    "ordinal",
+    "print_keygen_result",
+]
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -70,3 +78,23 @@ def ordinal(n: int) -> str:
     if 10 <= n % 100 <= 20:
         return f"{n}th"
     return f"{n}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th') }"
+
+
+def command_parser(
+    prog: str, description: str, epilog: str
+) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction[argparse.ArgumentParser]]:
+    """A command line's parser in the conventions (docs/cli.md): the shared help formatter,
+    the exit statuses as epilog, and its required ``COMMAND``."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description=description, epilog=epilog, formatter_class=HelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    return parser, sub
+
+
+def add_command(sub: Any, name: str, help: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A subcommand's parser with the shared help formatter (``kwargs``: ``add_parser``'s)."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=help, formatter_class=HelpFormatter, **kwargs
+    )
+    return parser

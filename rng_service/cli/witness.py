@@ -33,7 +33,7 @@ from prometheus_client import (
 )
 
 from rng_service import __version__
-from rng_service.cli.text import HelpFormatter, print_keygen_result
+from rng_service.cli.text import add_command, command_parser, print_keygen_result
 from rng_service.clock import SystemClock
 from rng_service.errors import RngServiceError
 from rng_service.log.cosignature import CosignatureSigner
@@ -228,24 +228,17 @@ startup_failed event naming the setting). Each command's options: rng-witness CO
 --help; the witness: docs/operations.md, "Witnesses"; the conventions: docs/cli.md."""
 
 
-def _command(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = sub.add_parser(name, help=help, formatter_class=HelpFormatter)
-    return parser
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="rng-witness",
-        description="rng-witness: a C2SP tlog-witness that cosigns log checkpoints.",
-        epilog=EXIT_STATUSES,
-        formatter_class=HelpFormatter,
+    parser, sub = command_parser(
+        "rng-witness",
+        "rng-witness: a C2SP tlog-witness that cosigns log checkpoints.",
+        EXIT_STATUSES,
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     env_help = (
         "the environment variable holding the key's passphrase (default: none, the key is "
         "not encrypted)"
     )
-    p = _command(sub, "keygen", "write the witness's Ed25519 key pair; print its verifier key")
+    p = add_command(sub, "keygen", "write the witness's Ed25519 key pair; print its verifier key")
     p.add_argument(
         "--out", required=True, metavar="FILE",
         help="the private key file to write (PEM, mode 0600; FILE.pub and FILE.vkey beside it)",
@@ -253,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", required=True, help="the witness's key name, e.g. witness.example/w1")
     p.add_argument("--passphrase-env", metavar="VAR", help=env_help)
     p.set_defaults(fn=_cmd_keygen)
-    p = _command(sub, "pubkey", "print the cosignature verifier key of a witness key")
+    p = add_command(sub, "pubkey", "print the cosignature verifier key of a witness key")
     p.add_argument(
         "--key-file", required=True, metavar="FILE",
         help="the witness's private key file (PEM), its key_file",
@@ -262,10 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--passphrase-env", metavar="VAR", help=env_help)
     p.set_defaults(fn=_cmd_pubkey)
     config_help = 'the witness\'s TOML configuration file (docs/operations.md, "Witnesses")'
-    p = _command(sub, "serve", "run the witness")
+    p = add_command(sub, "serve", "run the witness")
     p.add_argument("--config", required=True, metavar="FILE", help=config_help)
     p.set_defaults(fn=_cmd_serve)
-    p = _command(sub, "state", "print the latest cosigned checkpoint of each log, and evidence")
+    p = add_command(sub, "state", "print the latest cosigned checkpoint of each log, and evidence")
     p.add_argument("--config", required=True, metavar="FILE", help=config_help)
     p.set_defaults(fn=_cmd_state)
     return parser
