@@ -1,6 +1,7 @@
 """The help and output forms every command line shares, for commands of any layer.
 
-Owns :class:`HelpFormatter` (every option's help says its default),
+Owns :class:`HelpFormatter` (every option's help says its default), the parser and
+subcommand setup every command line repeats (:func:`command_parser`, :func:`add_command`),
 :func:`print_keygen_result` (the one form of a ``keygen`` command's result) and the words of
 counts (:func:`count`: ``1 entry``, ``2 entries``; :func:`ordinal`: ``2nd``), the parts of the
 CLI conventions (docs/cli.md, "CLI conventions" 1 and 5) that ``rng-witness``, which may not
