@@ -37,7 +37,7 @@ from grpc import aio
 #: Most messages one Stream call sends (bounds every call).
 MAX_STREAM = 100_000
 
-#: The service's own server options (rng_service/service/server.py).
+#: The service's own server options (rng_service/rpc/server.py).
 SERVER_OPTIONS = [
     ("grpc.so_reuseport", 1),
     ("grpc.max_receive_message_length", 4 * 1024 * 1024),

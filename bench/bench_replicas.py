@@ -176,7 +176,7 @@ def _measure(
         ports = []
         for _ in range(replicas):  # one after the other: the first creates the schema
             proc, port = _start(
-                [PY, "-m", "rng_service.cli", "serve"], env, '{"event": "listening"'
+                [PY, "-m", "rng_service.cli.service", "serve"], env, '{"event": "listening"'
             )
             procs.append(proc)
             ports.append(port)
@@ -234,7 +234,8 @@ def run(*, short: bool) -> list[Row]:
         with tempfile.TemporaryDirectory(prefix="rng-bench-replicas-") as tmp:
             key = Path(tmp) / "key.pem"
             subprocess.run(
-                [PY, "-m", "rng_service.cli", "keygen", "--out", str(key), "--name", KEY_NAME],
+                [PY, "-m", "rng_service.cli.service", "keygen", "--out", str(key),
+                 "--name", KEY_NAME],
                 cwd=ROOT, check=True, capture_output=True, timeout=60,
             )  # fmt: skip
             one = _measure(cluster, "bench_one_replica", 1, key, seconds, "one")

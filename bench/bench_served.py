@@ -34,8 +34,8 @@ from bench._common import Row
 from bench.bench_storecheck import GROUP, ORIGIN, SIGNER, build
 from rng_service._proto.rng.v1 import log_pb2
 from rng_service.clock import SystemClock
-from rng_service.service import log_servicer as servicer_module
-from rng_service.service.log_servicer import LogServicer
+from rng_service.rpc import log_servicer as servicer_module
+from rng_service.rpc.log_servicer import LogServicer
 from rng_service.storage.base import CheckpointRecord, EntryRecord
 from rng_service.storage.sqlite import SqliteStorage
 from rng_service.writer import appender as appender_module

@@ -149,7 +149,7 @@ def start_service(tmp: Path, env: dict[str, str], *args: str) -> tuple[subproces
     (plaintext development mode on a free loopback port, no metrics endpoint)."""
     key = tmp / "key.pem"
     subprocess.run(
-        [PY, "-m", "rng_service.cli", "keygen", "--out", str(key), "--name", "bench"],
+        [PY, "-m", "rng_service.cli.service", "keygen", "--out", str(key), "--name", "bench"],
         cwd=ROOT, check=True, capture_output=True,
     )  # fmt: skip
     senv = {
@@ -160,7 +160,9 @@ def start_service(tmp: Path, env: dict[str, str], *args: str) -> tuple[subproces
         "RNG_SERVICE__LOG__KEY_FILE": str(key),
         "RNG_SERVICE__LOG__KEY_NAME": "bench",
     }
-    return _start([PY, "-m", "rng_service.cli", "serve", *args], senv, '{"event": "listening"')
+    return _start(
+        [PY, "-m", "rng_service.cli.service", "serve", *args], senv, '{"event": "listening"'
+    )
 
 
 #: Rounds of a burst of 32 then one lone call (the low-load row).

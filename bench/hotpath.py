@@ -1,12 +1,13 @@
 """The one-process unary spin path without gRPC's own work, for CPU and instruction counts.
 
-``python -m bench.hotpath N [--gc]`` builds the service's parts as ``rng_service.app.Service``
-does on its defaults (SQLite WAL log with synchronous=FULL in a temporary directory, a fresh
-Ed25519 key, the production generator on the OS entropy, the development authorizer, the
-metrics, the drain guard) and runs N ``SpinRoulette`` calls through the servicer's handler, 32
-in flight on one uvloop event loop, with the log writer thread doing its real work: the raw
-request bytes in, the serialized response out. What gRPC itself does (HTTP/2, the call
-objects) is left out, so the figures are the interpreter time OUR code adds to a call.
+``python -m bench.hotpath N [--gc]`` builds the service's parts as
+``rng_service.process.app.Service`` does on its defaults (SQLite WAL log with synchronous=FULL
+in a temporary directory, a fresh Ed25519 key, the production generator on the OS entropy, the
+development authorizer, the metrics, the drain guard) and runs N ``SpinRoulette`` calls
+through the servicer's handler, 32 in flight on one uvloop event loop, with the log writer
+thread doing its real work: the raw request bytes in, the serialized response out. What gRPC
+itself does (HTTP/2, the call objects) is left out, so the figures are the interpreter time
+OUR code adds to a call.
 
 It prints the process's CPU (user and system, ``os.times``) of the N calls and the log writer
 thread's (``/proc/self/task``), in microseconds a call. For a deterministic count run it
@@ -54,9 +55,9 @@ def _config(tmp: Path, defaults: bool) -> object:
 
 async def _run(n: int, tmp: Path, defaults: bool) -> tuple[os.times_result, tuple[float, float]]:
     from rng_service._proto.rng.v1 import common_pb2, outcomes_pb2
-    from rng_service.app import Service
-    from rng_service.service.drain import Drain
-    from rng_service.service.servicers import OutcomeServicer
+    from rng_service.process.app import Service
+    from rng_service.rpc.drain import Drain
+    from rng_service.rpc.servicers import OutcomeServicer
 
     service = Service(_config(tmp, defaults))  # type: ignore[arg-type]
     keys = service._load_keys()
@@ -157,7 +158,7 @@ def main() -> int:
     args = parser.parse_args()
     if not args.gc:
         gc.disable()
-    sys.setswitchinterval(0.0005)  # as rng_service.app's serve does
+    sys.setswitchinterval(0.0005)  # as rng_service.process.app's serve does
     import uvloop
 
     with tempfile.TemporaryDirectory(prefix="rng-hotpath-") as tmp:

@@ -19,7 +19,7 @@ everything else in the package is pure statistics over what this module hands it
   ``DeterministicGenerator`` (SP 800-90A CTR_DRBG with a caller-given seed), so a lab can
   reproduce a run byte for byte.
 * **The live service** (:func:`collect_live`): the ordinary outcome RPCs through
-  ``rng_service.service.client.RngClient``, loopback addresses only, bounded by a count and a
+  ``rng_service.rpc.client.RngClient``, loopback addresses only, bounded by a count and a
   time limit; each outcome is taken from its receipt's canonical entry, so the record is what
   the log holds.
 * **The live raw stream** (:func:`live_raw_bytes`, :func:`collect_live_bits`): raw generator
@@ -385,7 +385,7 @@ def collect_live(
     drawing new ones. Only loopback targets are accepted.
     """
     # Imported here: only live collection needs grpc, so reading files never loads it.
-    from rng_service.service.client import ClientError, RngClient
+    from rng_service.rpc.client import ClientError, RngClient
 
     _check_loopback(target)
     for name in plan:
@@ -425,7 +425,7 @@ class LiveTls:
 
 
 def _raw_client(target: str, tls: LiveTls | None) -> Any:
-    from rng_service.service.client import ClientTls, RngClient
+    from rng_service.rpc.client import ClientTls, RngClient
 
     if tls is None:
         try:
@@ -461,7 +461,7 @@ def live_raw_bytes(
     Service errors raise :class:`SourceError`.
     """
     from rng_service.log.receipt import receipt_to_json
-    from rng_service.service.client import ClientError, RawSession
+    from rng_service.rpc.client import ClientError, RawSession
 
     if session_bytes < 1 or (total is not None and total < 1):
         raise SourceError("the raw byte counts must be positive")

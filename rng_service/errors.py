@@ -1,7 +1,7 @@
 """Domain errors, grouped by who must act.
 
 Every layer raises these (or subclasses); the service layer maps each class to exactly one
-gRPC status code in one table (``rng_service.service.errors``). This module imports nothing
+gRPC status code in one table (``rng_service.rpc.errors``). This module imports nothing
 from the project so that the random core may use it too.
 
 Each error also carries a ``cause``: one word from a fixed set saying why, which becomes the
@@ -9,7 +9,7 @@ Each error also carries a ``cause``: one word from a fixed set saying why, which
 service's side) where one status code has both (a rate limit or a full queue both answer
 RESOURCE_EXHAUSTED). A class sets its default; a raise site may name a more specific one
 (``Overloaded(..., cause="rate_limit")``). Every (status code, cause) pair is classed in
-:data:`rng_service.service.errors.STATUS_CAUSES`. A cause is never text from a request.
+:data:`rng_service.rpc.errors.STATUS_CAUSES`. A cause is never text from a request.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ status codes, fixed causes and states; refused calls add a reason, the caller's 
 configured clients only (a bounded set from the config), the client identity.
 
 Every RPC is counted with its status code, ``cause`` and ``class`` (``ok``, ``refusal`` or
-``failure``), from the one table :data:`rng_service.service.errors.STATUS_CAUSES`; the alert
+``failure``), from the one table :data:`rng_service.rpc.errors.STATUS_CAUSES`; the alert
 rules select on ``class``.
 """
 
@@ -68,7 +68,7 @@ GAMES: dict[str, str] = {
 
 
 class RpcStatus(Protocol):
-    """A row of :data:`rng_service.service.errors.STATUS_CAUSES` (hashable, a singleton)."""
+    """A row of :data:`rng_service.rpc.errors.STATUS_CAUSES` (hashable, a singleton)."""
 
     @property
     def labels(self) -> tuple[str, str, str]: ...
@@ -292,7 +292,7 @@ class Metrics:
             for check in checks:
                 self.integrity_errors.labels(method=method, check=check)
 
-    # IntegrityObserver (rng_service.service.log_servicer) and AppendObserver (the sequencer)
+    # IntegrityObserver (rng_service.rpc.log_servicer) and AppendObserver (the sequencer)
     def integrity_error(self, method: str, check: str) -> None:
         self.integrity_errors.labels(method=method, check=check).inc()
 
@@ -306,11 +306,11 @@ class Metrics:
         self.store_failovers.inc()
         self.store_recovery.observe(seconds)
 
-    # DenialObserver (rng_service.service.auth)
+    # DenialObserver (rng_service.rpc.auth)
     def denied(self, *, method: str, reason: str, role: str, client: str) -> None:
         self.auth_denials.labels(method=method, reason=reason, role=role, client=client).inc()
 
-    # rng_service.service.decoding.DecodeObserver
+    # rng_service.rpc.decoding.DecodeObserver
     def undecodable(self, method: str) -> None:
         self.undecodable_requests.labels(method=method).inc()
 

@@ -23,7 +23,7 @@ one place that holds the instance's locks, its :meth:`InstanceLock.descriptors` 
 child inherits (``pass_fds``), and :meth:`InstanceLock.holder` of a lock file names the owner
 a child must descend from. A stranger's instance still finds every lock taken.
 
-Only this module and the composition root (``rng_service.app``) use it; it imports nothing
+Only this module and the composition root (``rng_service.process.app``) use it; it imports nothing
 from the rest of the project.
 """
 

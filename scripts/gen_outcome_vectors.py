@@ -1,7 +1,7 @@
 """Writes the outcome known-answer vectors in tests/vectors/outcomes/ (one JSON file per kind).
 
 ``python scripts/gen_outcome_vectors.py`` writes the files; ``--check`` exits 1 if regenerating
-would change them (``tests/unit/service/test_outcome_vectors.py`` does the same comparison).
+would change them (``tests/unit/rpc/test_outcome_vectors.py`` does the same comparison).
 The files are written by the code under test, so on their own they only catch change; what
 makes them known answers is ``tests/unit/reader/test_reader_vectors.py``, which reproduces every
 one with the independent reader of the documents (``tests/reader/``).

@@ -1,13 +1,13 @@
 """Rewrites the tables of docs/operations/ that are generated from the code.
 
 - in docs/operations/monitoring.md, the refusal/failure table,
-  :data:`rng_service.service.errors.STATUS_CAUSES`, between the
+  :data:`rng_service.rpc.errors.STATUS_CAUSES`, between the
   ``<!-- status-causes:begin -->`` and ``<!-- status-causes:end -->`` markers
-  (``tests/unit/service/test_status_causes.py`` fails while the two differ);
+  (``tests/unit/rpc/test_status_causes.py`` fails while the two differ);
 - in docs/operations/configuration.md, the documented misconfigurations,
-  :data:`rng_service.misconfigurations.MISCONFIGURATIONS`, between ``<!-- misconfigurations:begin
-  -->`` and ``<!-- misconfigurations:end -->`` (``tests/integration/test_misconfigurations.py``
-  fails while they differ, and runs each row).
+  :data:`rng_service.cli.misconfigurations.MISCONFIGURATIONS`, between
+  ``<!-- misconfigurations:begin -->`` and ``<!-- misconfigurations:end -->``
+  (``tests/integration/test_misconfigurations.py`` fails while they differ, and runs each row).
 
 Run after adding a row:
 
@@ -20,8 +20,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from rng_service.misconfigurations import misconfigurations_markdown
-from rng_service.service.errors import status_causes_markdown
+from rng_service.cli.misconfigurations import misconfigurations_markdown
+from rng_service.rpc.errors import status_causes_markdown
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "operations"
 #: marker name -> the document holding the block and the function that renders it

@@ -80,7 +80,7 @@ def _document_json(doc: PaytableDocument | MegaFireBlazeProfile) -> dict[str, An
 
 
 def _client(target: str, tls: tuple[Path | None, Path | None, Path | None]) -> Any:
-    from rng_service.service.client import ClientTls, RngClient
+    from rng_service.rpc.client import ClientTls, RngClient
 
     given = [p for p in tls if p is not None]
     if not given:
@@ -142,7 +142,7 @@ def build_document(
     address, None for the exact figures alone. ``argv`` (the command's arguments; None: this
     process's) goes into the evidence record."""
     files = [file_facts(p) for p in (*paytable_files, *([profile_file] if profile_file else []))]
-    from rng_service.service.client import ClientError
+    from rng_service.rpc.client import ClientError
 
     paytables = _paytables(paytable_files)
     plan: dict[str, int] = {}

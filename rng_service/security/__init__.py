@@ -5,7 +5,7 @@
 ``tls_files``: the server's TLS files, read and checked. ``key_files``: the permission check of
 private key files at start-up.
 The gRPC side (reading the peer's certificate identity, server credentials) lives in
-:mod:`rng_service.service.auth` and :mod:`rng_service.app`. docs/security.md.
+:mod:`rng_service.rpc.auth` and :mod:`rng_service.process.app`. docs/security.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Who may call what: roles, the method table, per-client scopes and per-client rate limits.
 
-Pure policy, no gRPC: :mod:`rng_service.service.auth` turns a peer's certificate identity into a
+Pure policy, no gRPC: :mod:`rng_service.rpc.auth` turns a peer's certificate identity into a
 :class:`Principal` and asks :class:`Policy` whether it may call a method; this module answers
 with a domain error (:class:`~rng_service.errors.Unauthenticated`,
 :class:`~rng_service.errors.PermissionDenied` or :class:`~rng_service.errors.Overloaded`), which

@@ -10,7 +10,7 @@ drivers (the layer table in docs/architecture.md).
 - :mod:`rng_service.witness.state`: per-origin latest cosigned checkpoint, atomic check-and-store
 - :mod:`rng_service.witness.core`: one add-checkpoint request decided in C2SP tlog-witness order
 - :mod:`rng_service.witness.server`: the HTTP(S) endpoint
-- :mod:`rng_service.witness.config`, :mod:`rng_service.witness.cli`: the ``rng-witness`` command
+- :mod:`rng_service.witness.config`, :mod:`rng_service.cli.witness`: the ``rng-witness`` command
 - :mod:`rng_service.witness.metrics`: its own Prometheus series (``rng_witness_server_*``),
   fed by the server through an injected sink
 """

@@ -82,7 +82,7 @@ __all__ = [
     "gather_group",
 ]
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger("rng_service.log.appender")  # the JSON log's logger field, unchanged
 
 
 class Appender:
@@ -196,7 +196,8 @@ class Appender:
     def submit_waiter(self, request: DrawRequest, waiter: Waiter) -> None:
         """:meth:`submit_async` with the caller's own ``waiter`` (settled on its event loop,
         once, as ``submit_async``'s future is): the log writer process's channel answers
-        through one without an asyncio future and callback per request (``rng_service.ipc``)."""
+        through one without an asyncio future and callback per request
+        (``rng_service.process.ipc``)."""
         self._queue.put(Pending(request, waiter, None))
 
     # --- checkpoints ---------------------------------------------------------------------

@@ -95,7 +95,7 @@ __all__ = [
     "cosigned_note",
 ]
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger("rng_service.log.witnessing")  # the JSON log's logger field, unchanged
 
 Result = Literal["cosigned", "conflict", "stale", "unreachable", "refused", "bad_answer"]
 RESULTS: tuple[Result, ...] = (

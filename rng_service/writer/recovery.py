@@ -42,7 +42,7 @@ __all__ = [
     "Settler",
 ]
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger("rng_service.log.appender")  # the JSON log's logger field, unchanged
 
 #: Resolutions of an ambiguous commit (the ``resolution`` label of its metric).
 RESOLUTIONS = ("stored", "not_stored", "unresolved")

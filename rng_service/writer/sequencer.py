@@ -43,7 +43,7 @@ __all__ = [
     "edited",
 ]
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger("rng_service.log.appender")  # the JSON log's logger field, unchanged
 
 
 @dataclass(slots=True)

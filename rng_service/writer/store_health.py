@@ -45,7 +45,7 @@ __all__ = [
     "StoreStatus",
 ]
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger("rng_service.log.store_health")  # the JSON log's logger field, unchanged
 
 #: Group commits failing in a row that mark the store down.
 FAILURE_THRESHOLD = 3

@@ -15,11 +15,11 @@ import pytest
 from grpc_health.v1 import health_pb2_grpc
 
 from rng_service._proto.rng.v1 import common_pb2, log_pb2_grpc, outcomes_pb2, outcomes_pb2_grpc
-from rng_service.app import Service
 from rng_service.clock import Clock
 from rng_service.config import Config, load_config
 from rng_service.drbg import EntropySource
 from rng_service.log.keys import generate_key_pair
+from rng_service.process.app import Service
 from rng_service.storage.base import LogStorage
 from tests.fakes import CounterEntropy
 

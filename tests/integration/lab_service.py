@@ -17,8 +17,8 @@ from rng_service._proto.rng.v1 import outcomes_pb2_grpc
 from rng_service.clock import FakeClock
 from rng_service.drbg import DeterministicGenerator
 from rng_service.log.note import Ed25519NoteSigner
-from rng_service.service.profiles import ProfileRegistry
-from rng_service.service.servicers import OutcomeServicer
+from rng_service.rpc.profiles import ProfileRegistry
+from rng_service.rpc.servicers import OutcomeServicer
 from rng_service.storage.memory import MemoryStorage
 from rng_service.writer.appender import Appender
 from rng_service.writer.tree import MerkleTree

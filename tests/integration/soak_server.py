@@ -165,7 +165,7 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     _install()
     threading.Thread(target=_control, args=(out,), name="soak-control", daemon=True).start()
-    from rng_service.cli import main as cli_main
+    from rng_service.cli.service import main as cli_main
 
     return cli_main(argv[1:])
 

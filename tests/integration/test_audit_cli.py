@@ -2,7 +2,7 @@
 
 One service run (module fixture) issues outcomes over several published checkpoints; its log is
 exported through the LogService and from the SQLite file. Each test tampers with a copy in one
-way and runs ``rng_service.audit_cli.main``: exit 0 only for the untouched export, 1 with a
+way and runs ``rng_service.cli.audit.main``: exit 0 only for the untouched export, 1 with a
 message naming what is wrong and where for tampering, 2 for malformed input.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from rng_service._proto.rng.v1 import log_pb2
-from rng_service.audit_cli import main
+from rng_service.cli.audit import main
 from rng_service.clock import FakeClock
 from rng_service.log.entry import canonical_json
 from rng_service.log.keys import generate_key_pair, load_signer
@@ -527,7 +527,7 @@ def test_receipts_are_checked_for_the_origin(
     code, out = run(["verify-receipt", str(exported.receipt), *key], capsys)
     assert code == 0, out
     assert "NOT CHECKED: that the log still holds this entry" in out
-    from rng_service.cli import main as service_main
+    from rng_service.cli.service import main as service_main
 
     vkey = exported.vkey.read_text().strip()
     assert service_main(["verify-receipt", str(exported.receipt), "--key", vkey]) == 0
@@ -754,8 +754,8 @@ def secure_log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureLog]:
     import datetime as dt
 
     from rng_service.config import load_config
+    from rng_service.rpc.client import ClientTls, RngClient
     from rng_service.security.certs import write_dev_ca
-    from rng_service.service.client import ClientTls, RngClient
 
     tmp = tmp_path_factory.mktemp("audit-tls")
     write_dev_ca(tmp / "certs", ["game-1", "auditor-1", "stranger"], now=dt.datetime.now(dt.UTC))

@@ -4,7 +4,7 @@ commit groups (replays of earlier groups, followers in one group, conflicting pa
 three tables, two clients, publishing on and off).
 
 ``EXPECTED`` is the SHA-256 of this very run on commit e65ab6c, the tree the restructure
-started from (the writer in one module, ``rng_service/log/appender.py``): it was computed there
+started from (the writer in one module, ``rng_service/writer/appender.py``): it was computed there
 by the same scenario with that commit's imports, so it is the starting commit's answer, not the
 code under test's."""
 

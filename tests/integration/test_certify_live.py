@@ -12,7 +12,7 @@ import pytest
 
 from certification import sources
 from certification.cli import main
-from rng_service.audit_cli import main as audit_main
+from rng_service.cli.audit import main as audit_main
 from tests.integration.conftest import make_config, start
 from tests.unit.certification.test_html_report import chromium_render, plots_in, png_size
 

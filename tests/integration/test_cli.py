@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rng_service.cli import main
+from rng_service.cli.service import main
 from tests.integration.conftest import Running
 
 
@@ -128,7 +128,7 @@ def test_health_with_config_calls_the_configured_port(
     ],
 )
 def test_call_config_target(tmp_path: Path, host: str, target: str) -> None:
-    from rng_service.cli_support import resolve_target
+    from rng_service.cli.support import resolve_target
 
     config = tmp_path / "c.toml"
     config.write_text(f'[server]\nhost = "{host}"\nport = 7001\n')

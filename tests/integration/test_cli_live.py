@@ -31,7 +31,7 @@ import pytest
 from rng_service.log import merkle
 from rng_service.log.keys import generate_key_pair
 from rng_service.log.note import NoteVerifier, open_checkpoint
-from rng_service.service.client import ClientTls, RngClient
+from rng_service.rpc.client import ClientTls, RngClient
 
 BIN = Path(sys.executable).parent
 ORIGIN = "cli.test/log"

@@ -28,10 +28,10 @@ from typing import Any
 import grpc
 import pytest
 
-from rng_service.app import Service
-from rng_service.cli import main as rng_service_main
+from rng_service.cli.service import main as rng_service_main
 from rng_service.config import Config, check_transport, load_config
 from rng_service.metrics import GeneratorCollector, StoreCollector
+from rng_service.process.app import Service
 from tests.integration.conftest import make_config, start
 from tests.integration.dockerfile import instructions as dockerfile_instructions
 
@@ -72,7 +72,7 @@ def exported_metric_names(tmp_path: Path) -> set[str]:
     """Every sample name the service's registry can export (counters with _total, etc.).
 
     The registry of a real (unstarted) Service: the collectors of rng_service.metrics plus the
-    process and platform collectors that rng_service.app adds; the generator's collector is
+    process and platform collectors that rng_service.process.app adds; the generator's collector is
     registered at start, so it is added here with a fixed status, as is the log store's.
     """
     registry = Service(make_config(tmp_path)).registry
@@ -356,8 +356,8 @@ def test_the_healthcheck_works_over_mtls_with_the_compose_config(
     /etc/rng-service/tls and the gRPC port changed in the file: the Dockerfile's HEALTHCHECK
     command (its --config naming that file) finds the port and answers SERVING, the healthcheck
     identity may not draw, the game server draws for its tables only, plaintext is refused."""
+    from rng_service.rpc.client import ClientError, ClientTls, RngClient
     from rng_service.security.certs import write_dev_ca
-    from rng_service.service.client import ClientError, ClientTls, RngClient
 
     certs = tmp_path / "tls"
     write_dev_ca(certs, ["game-1", "auditor-1", "healthcheck"], now=dt.datetime.now(dt.UTC))
@@ -576,7 +576,7 @@ def test_alert_unit_tests_show_a_refusal_burst_quiet_and_an_error_burst_firing()
     """The promtool scenario itself (run by test_metrics_promtool.py): its RPC series carry
     the labels the service exports, each with the class the table gives, and the error alert
     fires for the instance with failures and not for the one with (many more) refusals."""
-    from rng_service.service.errors import classify
+    from rng_service.rpc.errors import classify
 
     spec = _load_yaml(DEPLOY / "prometheus" / "alerts_test.yml")
     group = next(

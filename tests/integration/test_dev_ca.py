@@ -16,8 +16,8 @@ import grpc
 import pytest
 
 from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc
-from rng_service.cli import main as rng_service_main
-from rng_service.service.client import ClientError, ClientTls, RngClient
+from rng_service.cli.service import main as rng_service_main
+from rng_service.rpc.client import ClientError, ClientTls, RngClient
 from tests.integration.conftest import start
 from tests.integration.test_security import secure_config
 

@@ -1,8 +1,8 @@
 """A front end's start does not depend on the log's size (``serve --front-ends N``).
 
-The front end of ``rng_service.frontend`` runs here in-process, exactly as its process runs
+The front end of ``rng_service.process.frontend`` runs here in-process, exactly as its process runs
 it (``frontend._serve`` on an event loop, its end of a socketpair, a bootstrap frame), with
-this test as its log writer (``rng_service.ipc.serve_front_end``). Its store is the real
+this test as its log writer (``rng_service.process.ipc.serve_front_end``). Its store is the real
 read-only SQLite view, wrapped to count what the front end reads through the storage
 Protocol until it reports that it listens. On logs of 10^4 and 10^5 entries (real format-2
 entries and Merkle nodes, written by ``bench.bench_storecheck.build``) it must read the same
@@ -28,8 +28,8 @@ from prometheus_client import CollectorRegistry
 from bench.bench_storecheck import build
 from rng_service import app, frontend
 from rng_service.config import load_config
-from rng_service.ipc import serve_front_end
 from rng_service.log.keys import generate_key_pair
+from rng_service.process.ipc import serve_front_end
 
 SIZES = (10_000, 100_000)
 

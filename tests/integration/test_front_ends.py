@@ -27,8 +27,8 @@ import pytest
 from rng_service.log.entry import LogEntry
 from rng_service.log.keys import generate_key_pair, load_verifier
 from rng_service.log.note import Checkpoint, open_note
-from rng_service.service.client import ClientError, RngClient
-from rng_service.service.log_servicer import LogClient
+from rng_service.rpc.client import ClientError, RngClient
+from rng_service.rpc.log_servicer import LogClient
 from rng_service.storage.sqlite import SqliteStorage
 from tests.integration.test_one_owner import free_port
 from tests.integration.test_store_integrity import (
@@ -299,7 +299,7 @@ def test_the_raw_stream_needs_one_front_end(tmp_path: Path, key: Path) -> None:
     config = write_config(tmp_path, key)
     config.write_text(config.read_text() + "[certification]\nraw_stream_enabled = true\n")
     done = subprocess.run(
-        [sys.executable, "-m", "rng_service.cli", "serve", "--front-ends", "2",
+        [sys.executable, "-m", "rng_service.cli.service", "serve", "--front-ends", "2",
          "--config", str(config)],
         cwd=REPO, env=_env(), capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
@@ -313,7 +313,7 @@ def test_the_raw_stream_needs_one_front_end(tmp_path: Path, key: Path) -> None:
 def test_a_bad_front_end_count_is_refused_naming_the_allowed_values(
     value: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rng_service.cli import main as cli_main
+    from rng_service.cli.service import main as cli_main
 
     with pytest.raises(SystemExit) as info:
         cli_main(["serve", "--front-ends", value])

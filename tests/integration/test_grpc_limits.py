@@ -18,11 +18,11 @@ import pytest
 from grpc import aio
 
 from rng_service._proto.rng.v1 import common_pb2, outcomes_pb2
-from rng_service.service.errors import STATUS_CAUSES, CallClass
+from rng_service.rpc.errors import STATUS_CAUSES, CallClass
 from tests.integration.conftest import Running
 
 SPIN = "/rng.v1.OutcomeService/SpinRoulette"
-LIMIT = 4 * 1024 * 1024  # rng_service.service.server: grpc.max_receive_message_length
+LIMIT = 4 * 1024 * 1024  # rng_service.rpc.server: grpc.max_receive_message_length
 
 
 def _counted(running: Running) -> float:

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from rng_service._proto.rng.v1 import common_pb2, lab_pb2, log_pb2, outcomes_pb2
 from rng_service.outcomes.cards import DEAL_PLANS
-from rng_service.service import decoding
+from rng_service.rpc import decoding
 from tests.integration.conftest import Running, make_config, start
 
 ISSUE_BYTES = bytes.fromhex("0a060a04fffec328")  # from the fault campaign: not UTF-8

@@ -59,7 +59,7 @@ def _serve(config: Path, tmp: Path) -> tuple[subprocess.Popen[bytes], Path, Path
     out, err = tmp / "out.txt", tmp / "err.txt"
     with open(out, "wb") as o, open(err, "wb") as e:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "rng_service.cli", "serve", "--config", str(config)],
+            [sys.executable, "-m", "rng_service.cli.service", "serve", "--config", str(config)],
             cwd=REPO, stdout=o, stderr=e, stdin=subprocess.DEVNULL,
             env={k: v for k, v in os.environ.items() if not k.startswith("GRPC_")},
         )  # fmt: skip

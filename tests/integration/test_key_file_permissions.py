@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rng_service.app import Service, StartupError
 from rng_service.config import Config, ConfigError, load_config
+from rng_service.process.app import Service, StartupError
 from rng_service.security.certs import write_dev_ca
 from tests.fakes import CounterEntropy
 from tests.integration.conftest import make_config, start

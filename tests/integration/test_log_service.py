@@ -17,7 +17,6 @@ import grpc
 import pytest
 
 from rng_service._proto.rng.v1 import log_pb2
-from rng_service.app import Service, StartupError
 from rng_service.clock import FakeClock
 from rng_service.config import ConfigError
 from rng_service.log import merkle
@@ -30,6 +29,7 @@ from rng_service.log.note import (
     sign_note,
 )
 from rng_service.log.receipt import Receipt, verify_receipt
+from rng_service.process.app import Service, StartupError
 from rng_service.storage.base import CheckpointRecord
 from rng_service.storage.sqlite import SqliteStorage
 from tests.fakes import CounterEntropy

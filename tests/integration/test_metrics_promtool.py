@@ -66,7 +66,7 @@ def test_promtool_accepts_the_services_metrics(tmp_path: Path, promtool: str) ->
     assert "rng_generator_up 1.0" in text
     # Every (method, check) of the integrity counter is there at 0 before any error, so that
     # increase() in RngLogIntegrityError sees the first one (a series born at 1 shows none).
-    from rng_service.service.log_servicer import LogServicer
+    from rng_service.rpc.log_servicer import LogServicer
     from rng_service.writer.columns import CHECKS
 
     for method in LogServicer.CHECKED_METHODS:

@@ -1,7 +1,7 @@
 """Every documented misconfiguration is a one-line refusal naming the setting, exit status 2, no
 traceback, in every command it applies to (docs/operations/configuration.md, "Misconfigurations").
 
-The rows are :data:`rng_service.misconfigurations.MISCONFIGURATIONS`, the list the docs table
+The rows are :data:`rng_service.cli.misconfigurations.MISCONFIGURATIONS`, the list the docs table
 is generated from; each runs as a person types it, ``rng-service serve --config FILE`` (or
 ``rng-witness serve``), against a working configuration with that one mistake. The working
 configurations themselves start (the controls), so each refusal is the row's mistake.
@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
-from rng_service.log.keys import generate_key_pair
-from rng_service.misconfigurations import (
+from rng_service.cli.misconfigurations import (
     MISCONFIGURATIONS,
     WITNESS_SERVE,
     Misconfiguration,
     misconfigurations_markdown,
 )
+from rng_service.log.keys import generate_key_pair
 from rng_service.security.certs import write_dev_ca
 from tests.scripts import load
 
@@ -54,7 +54,7 @@ def _base_witness(d: Path) -> dict[str, Any]:
 
 
 def _toml(data: dict[str, Any]) -> str:
-    from rng_service.misconfigurations import _toml_value
+    from rng_service.cli.misconfigurations import _toml_value
 
     top = [f"{k} = {_toml_value(v)}" for k, v in data.items() if not isinstance(v, (dict, list))
            or (isinstance(v, list) and not any(isinstance(i, dict) for i in v))]  # fmt: skip

@@ -100,8 +100,8 @@ def test_the_store_lock_never_creates_the_logs_directory(tmp_path: Path) -> None
 
 
 def test_the_store_refuses_a_missing_directory_naming_the_setting(tmp_path: Path) -> None:
-    from rng_service.app import StartupError, open_storage
     from rng_service.config import StorageSettings
+    from rng_service.process.app import StartupError, open_storage
 
     db = tmp_path / "no-such-dir" / "log.sqlite3"
     with pytest.raises(StartupError) as info:

@@ -748,7 +748,7 @@ def test_stream_sends_chunks_each_logged_with_its_receipt_and_replays(svc: Runni
 
 
 def test_python_client_returns_plain_values_and_verifiable_receipts(svc: Running) -> None:
-    from rng_service.service.client import ClientError, RngClient
+    from rng_service.rpc.client import ClientError, RngClient
 
     round_id, fired, _ = mfb_round(svc, "cl-mfb", table_id="CL")
     ids = {"table_id": "CL", "round_id": round_id}

@@ -13,8 +13,8 @@ import grpc
 import pytest
 
 from rng_service._proto.rng.v1 import common_pb2, outcomes_pb2
-from rng_service.app import Service, StartupError
-from rng_service.cli import main as cli_main
+from rng_service.cli.service import main as cli_main
+from rng_service.process.app import Service, StartupError
 from tests.fakes import CounterEntropy
 from tests.integration.conftest import make_config, start
 
@@ -113,7 +113,7 @@ def test_an_example_in_the_directory_stops_the_start_without_allow_examples(
 def test_rng_audit_profiles_names_the_example_entries(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rng_service.audit_cli import main as audit_main
+    from rng_service.cli.audit import main as audit_main
 
     approved(tmp_path / "approved")
     running = start(

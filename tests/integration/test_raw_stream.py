@@ -25,9 +25,9 @@ from rng_service._proto.rng.v1 import common_pb2, lab_pb2, lab_pb2_grpc
 from rng_service.log.entry import LogEntry
 from rng_service.log.note import NoteVerifier
 from rng_service.log.receipt import receipt_from_json, verify_receipt
+from rng_service.rpc.client import ClientError, ClientTls, RawSession, RngClient
+from rng_service.rpc.lab_servicer import RAW_SESSION_KIND, _session_draw
 from rng_service.sampling import RandomSource
-from rng_service.service.client import ClientError, ClientTls, RawSession, RngClient
-from rng_service.service.lab_servicer import RAW_SESSION_KIND, _session_draw
 from tests.integration.conftest import Running, make_config, start
 from tests.integration.test_security import secure_config
 

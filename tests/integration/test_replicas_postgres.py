@@ -116,7 +116,7 @@ def _replicas(
             out, err = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
             with open(out, "wb") as o, open(err, "wb") as e:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "rng_service.cli", "serve", *args],
+                    [sys.executable, "-m", "rng_service.cli.service", "serve", *args],
                     env=env, cwd=REPO, stdout=o, stderr=e, stdin=subprocess.DEVNULL,
                 )  # fmt: skip
             replicas.append(Replica(name, proc, out, err))
@@ -161,7 +161,7 @@ def _stop(replicas: Sequence[Replica]) -> None:
 def _audit(*args: str) -> subprocess.CompletedProcess[str]:
     """``rng-audit ARGS`` (export through a replica, verify an export), which must succeed."""
     done = subprocess.run(
-        [sys.executable, "-m", "rng_service.audit_cli", *args],
+        [sys.executable, "-m", "rng_service.cli.audit", *args],
         cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

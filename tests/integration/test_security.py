@@ -30,13 +30,13 @@ from rng_service._proto.rng.v1 import (
     outcomes_pb2,
     outcomes_pb2_grpc,
 )
-from rng_service.app import Service
 from rng_service.clock import FakeClock
 from rng_service.config import Config, load_config
 from rng_service.log.entry import LogEntry
+from rng_service.process.app import Service
+from rng_service.rpc.client import ClientTls, RngClient
 from rng_service.security.certs import IssuedCert, issue_ca, issue_client
 from rng_service.security.policy import METHODS, Role
-from rng_service.service.client import ClientTls, RngClient
 from tests.fakes import CounterEntropy
 from tests.integration.conftest import Running, make_config, start, wait_for_sample
 
@@ -591,7 +591,7 @@ def test_an_expired_certificate_fails_the_handshake(secure: Secure) -> None:
 
 
 def test_cli_call_with_ca_cert_and_key(secure: Secure, capsys: pytest.CaptureFixture[str]) -> None:
-    from rng_service.cli import main
+    from rng_service.cli.service import main
 
     c = secure.certs
     args = ["call", "--target", f"127.0.0.1:{secure.running.port}", "--ca", str(c / "ca.pem"),
@@ -616,7 +616,7 @@ def _start_fails(config: Config) -> None:
 
 
 def test_plaintext_off_loopback_is_refused_at_start_up(tmp_path: Path) -> None:
-    from rng_service.app import StartupError
+    from rng_service.process.app import StartupError
 
     config = make_config(tmp_path, RNG_SERVICE__SERVER__HOST="192.0.2.1")
     with pytest.raises(StartupError, match=r"^server\.host: '192\.0\.2\.1' is not a loopback"):
@@ -641,7 +641,7 @@ def test_plaintext_on_loopback_is_announced_and_everyone_is_the_default_client(
 
 
 def test_a_missing_server_certificate_file_is_a_startup_error(tmp_path: Path) -> None:
-    from rng_service.app import StartupError
+    from rng_service.process.app import StartupError
 
     toml = CLIENTS_TOML.replace("certs/server.pem", "certs/absent.pem")
     with pytest.raises(StartupError, match=r"^tls\.cert_file: cannot read .*absent\.pem"):
@@ -650,7 +650,7 @@ def test_a_missing_server_certificate_file_is_a_startup_error(tmp_path: Path) ->
 
 def test_log_client_reads_with_an_auditor_certificate_only(secure: Secure) -> None:
     from rng_service.errors import Unavailable
-    from rng_service.service.log_servicer import LogClient
+    from rng_service.rpc.log_servicer import LogClient
 
     _seed(secure)
     target = f"127.0.0.1:{secure.running.port}"

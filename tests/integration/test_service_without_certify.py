@@ -62,7 +62,7 @@ def test_the_service_serves_without_the_extra(tmp_path: Path) -> None:
         "PYTHONUNBUFFERED": "1",
     }
     with subprocess.Popen(
-        [sys.executable, "-m", "rng_service.cli", "serve"],
+        [sys.executable, "-m", "rng_service.cli.service", "serve"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -43,7 +43,7 @@ def test_sigterm_under_load_keeps_every_acknowledged_outcome(tmp_path: Path) -> 
         "PYTHONUNBUFFERED": "1",
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rng_service.cli", "serve"],
+        [sys.executable, "-m", "rng_service.cli.service", "serve"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 
 from rng_service.log.keys import generate_key_pair
-from rng_service.service.client import ClientError, RngClient
+from rng_service.rpc.client import ClientError, RngClient
 from rng_service.storage.sqlite import SqliteStorage
 from tests.integration.soak_server import SoakServer
 

@@ -28,10 +28,10 @@ import grpc
 import pytest
 
 from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc
-from rng_service.audit_cli import main as audit_main
-from rng_service.cli import main as cli_main
+from rng_service.cli.audit import main as audit_main
+from rng_service.cli.service import main as cli_main
 from rng_service.log.keys import generate_key_pair
-from rng_service.service.client import ClientError, RngClient
+from rng_service.rpc.client import ClientError, RngClient
 from rng_service.writer.storecheck import VERIFIED_CHECKPOINT_KEY
 
 ORIGIN = "integrity.test.example/log"
@@ -86,7 +86,8 @@ class Served:
 
     def __init__(self, config: Path, args: tuple[str, ...] = ()) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rng_service.cli", "serve", "--config", str(config), *args],
+            [sys.executable, "-m", "rng_service.cli.service", "serve", "--config", str(config),
+             *args],
             cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert self.proc.stdout is not None
@@ -133,7 +134,7 @@ class Served:
 def serve_refused(config: Path) -> dict[str, Any]:
     """Runs ``serve``, which must refuse to start: returns its ``startup_failed`` event."""
     done = subprocess.run(
-        [sys.executable, "-m", "rng_service.cli", "serve", "--config", str(config)],
+        [sys.executable, "-m", "rng_service.cli.service", "serve", "--config", str(config)],
         cwd=REPO, env=_env(), capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 2, done.stdout + done.stderr

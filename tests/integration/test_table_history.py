@@ -23,8 +23,8 @@ import grpc
 import pytest
 
 from rng_service._proto.rng.v1 import log_pb2
-from rng_service.audit_cli import main
-from rng_service.service.client import RngClient
+from rng_service.cli.audit import main
+from rng_service.rpc.client import RngClient
 from tests.integration.conftest import Running, make_config, start, wait_for_sample
 
 

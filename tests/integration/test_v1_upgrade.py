@@ -23,11 +23,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from rng_service._proto.rng.v1 import common_pb2, log_pb2, outcomes_pb2
-from rng_service.app import Service, StartupError
-from rng_service.audit_cli import main as audit_main
-from rng_service.cli import main as cli_main
+from rng_service.cli.audit import main as audit_main
+from rng_service.cli.service import main as cli_main
 from rng_service.config import Config, load_config
 from rng_service.log.entry import LogEntry
+from rng_service.process.app import Service, StartupError
 from rng_service.storage import sqlite as sqlite_driver
 from tests.fakes import CounterEntropy
 from tests.integration.conftest import Running, start

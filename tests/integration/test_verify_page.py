@@ -37,13 +37,13 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-from rng_service.audit_cli import main as audit_main
-from rng_service.cli import main as cli_main
+from rng_service.cli.audit import main as audit_main
+from rng_service.cli.service import main as cli_main
 from rng_service.errors import IntegrityError
 from rng_service.log.keys import load_private_key
 from rng_service.log.note import Checkpoint, Ed25519NoteSigner, NoteVerifier, open_note, sign_note
 from rng_service.log.receipt import receipt_from_json, receipt_to_json, verify_receipt
-from rng_service.service.client import RngClient
+from rng_service.rpc.client import RngClient
 from tests.integration.conftest import Running
 from tests.integration.test_witness_audit import ORIGIN, start_witnessed
 
@@ -624,7 +624,7 @@ def _receipt_in(link: str, base: str) -> str:
 
 def _call_subcommands() -> dict[str, set[str]]:
     """Each ``rng-service call`` subcommand and its option strings, from the real parser."""
-    from rng_service.cli import build_parser
+    from rng_service.cli.service import build_parser
 
     def subparsers(parser: Any) -> dict[str, Any]:
         (action,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]

@@ -17,13 +17,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from rng_service._proto.rng.v1 import log_pb2
 from rng_service.audit import WitnessFailure, check_witnesses
-from rng_service.audit_cli import main as audit_main
+from rng_service.cli.audit import main as audit_main
 from rng_service.clock import SystemClock
 from rng_service.config import WitnessingSettings, WitnessSettings
 from rng_service.log.cosignature import CosignatureSigner
 from rng_service.log.keys import generate_key_pair, load_verifier_keys
 from rng_service.log.receipt import receipt_to_json
-from rng_service.service.client import RngClient
+from rng_service.rpc.client import RngClient
 from rng_service.witness import Witness, WitnessState
 from rng_service.witness.server import WitnessServer
 from rng_service.writer.publisher import body_sha256
@@ -148,7 +148,7 @@ def test_receipts_against_the_witnessed_log(
     out = capsys.readouterr().out
     assert "(1 needed); the newest cosignature is of" in out  # not "the 1st newest"
     # rng-service verify-receipt takes the same options.
-    from rng_service.cli import main as cli_main
+    from rng_service.cli.service import main as cli_main
 
     assert cli_main(["verify-receipt", str(receipt), "--key", str(vkey), "--target", target,
                      *witness_args]) == 0  # fmt: skip

@@ -34,7 +34,7 @@ FORKED = [*LEAVES[:5], leaf_hash(b"another entry 5"), *LEAVES[6:]]
 
 def _serve(config: Path) -> tuple[subprocess.Popen[str], dict[str, object]]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rng_service.witness.cli", "serve", "--config", str(config)],
+        [sys.executable, "-m", "rng_service.cli.witness", "serve", "--config", str(config)],
         cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -169,7 +169,7 @@ def test_a_metrics_port_in_use_stops_the_start(tmp_path: Path) -> None:
             f'[[logs]]\norigin = "{ORIGIN}"\nkeys = ["log.pem.vkey"]\n'
         )
         done = subprocess.run(
-            [sys.executable, "-m", "rng_service.witness.cli", "serve", "--config", str(config)],
+            [sys.executable, "-m", "rng_service.cli.witness", "serve", "--config", str(config)],
             cwd=REPO, env=_env(), capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
     assert done.returncode == 2, done.stderr

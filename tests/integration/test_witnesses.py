@@ -31,13 +31,13 @@ from typing import Any
 
 import pytest
 
-from rng_service.audit_cli import main as audit_main
-from rng_service.cli import main as cli_main
+from rng_service.cli.audit import main as audit_main
+from rng_service.cli.service import main as cli_main
 from rng_service.config import Config, WitnessingSettings, WitnessSettings
 from rng_service.log.cosignature import CosignatureVerifier, verify_cosignatures
 from rng_service.log.keys import generate_key_pair
 from rng_service.log.note import NoteVerifier, open_checkpoint
-from rng_service.service.log_servicer import LogClient
+from rng_service.rpc.log_servicer import LogClient
 from rng_service.writer.storecheck import VERIFIED_CHECKPOINT_KEY
 from tests.integration.conftest import make_config, start
 from tests.integration.test_store_integrity import (
@@ -90,7 +90,7 @@ class WitnessProc:
 
     def start(self) -> WitnessProc:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rng_service.witness.cli", "serve", "--config",
+            [sys.executable, "-m", "rng_service.cli.witness", "serve", "--config",
              str(self.config)],
             cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
@@ -120,7 +120,7 @@ class WitnessProc:
 
     def state(self) -> dict[str, Any]:
         done = subprocess.run(
-            [sys.executable, "-m", "rng_service.witness.cli", "state", "--config",
+            [sys.executable, "-m", "rng_service.cli.witness", "state", "--config",
              str(self.config)],
             cwd=REPO, env=_env(), capture_output=True, text=True, timeout=60, check=True,
         )  # fmt: skip
@@ -176,7 +176,7 @@ class Service:
         import threading
 
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rng_service.cli", "serve", "--config", str(config)],
+            [sys.executable, "-m", "rng_service.cli.service", "serve", "--config", str(config)],
             cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         self._lines: list[str] = []
@@ -378,7 +378,7 @@ def test_a_store_cut_back_logs_the_alarm(
     truncate(db, 6)
     sql(db, "DELETE FROM meta WHERE key = ?", VERIFIED_CHECKPOINT_KEY)
     done = subprocess.run(
-        [sys.executable, "-m", "rng_service.cli", "serve", "--config", str(config)],
+        [sys.executable, "-m", "rng_service.cli.service", "serve", "--config", str(config)],
         cwd=REPO, env=_env(), capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 2

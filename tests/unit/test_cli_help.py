@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from certification.cli import _parser as certify_parser
-from rng_service.audit_cli import build_parser as audit_parser
-from rng_service.cli import build_parser as service_parser
-from rng_service.witness.cli import build_parser as witness_parser
+from rng_service.cli.audit import build_parser as audit_parser
+from rng_service.cli.service import build_parser as service_parser
+from rng_service.cli.witness import build_parser as witness_parser
 
 BIN = Path(sys.executable).parent
 PARSERS = {
@@ -62,7 +62,7 @@ def _rendered(prog: str, action: argparse.Action) -> str:
 def test_every_option_has_help_and_says_its_default(prog: str, action: argparse.Action) -> None:
     flag = "/".join(action.option_strings)
     if action.help == argparse.SUPPRESS:
-        # the only hidden options are the refused names (rng_service.cli_support.refuse_option)
+        # the only hidden options are the refused names (rng_service.cli.support.refuse_option)
         assert "--tls-key" in str(action.const), f"{prog} {flag} is hidden"
         return
     assert action.help, f"{prog} {flag} has no help text"

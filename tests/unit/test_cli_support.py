@@ -1,4 +1,4 @@
-"""The shared command-line conventions (rng_service.cli_support, docs/cli.md): progress only
+"""The shared command-line conventions (rng_service.cli.support, docs/cli.md): progress only
 on a terminal, the target rule, times, output spelling, output-file checks, connection hints."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rng_service.cli_support import (
+from rng_service.cli.support import (
     TARGET_ENV,
     HelpFormatter,
     Option,
@@ -23,7 +23,7 @@ from rng_service.cli_support import (
     resolve_target,
     writable_file,
 )
-from rng_service.service.client import connection_hint
+from rng_service.rpc.client import connection_hint
 
 
 class Terminal(io.StringIO):
@@ -136,7 +136,7 @@ def test_connection_hints(details: str, tls: bool, hint: str) -> None:
 
 
 def test_counts_and_ordinals_read_as_english() -> None:
-    from rng_service.cli_text import count, ordinal
+    from rng_service.cli.text import count, ordinal
 
     assert count(1, "entry", "entries") == "1 entry"
     assert count(0, "entry", "entries") == "0 entries"

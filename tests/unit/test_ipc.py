@@ -1,4 +1,4 @@
-"""The log writer's channel (``rng_service.ipc``), as ``serve --front-ends`` uses it.
+"""The log writer's channel (``rng_service.process.ipc``), as ``serve --front-ends`` uses it.
 
 The real OutcomeServicer talks to a :class:`WriterClient`; a :class:`WriterEndpoint` on the
 other end of a socketpair hands the pickled requests to a real appender (in-memory store,
@@ -21,16 +21,16 @@ from grpc import aio
 
 from rng_service.clock import FakeClock
 from rng_service.errors import InvalidArgument, SlotFilled, Unavailable
-from rng_service.ipc import WriterClient, _decode_error, _encode_error, serve_front_end
 from rng_service.log.entry import LogEntry
 from rng_service.metrics import MergedCollector
-from rng_service.service.profiles import ProfileRegistry
-from rng_service.service.servicers import OutcomeServicer
+from rng_service.process.ipc import WriterClient, _decode_error, _encode_error, serve_front_end
+from rng_service.rpc.profiles import ProfileRegistry
+from rng_service.rpc.servicers import OutcomeServicer
 from rng_service.storage.memory import MemoryStorage
 from rng_service.writer.appender import Appender, DrawRequest, Waiter
 from rng_service.writer.tree import MerkleTree
-from tests.unit.service.conftest import CLIENT, SIGNER, Aborted, FakeContext
-from tests.unit.service.test_outcome_vectors import (
+from tests.unit.rpc.conftest import CLIENT, SIGNER, Aborted, FakeContext
+from tests.unit.rpc.test_outcome_vectors import (
     VECTORS,
     _lab_generator,
     _request,

@@ -20,8 +20,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from rng_service.audit import write_export
-from rng_service.audit_cli import main as audit_main
-from rng_service.audit_cli import parse_duration
+from rng_service.cli.audit import main as audit_main
+from rng_service.cli.audit_commands import parse_duration
 from rng_service.clock import FakeClock
 from rng_service.log import merkle
 from rng_service.log.cosignature import CosignatureSigner
@@ -241,7 +241,7 @@ def test_verify_receipt_shares_the_notice(
     assert "NOT CHECKED: truncation" in out
     assert "covers the newest of the export's 466 entries" in out
     # rng-service verify-receipt hands --max-witness-age over, bad values included.
-    from rng_service.cli import main as cli_main
+    from rng_service.cli.service import main as cli_main
 
     assert cli_main(["verify-receipt", str(path), "--key", keys["log"], "--witness", keys["w1"],
                      "--max-witness-age=5x"]) == 2  # fmt: skip

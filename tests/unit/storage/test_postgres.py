@@ -22,7 +22,6 @@ import psycopg
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from rng_service.app import Service, StartupError
 from rng_service.clock import FakeClock
 from rng_service.config import Config, ConfigError, StorageSettings, load_config
 from rng_service.drbg import DeterministicGenerator
@@ -30,6 +29,7 @@ from rng_service.errors import InvalidArgument, StorageUnavailable
 from rng_service.log.entry import JsonValue
 from rng_service.log.note import Ed25519NoteSigner
 from rng_service.log.receipt import verify_receipt
+from rng_service.process.app import Service, StartupError
 from rng_service.sampling import RandomSource
 from rng_service.storage import (
     CheckpointRecord,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from rng_service.cli.witness import main
 from rng_service.log.keys import generate_key_pair
-from rng_service.witness.cli import main
 from rng_service.witness.config import WitnessConfigError, load_witness_config
 
 
@@ -102,7 +102,7 @@ def test_the_setting_names_its_allowed_values(tmp_path: Path) -> None:
 def test_pubkey_refuses_a_world_writable_key_and_warns_on_a_readable_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
-    from rng_service import cli as service_cli
+    from rng_service.cli import service as service_cli
 
     key = tmp_path / "k.pem"
     generate_key_pair(key, name="casino.example", cosigner=command == "rng-witness")

@@ -6,7 +6,7 @@ Run once, from a checkout of that commit (the code before entry format 2), for e
     cd /tmp/rng-v1 && /path/to/.venv/bin/python /path/to/tests/vectors/v1_log/make_v1_log.py \
         --code /tmp/rng-v1 --out /path/to/tests/vectors/v1_log
 
-It starts that release's service (``python -m rng_service.cli serve``, SQLite, plaintext on
+It starts that release's service (``python -m rng_service.cli.service serve``, SQLite, plaintext on
 loopback) with the test-only signing key below, makes the requests of ``REQUESTS`` through that
 release's RngClient (format 1 allowed a second spin of a round under another request id: the
 fixture holds one), stops it with SIGTERM (the final checkpoint is published), and exports the
@@ -47,7 +47,7 @@ def main() -> int:
 
     from rng_service.log import entry
     from rng_service.log.note import Ed25519NoteSigner
-    from rng_service.service.client import RngClient
+    from rng_service.rpc.client import RngClient
 
     if entry.FORMAT_VERSION != 1 or not entry.__file__.startswith(str(code)):
         raise SystemExit(f"needs the release 1 code (format 1); got {entry.__file__}")
@@ -74,7 +74,7 @@ def main() -> int:
             "RNG_SERVICE__LOG__ORIGIN": ORIGIN,
         }
         proc = subprocess.Popen(
-            [sys.executable, "-m", "rng_service.cli", "serve"],
+            [sys.executable, "-m", "rng_service.cli.service", "serve"],
             cwd=code, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )  # fmt: skip
         assert proc.stdout is not None
@@ -110,7 +110,7 @@ def main() -> int:
             raw.execute("PRAGMA journal_mode = DELETE")
         export = Path(tmp) / "export.jsonl"
         subprocess.run(
-            [sys.executable, "-m", "rng_service.audit_cli", "export", "--db", str(db),
+            [sys.executable, "-m", "rng_service.cli.audit", "export", "--db", str(db),
              "--out", str(export)],
             cwd=code, env=env, check=True,
         )  # fmt: skip

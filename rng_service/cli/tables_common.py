@@ -1,0 +1,191 @@
+"""What ``rng-audit table-history`` and ``rng-audit dispute`` (:mod:`rng_service.cli.tables`)
+share: their exit status for a live answer (:data:`FOUND_UNPROVEN`), the helpers
+``rng_service.cli.audit`` lends them (:class:`Shared`), entries as text and JSON, and the
+proven pages of a running service or a verified export they read (docs/auditing.md, "Table
+histories and disputes").
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from rng_service.audit import ExportReader, VerificationFailure, VerifiedHead, open_head
+from rng_service.audit.history import (
+    ProvenItem,
+    describe,
+)
+from rng_service.audit.verify import PinnedOrigin, verify_export
+from rng_service.cli.support import Progress
+from rng_service.log.entry import LogEntry
+from rng_service.log.merkle import LEAF_PREFIX
+
+if TYPE_CHECKING:
+    from rng_service.rpc.log_servicer import LogClient, ProvenPage
+
+__all__ = ["FOUND_UNPROVEN", "Shared", "UsageError"]
+
+FOUND_UNPROVEN = 4
+"""Exit status of a live answer (``--target``, or a table-history file it saved): every entry
+shown is proven in a signed checkpoint, but that none is missing rests on the store's index
+(docs/cli.md, convention 9): not 0, which means proven. Until table heads are committed to the
+log, only a full export (``--against``) proves completeness."""
+
+
+class UsageError(Exception):
+    """Bad arguments or unreadable input: exit status 2 (rng_service.cli.audit maps it)."""
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What rng_service.cli.audit lends these commands (its own helpers, to stay one tool)."""
+
+    verifiers: Callable[[Sequence[str]], list[Any]]
+    pinned: Callable[[Sequence[Any], str | None], PinnedOrigin]
+    client_tls: Callable[[argparse.Namespace, str | None], Any]
+    kept: Callable[[Sequence[str]], list[tuple[str, str]]]
+    export_lines: Callable[[str], contextlib.AbstractContextManager[Iterator[str]]]
+    check_kept: Callable[[VerifiedHead, VerifiedHead, Callable[[int, int], list[bytes]]], None]
+    write_atomically: Callable[[Path, Callable[[IO[str]], object]], None]
+    usage_error: type[Exception]
+    command: Callable[..., argparse.ArgumentParser]
+    """``command(sub, name, help, tls=True)``: a subcommand parser with the shared help
+    formatter and the mTLS options (before or after the command)."""
+    export_total: Callable[[str], int | None]
+    """The lines an export's header declares (for progress only)."""
+
+
+# -- output --------------------------------------------------------------------------------
+
+
+def _entry_json(entry: LogEntry) -> dict[str, Any]:
+    return {
+        "index": entry.index,
+        "seq": entry.table_seq,
+        "table_prev": entry.table_prev,
+        "time": entry.to_record()["time"],
+        "round_id": entry.round_id,
+        "slot": entry.slot,
+        "kind": entry.kind,
+        "request_id": entry.request_id,
+        "session_id": entry.session_id,
+        "params": dict(entry.params),
+        "outcome": dict(entry.outcome),
+        "summary": describe(entry),
+    }
+
+
+def _entry_line(entry: LogEntry) -> str:
+    seq = "-" if entry.table_seq is None else str(entry.table_seq)
+    session = f"  session {entry.session_id}" if entry.session_id else ""
+    return (
+        f"  seq {seq:>5}  log index {entry.index:>7}  {entry.to_record()['time']}  "
+        f"round {entry.round_id}{session}  slot {entry.slot or '(format 1)'}  {entry.kind}: "
+        f"{describe(entry)}"
+    )
+
+
+def _signers(head: VerifiedHead) -> str:
+    return ", ".join(head.key_names)
+
+
+# -- sources -------------------------------------------------------------------------------
+
+
+def _items(page: ProvenPage) -> list[ProvenItem]:
+    return [ProvenItem(e.index, e.data, e.leaf_hash, e.proof) for e in page.entries]
+
+
+def _live_head(
+    shared: Shared,
+    client: LogClient,
+    note: str,
+    *,
+    target: str,
+    verifiers: Sequence[Any],
+    origin: PinnedOrigin,
+    kept: Sequence[tuple[str, str]],
+) -> VerifiedHead:
+    head = open_head(
+        note, verifiers, source=f"the checkpoint {target} answered with", origin=origin.origin
+    )
+    for source, text in kept:
+        shared.check_kept(
+            open_head(text, verifiers, source=source, origin=origin.origin),
+            head,
+            client.consistency_proof,
+        )
+    return head
+
+
+def _same_tree(page: ProvenPage, head: VerifiedHead, what: str) -> None:
+    if page.tree_size != head.checkpoint.size:
+        raise VerificationFailure(
+            f"{what} was answered in the tree of size {page.tree_size}, not in the one asked "
+            f"({head.checkpoint.size})"
+        )
+
+
+def _export_entries(
+    shared: Shared, path: str, wanted: Callable[[bytes], bool], label: str
+) -> list[tuple[int, bytes]]:
+    """(index, bytes) of the export's entries that ``wanted`` keeps, in order (a plain read:
+    no verification)."""
+    out: list[tuple[int, bytes]] = []
+    with shared.export_lines(path) as lines, Progress(label, shared.export_total(path),
+                                                      unit="lines") as progress:  # fmt: skip
+        reader = ExportReader(progress.wrap(lines))
+        for _ in reader.checkpoints():
+            pass
+        for _, index, leaf, data in reader.entry_rows():
+            if wanted(data):
+                if hashlib.sha256(LEAF_PREFIX + data).digest() != leaf:
+                    raise VerificationFailure(
+                        f"export {path}: entry {index}: its leaf_hash is not SHA-256(0x00 || "
+                        "entry): the entry bytes were changed",
+                        index=index,
+                    )
+                out.append((index, data))
+    return out
+
+
+def _verified_export(
+    shared: Shared,
+    path: str,
+    verifiers: Sequence[Any],
+    origin: PinnedOrigin,
+    kept: Sequence[tuple[str, str]],
+) -> tuple[int, tuple[VerifiedHead, ...]]:
+    """Verifies the whole export (tree, checkpoints, every chain); its size and checkpoints."""
+    with shared.export_lines(path) as lines, Progress(f"verifying {path}",
+                                                      shared.export_total(path),
+                                                      unit="lines") as progress:  # fmt: skip
+        report = verify_export(progress.wrap(lines), verifiers, kept=kept, origin=origin)
+    return report.tree_size, report.heads
+
+
+def _json_key(value: str) -> bytes:
+    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+
+def _of_table(client: str, table_id: str | None) -> Callable[[bytes], bool]:
+    """A quick filter of entry bytes (a substring test before decoding), then the fields."""
+    client_field = b'"client":' + _json_key(client) + b","
+    table_field = None if table_id is None else b'"table_id":' + _json_key(table_id) + b","
+
+    def wanted(data: bytes) -> bool:
+        if client_field not in data or (table_field is not None and table_field not in data):
+            return False
+        record = json.loads(data)
+        return bool(
+            record.get("client") == client
+            and (table_id is None or record.get("table_id") == table_id)
+        )
+
+    return wanted
