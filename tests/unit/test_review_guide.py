@@ -21,6 +21,7 @@ CERTIFIED = (
     "rng_service/outcomes",
     "rng_service/settlement",
     "rng_service/log",
+    "rng_service/writer",
     "rng_service/audit",
     "rng_service/sampling.py",
     "rng_service/canonical.py",
