@@ -6,7 +6,8 @@ literal samples), CPU seconds, against ``ea_non_iid -vv`` on the same file in th
 (baseline: its CPU seconds, user + system, of the child process). The target is a ratio of at
 most 10. NIST's tool is not part of the project: build it with its own Makefile
 (docs/certification.md, "Entropy assessment") and name it in ``EA_NON_IID`` (default: ``ea_non_iid``
-on PATH); without it the benchmark stops with that message. Short form: 100,000 samples.
+on PATH); without it the long form stops with that message, and the short form (100,000
+samples, what ``make test`` runs) measures ours alone and reports the ratio as NOT MEASURED.
 """
 
 from __future__ import annotations
@@ -33,17 +34,38 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _samples(n: int) -> bytes:
+    return (
+        Cipher(algorithms.AES(bytes(range(32))), modes.CTR(bytes(16))).encryptor().update(bytes(n))
+    )
+
+
+def _ours_alone(n: int) -> Row:
+    """Without NIST's tool: our estimators' CPU seconds, and no ratio (baseline 0: NaN)."""
+    samples = Samples.from_bytes(_samples(n), 8)
+    start = time.process_time()
+    assess_non_iid(samples)
+    return Row(
+        name=f"SP 800-90B non-IID estimators, {n:,} 8-bit samples (CPU s)",
+        value=time.process_time() - start,
+        unit="s",
+        baseline_name="ea_non_iid: not found, ratio NOT MEASURED (set EA_NON_IID)",
+        baseline_value=0.0,
+        target="ratio <= 10",
+    )
+
+
 def run(*, short: bool) -> list[Row]:
     n = 100_000 if short else 1_000_000
     tool = os.environ.get("EA_NON_IID") or shutil.which("ea_non_iid")
+    if tool is None and short:
+        return [_ours_alone(n)]  # make test's smoke run: ours runs; the ratio is not measured
     if tool is None:
         raise SystemExit(
             "bench entropy needs NIST's ea_non_iid (SP800-90B_EntropyAssessment, built with its "
             "own Makefile): set EA_NON_IID to its path"
         )
-    data = (
-        Cipher(algorithms.AES(bytes(range(32))), modes.CTR(bytes(16))).encryptor().update(bytes(n))
-    )
+    data = _samples(n)
     with tempfile.TemporaryDirectory() as work:
         path = Path(work) / "samples.bin"
         path.write_bytes(data)
