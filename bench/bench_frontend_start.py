@@ -70,7 +70,7 @@ def start_seconds(config: Path, front_ends: int) -> float:
     """Seconds from ``serve`` to its ``listening`` line; the service is then stopped."""
     began = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rng_service.cli", "serve", "--config", str(config),
+        [sys.executable, "-m", "rng_service.cli.service", "serve", "--config", str(config),
          "--front-ends", str(front_ends)],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip

@@ -1,7 +1,7 @@
 """``rng-service serve`` with the soak tests' instruments, in a process of its own (a test harness,
 not a production path): ``python -m tests.integration.soak_server OUT serve --config FILE ...``.
 
-It runs the very ``serve`` command (``rng_service.cli.main``), with the composition root's
+It runs the very ``serve`` command (``rng_service.cli.service.main``), with the composition root's
 ``Service`` replaced by a subclass that adds, for the soak tests only:
 
 - the log writer's group timings: every committed group's end time (wall clock and monotonic
@@ -119,7 +119,7 @@ async def _probe_lag() -> None:
 
 
 def _install() -> None:
-    from rng_service import app
+    from rng_service.process import app
 
     base = app.Service
 

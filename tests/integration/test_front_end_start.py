@@ -26,9 +26,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from bench.bench_storecheck import build
-from rng_service import app, frontend
 from rng_service.config import load_config
 from rng_service.log.keys import generate_key_pair
+from rng_service.process import app, frontend
 from rng_service.process.ipc import serve_front_end
 
 SIZES = (10_000, 100_000)

@@ -28,14 +28,7 @@ CERTIFIED = (
 )
 
 #: path -> why the module is longer than the limit.
-LONG_MODULES: dict[str, str] = {
-    "rng_service/config/__init__.py": "to be split by section (issue 36)",
-    "rng_service/cli/tables.py": "to be split with the command lines' move (issue 36)",
-    "rng_service/cli/audit.py": "to be split with the command lines' move (issue 36)",
-    "rng_service/cli/call.py": "to be split with the command lines' move (issue 36)",
-    "rng_service/process/app.py": "to be split with the process model's package (issue 36)",
-    "rng_service/storage/postgres.py": "to be split: the driver's SQL apart (issue 36)",
-}
+LONG_MODULES: dict[str, str] = {}
 
 #: "path:Qualified.name" -> why it is longer than the limit.
 EXCEPTIONS: dict[str, str] = {}
