@@ -95,7 +95,6 @@ from certification.outcomes.sample import (
 from certification.outcomes.sequence import (
     MAX_LAG,
     TUPLE_MIN_EXPECTED,
-    discrete_stream_tests,
     jittered_uniforms,
     run_sequence_tests,
     run_stream_tests,
@@ -136,6 +135,9 @@ MAX_VALUE_CELLS = 10_000
 #: Largest range of generic integers on which the integer sequence tests run (gap, poker need
 #: the alphabet); larger ranges get the tests of the continuous values only.
 MAX_SEQUENCE_ALPHABET = 1 << 31
+#: Largest range of generic integers whose sequence tests are streamed (their tallies hold a
+#: count per value); larger ranges keep their values until the tests run.
+MAX_STREAM_SPAN = 1 << 20
 _BONUS_CELLS = 36
 
 
@@ -262,39 +264,29 @@ def _fire_tests(g: FireNumberGroup) -> list[TestResult]:
     group = f"fire_numbers/{g.profile}"
     uniform = {x: Fraction(1, len(g.layout)) for x in g.layout}
     return [
-        chi_square_gof("count", group, _counts([len(d) for d in g.draws]), g.count_expected),
-        inclusion_test("inclusion", group, g.draws, g.layout),
-        chi_square_gof("first_number", group, _counts([d[0] for d in g.draws if d]), uniform),
-        repeats("repeats", group, list(g.draws), _fire_collision(g)),
+        chi_square_gof("count", group, g.count_counts, g.count_expected),
+        g.inclusion.result("inclusion", group),
+        chi_square_gof("first_number", group, g.first_counts, uniform),
+        g.repeats.result(),
     ]
 
 
 def _jackpot_tests(g: JackpotGroup) -> list[TestResult]:
     group = f"jackpot/{g.profile}"
-    results = [chi_square_gof("tiers", group, _counts(g.tiers), g.expected)]
-    order = list(g.expected)
-    if len(order) > 1:
-        index = {t: i for i, t in enumerate(order)}
-        known = [index[t] for t in g.tiers if t in index]
-        if len(known) == len(g.tiers):  # an unknown tier already fails `tiers`
-            probabilities = [g.expected[t] for t in order]
-            known_array = np.asarray(known, dtype=np.int64)
-            results += discrete_stream_tests(known_array, probabilities, group)
+    results = [chi_square_gof("tiers", group, g.counts, g.expected)]
+    if g.stream is not None and not g.unknown:  # an unknown tier already fails `tiers`
+        results += g.stream.results()
     return results
 
 
 def _multiball_tests(g: MultiBallGroup) -> list[TestResult]:
     group = f"multiball/{g.wheel}/{g.balls}"
-    targets = set(g.targets)
-    hits = [sum(1 for x in d if x in targets) for d in g.draws]
     uniform = {x: Fraction(1, len(g.layout)) for x in g.layout}
-    size = len(g.layout)
-    collision = Fraction(math.factorial(size - g.balls), math.factorial(size))
     return [
-        inclusion_test("inclusion", group, g.draws, g.layout),
-        chi_square_gof("target_hits", group, _counts(hits), g.hit_expected),
-        chi_square_gof("first_ball", group, _counts([d[0] for d in g.draws]), uniform),
-        repeats("repeats", group, list(g.draws), collision),
+        g.inclusion.result("inclusion", group),
+        chi_square_gof("target_hits", group, g.hit_counts, g.hit_expected),
+        chi_square_gof("first_ball", group, g.first_counts, uniform),
+        g.repeats.result(),
     ]
 
 
@@ -302,42 +294,28 @@ def _shuffle_tests(g: ShuffleGroup) -> list[TestResult]:
     return g.stream.results()
 
 
-def _fire_collision(g: FireNumberGroup) -> Fraction:
-    """P(two Fire Number draws are equal, as ordered tuples) = sum_c P(c)^2 (L - c)! / L!."""
-    size = len(g.layout)
-    return sum(
-        (p * p * Fraction(math.factorial(size - c), math.factorial(size))
-         for c, p in g.count_expected.items()),
-        Fraction(0),
-    )  # fmt: skip
+def uniform_group_name(low: int, high: int, distinct: bool) -> str:
+    return f"uniform/{low}..{high}" + ("/distinct" if distinct else "")
 
 
 def _uniform_tests(g: UniformGroup) -> list[TestResult]:
-    group = f"uniform/{g.low}..{g.high}" + ("/distinct" if g.distinct else "")
-    span = g.span
-    uniform = Fraction(1, span)
+    group = uniform_group_name(g.low, g.high, g.distinct)
+    prefix = "first_value" if g.distinct else ""
+    results: list[TestResult] = []
     if g.distinct:
-        firsts = [d[0] - g.low for d in g.draws if d]
-        results: list[TestResult] = []
-        if span <= MAX_VALUE_CELLS:
-            layout = tuple(str(v) for v in range(span))
-            sets = [tuple(str(v - g.low) for v in d) for d in g.draws]
-            results.append(inclusion_test("inclusion", group, sets, layout))
-        results += _integer_stream(firsts, span, group, prefix="first_value")
-        c_min = min((len(d) for d in g.draws), default=1)
-        collision = (
-            Fraction(math.factorial(span - c_min), math.factorial(span))
-            if span <= (MAX_VALUE_CELLS)
-            else Fraction(1, span) ** c_min
-        )
-        results.append(repeats("repeats", group, [tuple(d) for d in g.draws], collision))
-        return results
-    values = [v - g.low for d in g.draws for v in d]
-    results = []
-    if span <= MAX_VALUE_CELLS:
-        expected = {v: uniform for v in range(span)}
-        results.append(chi_square_gof("values", group, _counts(values), expected))
-    return results + _integer_stream(values, span, group)
+        if g.inclusion is not None:
+            results.append(g.inclusion.result("inclusion", group))
+    elif g.span <= MAX_VALUE_CELLS:
+        expected = {v: Fraction(1, g.span) for v in range(g.span)}
+        results.append(chi_square_gof("values", group, g.value_counts, expected))
+    if g.stream is not None:
+        streamed = g.stream.results()
+        results += [replace(r, name=f"{prefix}_{r.name}") for r in streamed] if prefix else streamed
+    else:
+        results += _integer_stream(list(g.held), g.span, group, prefix=prefix)
+    if g.repeats is not None:
+        results.append(g.repeats.result())
+    return results
 
 
 def _integer_stream(
@@ -374,14 +352,15 @@ def _weighted_label(weights: tuple[int, ...]) -> str:
     return f"{len(weights)}-weights-{digest}"
 
 
+def weighted_group_name(weights: tuple[int, ...]) -> str:
+    return f"weighted/{_weighted_label(weights)}"
+
+
 def _weighted_tests(g: WeightedGroup) -> list[TestResult]:
-    group = f"weighted/{_weighted_label(g.weights)}"
-    indices = [i for d in g.draws for i in d]
-    expected = g.expected
-    results = [chi_square_gof("indices", group, _counts(indices), expected)]
-    if len(expected) > 1:
-        probabilities = [expected[i] for i in range(len(g.weights))]
-        results += discrete_stream_tests(np.asarray(indices, dtype=np.int64), probabilities, group)
+    group = weighted_group_name(g.weights)
+    results = [chi_square_gof("indices", group, g.counts, g.expected)]
+    if g.stream is not None and not g.unknown:
+        results += g.stream.results()
     return results
 
 
