@@ -56,8 +56,10 @@ import numpy as np
 from certification.bitfile import PackedBits, read_bits
 from certification.errors import InputError
 from certification.outcomes.battery import (
+    BONUS_CELLS,
     MAX_STREAM_SPAN,
     MAX_VALUE_CELLS,
+    bonus_collision,
     uniform_group_name,
     weighted_group_name,
 )
@@ -687,8 +689,7 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
     shoes: dict[tuple[int, int], _ShuffleTallier] = {}
     uniform: dict[tuple[int, int, bool], _UniformTallier] = {}
     weighted: dict[tuple[int, ...], _WeightedTallier] = {}
-    bonus: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
-    profile_of: dict[str, MegaFireBlazeProfile] = {}
+    bonus: dict[tuple[str, int], _BonusTallier] = {}
     untested: dict[str, int] = defaultdict(int)
     not_outcomes: dict[str, int] = defaultdict(int)
     for number, r in enumerate(records, 1):
@@ -744,8 +745,10 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
                 weighted[wkey].add(tuple(int(i) for i in outcome["indices"]))
             elif kind == "mega_fire_blaze_bonus":
                 prof = profiles.get(params, where)
-                profile_of[prof.id.sha256] = prof
-                bonus[(prof.id.sha256, int(params["fire_number_count"]))].append(outcome)
+                bkey = (prof.id.sha256, int(params["fire_number_count"]))
+                if bkey not in bonus:
+                    bonus[bkey] = _BonusTallier(prof, bkey[1])
+                bonus[bkey].add(outcome)
             elif kind in NOT_OUTCOME_KINDS:
                 not_outcomes[kind] += 1
             else:
@@ -761,10 +764,7 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
         shuffles=tuple(t.group() for _, t in sorted(shoes.items())),
         uniform=tuple(t.group() for _, t in sorted(uniform.items())),
         weighted=tuple(t.group() for _, t in sorted(weighted.items())),
-        bonus=tuple(
-            _bonus_group(profile_of[sha], c, v, f"record of bonus group {c}")
-            for (sha, c), v in sorted(bonus.items())
-        ),
+        bonus=tuple(t.group() for _, t in sorted(bonus.items())),
         untested=dict(untested),
         not_outcomes=dict(not_outcomes),
     )
@@ -1169,43 +1169,77 @@ class _ShuffleTallier:
                             distinct=self.decks == 1)  # fmt: skip
 
 
-def _bonus_group(
-    prof: MegaFireBlazeProfile, count: int, outcomes: list[Mapping[str, Any]], where: str
-) -> BonusGroup:
-    """The bonus games of one profile and Fire Number count, with their exact distributions."""
-    rule = prof.segments
-    fill_orders: list[tuple[int, ...]] = []
-    multipliers: list[int] = []
-    designations: list[tuple[str, ...]] = []
-    tiers: list[str] = []
-    totals: list[int] = []
-    try:
-        for o in outcomes:
-            order = tuple(int(i) for i in o["fill_order"])
-            by_index = {int(c["index"]): c for c in o["cells"]}
-            fill_orders.append(order)
-            multipliers.extend(int(by_index[i]["multiplier"]) for i in order)
-            segs = sorted(o["segments"], key=lambda g: int(g["index"]))
-            designations.append(tuple(str(g["designation"]) for g in segs))
-            tiers.extend(str(g["jackpot_tier"]) for g in segs if g["jackpot_tier"] is not None)
-            totals.append(int(o["total"]))
-    except (KeyError, TypeError, ValueError) as e:
-        raise SourceError(f"{where}: malformed mega_fire_blaze_bonus record ({e!r})") from e
-    return BonusGroup(
-        profile=f"{prof.id.name}@{prof.id.version}",
-        fire_number_count=count,
-        fill_orders=tuple(fill_orders),
-        multipliers=tuple(multipliers),
-        multiplier_expected=prof.multipliers.distribution(),
-        designations=tuple(designations),
-        designation_mode=rule.mode,
-        designation_expected=None if rule.weights is None else rule.weights.distribution(),
-        layout=tuple(rule.layout),
-        jackpot_tiers=tuple(tiers),
-        jackpot_expected=prof.jackpot.distribution(),
-        totals=tuple(totals),
-        total_expected=mega_fire_blaze.total_distribution(prof, count),
-    )
+class _BonusTallier:
+    """The bonus games of one profile and Fire Number count, counted as they are read, with
+    their exact distributions (:class:`certification.outcomes.sample.BonusGroup`)."""
+
+    def __init__(self, prof: MegaFireBlazeProfile, count: int) -> None:
+        self.prof, self.count = prof, count
+        self.name = f"{prof.id.name}@{prof.id.version}"
+        self.rule = prof.segments
+        self.layout = tuple(self.rule.layout)
+        self.names = sorted(set(self.layout))
+        self.code = {x: i for i, x in enumerate(self.names)}
+        self.sorted_layout = sorted(self.layout)
+        self.table = np.zeros((len(self.layout), len(self.names)), dtype=np.int64)
+        self.cells = InclusionTally(tuple(str(i) for i in range(BONUS_CELLS)))
+        self.repeats = RepeatStream(f"bonus/{self.name}/{count}", bonus_collision(count))
+        self.totals: dict[int, int] = defaultdict(int)
+        self.firsts: dict[int, int] = defaultdict(int)
+        self.multipliers: dict[int, int] = defaultdict(int)
+        self.designations: dict[str, int] = defaultdict(int)
+        self.tiers: dict[str, int] = defaultdict(int)
+        self.problem = ""
+        self.outcomes = 0
+
+    def add(self, o: Mapping[str, Any]) -> None:
+        order = tuple(int(i) for i in o["fill_order"])
+        by_index = {int(c["index"]): c for c in o["cells"]}
+        multipliers = [int(by_index[i]["multiplier"]) for i in order]
+        segs = sorted(o["segments"], key=lambda g: int(g["index"]))
+        row = tuple(str(g["designation"]) for g in segs)
+        tiers = [str(g["jackpot_tier"]) for g in segs if g["jackpot_tier"] is not None]
+        total = int(o["total"])
+        self.outcomes += 1
+        self.cells.add(tuple(str(i) for i in order))
+        if order:
+            self.firsts[order[0]] += 1
+        self.repeats.add(order)
+        for m in multipliers:
+            self.multipliers[m] += 1
+        for t in tiers:
+            self.tiers[t] += 1
+        self.totals[total] += 1
+        mode = self.rule.mode
+        if mode == "independent" and self.rule.weights is not None:
+            for d in row:
+                self.designations[d] += 1
+        elif self.problem:
+            pass
+        elif mode == "shuffled":
+            if sorted(row) != self.sorted_layout:
+                self.problem = "a designation row is not the profile's layout"
+            else:
+                self.table[np.arange(len(row)), [self.code[d] for d in row]] += 1
+        elif row != self.layout:
+            self.problem = "a designation differs from the profile's fixed layout"
+
+    def group(self) -> BonusGroup:
+        prof, rule = self.prof, self.rule
+        return BonusGroup(
+            profile=self.name, fire_number_count=self.count, outcomes=self.outcomes,
+            total_counts=dict(self.totals),
+            total_expected=mega_fire_blaze.total_distribution(prof, self.count),
+            cells=self.cells, first_counts=dict(self.firsts), repeats=self.repeats,
+            multiplier_counts=dict(self.multipliers),
+            multiplier_expected=prof.multipliers.distribution(),
+            designation_mode=rule.mode,
+            designation_expected=None if rule.weights is None else rule.weights.distribution(),
+            designation_counts=dict(self.designations),
+            designation_table=self.table if rule.mode == "shuffled" else None,
+            designation_problem=self.problem, layout=self.layout,
+            jackpot_tier_counts=dict(self.tiers), jackpot_expected=prof.jackpot.distribution(),
+        )  # fmt: skip
 
 
 def sample_from_shuffles(shuffles: Sequence[Sequence[int]]) -> OutcomeSample:

@@ -66,7 +66,6 @@ from certification.outcomes._stats import (
     TestResult,
     chi_square_gof,
     holm_adjusted,
-    inclusion_test,
     ks_uniform,
     max_cell,
     repeats,
@@ -102,7 +101,7 @@ from certification.outcomes.sequence import (
     runs_up_and_down,
     tuple_label,
 )
-from certification.outcomes.shuffles import card_by_position, shoe_group
+from certification.outcomes.shuffles import card_by_position_from_table, shoe_group
 from certification.verdict import Verdict
 
 __all__ = [
@@ -138,7 +137,7 @@ MAX_SEQUENCE_ALPHABET = 1 << 31
 #: Largest range of generic integers whose sequence tests are streamed (their tallies hold a
 #: count per value); larger ranges keep their values until the tests run.
 MAX_STREAM_SPAN = 1 << 20
-_BONUS_CELLS = 36
+BONUS_CELLS = 36
 
 
 @dataclass(frozen=True)
@@ -364,48 +363,41 @@ def _weighted_tests(g: WeightedGroup) -> list[TestResult]:
     return results
 
 
-def _impossible(g: BonusGroup, group: str, note: str) -> TestResult:
-    """The designations test when an outcome holds an arrangement the profile cannot give."""
-    n = len(g.designations)
-    return TestResult("designations", group, None, None, 0.0, f"{g.designation_mode} layout", n,
-                      note=note)  # fmt: skip
-
-
 def _bonus_tests(g: BonusGroup) -> list[TestResult]:
     group = f"bonus/{g.profile}/{g.fire_number_count}"
-    cells = tuple(str(i) for i in range(_BONUS_CELLS))
-    uniform = {i: Fraction(1, _BONUS_CELLS) for i in range(_BONUS_CELLS)}
+    uniform = {i: Fraction(1, BONUS_CELLS) for i in range(BONUS_CELLS)}
     results = [
-        chi_square_gof("total", group, _counts(list(g.totals)), g.total_expected),
-        inclusion_test("cells", group, [tuple(str(i) for i in o) for o in g.fill_orders], cells),
-        chi_square_gof("first_cell", group, _counts([o[0] for o in g.fill_orders if o]), uniform),
-        chi_square_gof("multipliers", group, _counts(list(g.multipliers)), g.multiplier_expected),
+        chi_square_gof("total", group, g.total_counts, g.total_expected),
+        g.cells.result("cells", group),
+        chi_square_gof("first_cell", group, g.first_counts, uniform),
+        chi_square_gof("multipliers", group, g.multiplier_counts, g.multiplier_expected),
     ]
     if g.designation_mode == "independent" and g.designation_expected is not None:
-        flat = [d for row in g.designations for d in row]
-        results.append(chi_square_gof("designations", group, _counts(flat), g.designation_expected))
-    elif g.designation_mode == "shuffled" and g.designations:
+        results.append(chi_square_gof("designations", group, g.designation_counts,
+                                      g.designation_expected))  # fmt: skip
+    elif g.designation_problem:
+        results.append(TestResult("designations", group, None, None, 0.0,
+                                  f"{g.designation_mode} layout", g.outcomes,
+                                  note=g.designation_problem))  # fmt: skip
+    elif g.designation_mode == "shuffled" and g.designation_table is not None and g.outcomes:
         names = sorted(set(g.layout))
-        codes = np.array([[names.index(d) if d in names else -1 for d in row]
-                          for row in g.designations], dtype=np.int64)  # fmt: skip
-        if (codes < 0).any() or any(sorted(row) != sorted(g.layout) for row in g.designations):
-            results.append(_impossible(g, group, "a designation row is not the profile's layout"))
-        else:
-            results.append(replace(card_by_position(codes, group), name="designations"))
-    elif any(tuple(row) != g.layout for row in g.designations):
-        results.append(
-            _impossible(g, group, "a designation differs from the profile's fixed layout")
-        )
-    tier_counts = _counts(list(g.jackpot_tiers))
-    tiers = chi_square_gof("jackpot_tiers", group, tier_counts, g.jackpot_expected)
+        copies = np.array([g.layout.count(x) for x in names], dtype=np.int64)
+        table = card_by_position_from_table(g.designation_table, copies, g.outcomes, group)
+        results.append(replace(table, name="designations"))
+    tiers_n = sum(g.jackpot_tier_counts.values())
+    tiers = chi_square_gof("jackpot_tiers", group, g.jackpot_tier_counts, g.jackpot_expected)
     if tiers.p_value is None:  # completed jackpot segments are rare: never a reason to wait
-        tiers = replace(tiers, min_sample=None, note=f"{len(g.jackpot_tiers)} completed jackpot "
+        tiers = replace(tiers, min_sample=None, note=f"{tiers_n} completed jackpot "
                         "segment(s): too few to test the tiers")  # fmt: skip
     results.append(tiers)
-    c = g.fire_number_count
-    collision = Fraction(math.factorial(_BONUS_CELLS - c), math.factorial(_BONUS_CELLS))
-    results.append(repeats("repeats", group, list(g.fill_orders), collision))
+    results.append(g.repeats.result())
     return results
+
+
+def bonus_collision(fire_number_count: int) -> Fraction:
+    """P(two fill orders of ``fire_number_count`` of the 36 cells are equal)."""
+    c = fire_number_count
+    return Fraction(math.factorial(BONUS_CELLS - c), math.factorial(BONUS_CELLS))
 
 
 def all_tests(sample: OutcomeSample) -> list[TestResult]:

@@ -14,6 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+import numpy as np
+import numpy.typing as npt
+
 from certification.outcomes.shuffles import ShuffleStream
 from certification.outcomes.stream import (
     DiscreteStream,
@@ -213,29 +216,38 @@ def weighted_expected(weights: tuple[int, ...]) -> dict[int, Fraction]:
     return {i: Fraction(w, total) for i, w in enumerate(weights)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class BonusGroup:
-    """Mega Fire Blaze bonus games (617b.7(g)) under one profile and Fire Number count, with
-    the exact distributions of every random part of the grid: the filled cells (a uniform
-    ``fire_number_count``-subset of the 36 cells, in fill order), each filled cell's multiplier
-    (the profile's multiplier weights), the segment designations (``independent``: each by the
-    designation weights; ``shuffled``: a uniform arrangement of ``layout``; ``fixed``: always
-    ``layout``), the jackpot tier of each complete jackpot segment (the tier weights), and the
-    total (``mega_fire_blaze.total_distribution``)."""
+    """Mega Fire Blaze bonus games (617b.7(g)) under one profile and Fire Number count,
+    accumulated in one pass, with the exact distributions of every random part of the grid:
+    the filled cells (a uniform ``fire_number_count``-subset of the 36 cells, in fill order:
+    their inclusions ``cells``, the first cell's counts and the fill orders' repeat detector),
+    each filled cell's multiplier (the profile's multiplier weights), the segment
+    designations (``independent``: each by the designation weights, counted;
+    ``shuffled``: a uniform arrangement of ``layout``, its position x label table
+    ``designation_table`` over the sorted designation names; ``fixed``: always ``layout``;
+    ``designation_problem`` names an arrangement the profile cannot give), the jackpot tier of
+    each complete jackpot segment (the tier weights), and the total
+    (``mega_fire_blaze.total_distribution``)."""
 
     profile: str
     fire_number_count: int
-    fill_orders: tuple[tuple[int, ...], ...]
-    multipliers: tuple[int, ...]
+    outcomes: int
+    total_counts: Mapping[int, int]
+    total_expected: Mapping[int, Fraction]
+    cells: InclusionTally
+    first_counts: Mapping[int, int]
+    repeats: RepeatStream
+    multiplier_counts: Mapping[int, int]
     multiplier_expected: Mapping[int, Fraction]
-    designations: tuple[tuple[str, ...], ...]
     designation_mode: str
     designation_expected: Mapping[str, Fraction] | None
+    designation_counts: Mapping[str, int]
+    designation_table: npt.NDArray[np.int64] | None
+    designation_problem: str
     layout: tuple[str, ...]
-    jackpot_tiers: tuple[str, ...]
+    jackpot_tier_counts: Mapping[str, int]
     jackpot_expected: Mapping[str, Fraction]
-    totals: tuple[int, ...]
-    total_expected: Mapping[int, Fraction]
 
 
 @dataclass(frozen=True)
@@ -267,7 +279,7 @@ class OutcomeSample:
             + sum(g.outcomes for g in self.shuffles)
             + sum(g.outcomes for g in self.uniform)
             + sum(g.outcomes for g in self.weighted)
-            + sum(len(g.totals) for g in self.bonus)
+            + sum(g.outcomes for g in self.bonus)
         )
 
 

@@ -5,8 +5,11 @@ functions of ``_stats`` and ``sequence`` run on the whole draws, which this file
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,6 +18,7 @@ from certification import sources
 from certification.outcomes._stats import inclusion_test, repeats
 from certification.outcomes.battery import all_tests
 from certification.outcomes.sequence import discrete_stream_tests, run_sequence_tests
+from certification.outcomes.shuffles import card_by_position
 from certification.outcomes.stream import DiscreteStream, InclusionTally, RepeatStream
 
 LAYOUT = tuple(str(i) for i in range(37))
@@ -147,3 +151,70 @@ def test_draw_kinds_are_tallied_not_kept() -> None:
     by_name = {r.name: r for r in all_tests(sample) if r.group == "uniform/1..100"}
     for r in run_sequence_tests(values, 100, "uniform/1..100"):
         assert by_name[r.name].statistic == r.statistic, r.name
+
+
+def _bonus_records(tmp_path: Path, mode: str, n: int) -> tuple[Path, list[dict[str, Any]]]:
+    """``n`` bonus games drawn by the service's own draw under the example profile with its
+    designations made ``mode`` over a six-segment layout (written to a profile file)."""
+    from rng_service.outcomes import fire_numbers, mega_fire_blaze
+    from rng_service.outcomes.profiles import parse_profile
+
+    root = Path(__file__).resolve().parents[3]
+    text = (root / "rng_service" / "profiles" / "mega_fire_blaze_example.toml").read_text()
+    old = (
+        'mode = "independent"\ndesignations = ["x2", "x3", "x5", "jackpot"]\n'
+        "weights = [40, 30, 15, 15]"
+    )
+    new = f'mode = "{mode}"\nlayout = ["x2", "x2", "x3", "x5", "jackpot", "jackpot"]'
+    assert old in text
+    path = tmp_path / f"{mode}.toml"
+    path.write_text(text.replace(old, new))
+    prof = parse_profile(path.read_bytes(), path.name)
+    src = sources.random_source(sources.lab_generator(f"bonus-{mode}"))
+    records = []
+    for _ in range(n):
+        count = len(fire_numbers.draw(src, fire_numbers.FireNumberParams(profile=prof)).numbers)
+        bp = mega_fire_blaze.BonusParams(profile=prof, fire_number_count=count)
+        records.append({"kind": "mega_fire_blaze_bonus", "params": bp.to_record(),
+                        "outcome": mega_fire_blaze.draw(src, bp).to_record()})  # fmt: skip
+    return path, json.loads(json.dumps(records))
+
+
+def test_bonus_games_are_tallied_not_kept(tmp_path: Path) -> None:
+    """A shuffled layout: the designations' position x label table gives card_by_position's
+    statistic on the rows read here; the cells' inclusions equal inclusion_test's; a row that
+    is not the layout fails, and a fixed layout's changed row fails."""
+    path, records = _bonus_records(tmp_path, "shuffled", 1_500)
+    sample = sources.build_sample(records, profile_files=[path])
+    assert sample.outcome_count == 1_500
+    tests = {(r.group, r.name): r for r in all_tests(sample)}
+    for g in sample.bonus:
+        assert not hasattr(g, "fill_orders")
+        group = f"bonus/{g.profile}/{g.fire_number_count}"
+        games = [r["outcome"] for r in records
+                 if r["params"]["fire_number_count"] == g.fire_number_count]  # fmt: skip
+        names = sorted({"x2", "x3", "x5", "jackpot"})
+        rows = np.array([[names.index(s["designation"])
+                          for s in sorted(o["segments"], key=lambda s: s["index"])]
+                         for o in games], dtype=np.int64)  # fmt: skip
+        batch = card_by_position(rows, group)
+        assert tests[(group, "designations")].statistic == batch.statistic
+        assert tests[(group, "designations")].p_value == batch.p_value
+        orders = [tuple(str(i) for i in o["fill_order"]) for o in games]
+        cells = inclusion_test("cells", group, orders, tuple(str(i) for i in range(36)))
+        assert tests[(group, "cells")] == cells
+    bad = json.loads(json.dumps(records))
+    bad[3]["outcome"]["segments"][0]["designation"] = "x5"
+    bad[3]["outcome"]["segments"][1]["designation"] = "x5"
+    count = bad[3]["params"]["fire_number_count"]
+    failed = [r for r in all_tests(sources.build_sample(bad, profile_files=[path]))
+              if r.name == "designations" and r.group.endswith(f"/{count}")]  # fmt: skip
+    assert failed[0].p_value == 0.0
+    assert "not the profile's layout" in failed[0].note
+    path, fixed = _bonus_records(tmp_path, "fixed", 200)
+    fixed[0]["outcome"]["segments"][0]["designation"] = "x3"
+    count = fixed[0]["params"]["fire_number_count"]
+    results = [r for r in all_tests(sources.build_sample(fixed, profile_files=[path]))
+               if r.name == "designations"]  # fmt: skip
+    assert [r.group.endswith(f"/{count}") for r in results] == [True]
+    assert results[0].p_value == 0.0
