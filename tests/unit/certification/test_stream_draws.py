@@ -218,3 +218,18 @@ def test_bonus_games_are_tallied_not_kept(tmp_path: Path) -> None:
                if r.name == "designations"]  # fmt: skip
     assert [r.group.endswith(f"/{count}") for r in results] == [True]
     assert results[0].p_value == 0.0
+
+
+def test_repeat_stream_takes_its_final_collision() -> None:
+    """Draws without replacement learn their smallest size (hence the collision probability)
+    only at the end: the streamed expectation uses the collision set last."""
+    draws = _draws(3_000, 4)
+    stream = RepeatStream("g", Fraction(1, 10**9), buffer_records=500)
+    for d in draws:
+        stream.add(d)
+    low = stream.result().details["expected_pairs"]
+    stream.collision = Fraction(1, 37)
+    high = stream.result().details["expected_pairs"]
+    assert isinstance(low, float)
+    assert isinstance(high, float)
+    assert high > low * 1e6
