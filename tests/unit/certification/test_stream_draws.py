@@ -20,6 +20,7 @@ from certification.outcomes.battery import all_tests
 from certification.outcomes.sequence import discrete_stream_tests, run_sequence_tests
 from certification.outcomes.shuffles import card_by_position
 from certification.outcomes.stream import DiscreteStream, InclusionTally, RepeatStream
+from rng_service.outcomes import fire_numbers
 
 LAYOUT = tuple(str(i) for i in range(37))
 
@@ -136,7 +137,7 @@ def test_draw_kinds_are_tallied_not_kept() -> None:
     assert sample.outcome_count == sum(plan.values())
     tests = {(r.group.split("/")[0], r.name): r for r in all_tests(sample)}
     fires = [tuple(r["outcome"]["numbers"]) for r in records if r["kind"] == "fire_numbers"]
-    inc = inclusion_test("inclusion", "g", fires, sources.fire_numbers.LAYOUT)
+    inc = inclusion_test("inclusion", "g", fires, fire_numbers.LAYOUT)
     assert tests[("fire_numbers", "inclusion")].statistic == inc.statistic
     weights = (1, 2, 3, 4, 10)
     idx = np.asarray([i for r in records if r["kind"] == "weighted_choice"
