@@ -42,6 +42,7 @@ import binascii
 import hashlib
 import ipaddress
 import json
+import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -54,6 +55,14 @@ import numpy as np
 
 from certification.bitfile import PackedBits, read_bits
 from certification.errors import InputError
+from certification.outcomes.battery import (
+    BONUS_CELLS,
+    MAX_STREAM_SPAN,
+    MAX_VALUE_CELLS,
+    bonus_collision,
+    uniform_group_name,
+    weighted_group_name,
+)
 from certification.outcomes.sample import (
     BonusGroup,
     DiceGroup,
@@ -66,9 +75,16 @@ from certification.outcomes.sample import (
     WeightedGroup,
     WheelGroup,
     WheelTally,
+    fire_collision,
+    weighted_expected,
 )
 from certification.outcomes.shuffles import ShuffleStream, shoe_group
-from certification.outcomes.stream import IntegerStream
+from certification.outcomes.stream import (
+    DiscreteStream,
+    InclusionTally,
+    IntegerStream,
+    RepeatStream,
+)
 from rng_service.drbg import DeterministicGenerator
 from rng_service.errors import RngServiceError
 from rng_service.outcomes import (
@@ -667,14 +683,13 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
     profiles = _Profiles.load(profile_files)
     spins: dict[str, _WheelTallier] = {}
     rolls: dict[tuple[int, int], _DiceTallier] = {}
-    fires: dict[str, list[tuple[str, ...]]] = defaultdict(list)
-    tiers: dict[str, list[str]] = defaultdict(list)
-    balls: dict[tuple[str, int], list[tuple[str, ...]]] = defaultdict(list)
+    fires: dict[str, _FireTallier] = {}
+    tiers: dict[str, _JackpotTallier] = {}
+    balls: dict[tuple[str, int], _MultiBallTallier] = {}
     shoes: dict[tuple[int, int], _ShuffleTallier] = {}
-    uniform: dict[tuple[int, int, bool], list[tuple[int, ...]]] = defaultdict(list)
-    weighted: dict[tuple[int, ...], list[tuple[int, ...]]] = defaultdict(list)
-    bonus: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
-    profile_of: dict[str, MegaFireBlazeProfile] = {}
+    uniform: dict[tuple[int, int, bool], _UniformTallier] = {}
+    weighted: dict[tuple[int, ...], _WeightedTallier] = {}
+    bonus: dict[tuple[str, int], _BonusTallier] = {}
     untested: dict[str, int] = defaultdict(int)
     not_outcomes: dict[str, int] = defaultdict(int)
     for number, r in enumerate(records, 1):
@@ -700,15 +715,19 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
                     roller.add(tuple(faces[i : i + k]))
             elif kind == "fire_numbers":
                 prof = profiles.get(params, where)
-                profile_of[prof.id.sha256] = prof
-                fires[prof.id.sha256].append(tuple(outcome["numbers"]))
+                if prof.id.sha256 not in fires:
+                    fires[prof.id.sha256] = _FireTallier(prof)
+                fires[prof.id.sha256].add(tuple(outcome["numbers"]))
             elif kind == "jackpot_tier":
                 prof = profiles.get(params, where)
-                profile_of[prof.id.sha256] = prof
-                tiers[prof.id.sha256].append(outcome["tier"])
+                if prof.id.sha256 not in tiers:
+                    tiers[prof.id.sha256] = _JackpotTallier(prof)
+                tiers[prof.id.sha256].add(outcome["tier"])
             elif kind == "multiball":
                 key = (outcome["wheel"], len(outcome["balls"]))
-                balls[key].append(tuple(b["number"] for b in outcome["balls"]))
+                if key not in balls:
+                    balls[key] = _MultiBallTallier(*key)
+                balls[key].add(tuple(b["number"] for b in outcome["balls"]))
             elif kind == "card_shuffle":
                 key = (outcome["decks"], outcome["jokers"])
                 if key not in shoes:
@@ -716,14 +735,20 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
                 shoes[key].add(tuple(cards.card_code(c) for c in outcome["cards"]))
             elif kind in ("uniform_int", "uniform_int_batch"):
                 ukey = (int(params["low"]), int(params["high"]), bool(params.get("distinct")))
-                uniform[ukey].append(tuple(int(v) for v in outcome["values"]))
+                if ukey not in uniform:
+                    uniform[ukey] = _UniformTallier(*ukey)
+                uniform[ukey].add(tuple(int(v) for v in outcome["values"]))
             elif kind == "weighted_choice":
                 wkey = tuple(int(w) for w in params["weights"])
-                weighted[wkey].append(tuple(int(i) for i in outcome["indices"]))
+                if wkey not in weighted:
+                    weighted[wkey] = _WeightedTallier(wkey)
+                weighted[wkey].add(tuple(int(i) for i in outcome["indices"]))
             elif kind == "mega_fire_blaze_bonus":
                 prof = profiles.get(params, where)
-                profile_of[prof.id.sha256] = prof
-                bonus[(prof.id.sha256, int(params["fire_number_count"]))].append(outcome)
+                bkey = (prof.id.sha256, int(params["fire_number_count"]))
+                if bkey not in bonus:
+                    bonus[bkey] = _BonusTallier(prof, bkey[1])
+                bonus[bkey].add(outcome)
             elif kind in NOT_OUTCOME_KINDS:
                 not_outcomes[kind] += 1
             else:
@@ -733,21 +758,13 @@ def build_sample(records: Iterable[Record], *, profile_files: Sequence[Path] = (
     return OutcomeSample(
         wheel_tallies=tuple(t.tally() for _, t in sorted(spins.items())),
         dice=tuple(t.group() for _, t in sorted(rolls.items())),
-        fire_numbers=tuple(_fire_group(profile_of[sha], v) for sha, v in sorted(fires.items())),
-        jackpots=tuple(_jackpot_group(profile_of[sha], v) for sha, v in sorted(tiers.items())),
-        multiball=tuple(_multiball_group(w, k, v) for (w, k), v in sorted(balls.items())),
+        fire_numbers=tuple(t.group() for _, t in sorted(fires.items())),
+        jackpots=tuple(t.group() for _, t in sorted(tiers.items())),
+        multiball=tuple(t.group() for _, t in sorted(balls.items())),
         shuffles=tuple(t.group() for _, t in sorted(shoes.items())),
-        uniform=tuple(
-            UniformGroup(low=lo, high=hi, distinct=dist, draws=tuple(v))
-            for (lo, hi, dist), v in sorted(uniform.items())
-        ),
-        weighted=tuple(
-            WeightedGroup(weights=w, draws=tuple(v)) for w, v in sorted(weighted.items())
-        ),
-        bonus=tuple(
-            _bonus_group(profile_of[sha], c, v, f"record of bonus group {c}")
-            for (sha, c), v in sorted(bonus.items())
-        ),
+        uniform=tuple(t.group() for _, t in sorted(uniform.items())),
+        weighted=tuple(t.group() for _, t in sorted(weighted.items())),
+        bonus=tuple(t.group() for _, t in sorted(bonus.items())),
         untested=dict(untested),
         not_outcomes=dict(not_outcomes),
     )
@@ -896,34 +913,217 @@ def _dice_tallier(
     return rolls[(count, sides)]
 
 
-def _fire_group(prof: MegaFireBlazeProfile, v: list[tuple[str, ...]]) -> FireNumberGroup:
-    params = fire_numbers.FireNumberParams(profile=prof)
-    return FireNumberGroup(
-        profile=f"{prof.id.name}@{prof.id.version}",
-        draws=tuple(v),
-        count_expected=fire_numbers.count_distribution(params),
-        layout=fire_numbers.LAYOUT,
-    )
+class _Pending:
+    """Values handed to a stream in chunks of :data:`_WheelTallier.CHUNK`."""
+
+    def __init__(self, stream: IntegerStream) -> None:
+        self.stream = stream
+        self.values: list[int] = []
+
+    def add(self, value: int) -> None:
+        self.values.append(value)
+        if len(self.values) >= _WheelTallier.CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.values:
+            self.stream.add(np.asarray(self.values, dtype=np.int64))
+            self.values = []
 
 
-def _jackpot_group(prof: MegaFireBlazeProfile, v: list[str]) -> JackpotGroup:
-    return JackpotGroup(
-        profile=f"{prof.id.name}@{prof.id.version}",
-        tiers=tuple(v),
-        expected=jackpot.distribution(jackpot.JackpotParams(profile=prof)),
-    )
+class _FireTallier:
+    """One profile's Fire Number draws, counted as they are read."""
+
+    def __init__(self, prof: MegaFireBlazeProfile) -> None:
+        self.name = f"{prof.id.name}@{prof.id.version}"
+        self.expected = fire_numbers.count_distribution(fire_numbers.FireNumberParams(profile=prof))
+        self.layout = tuple(fire_numbers.LAYOUT)
+        self.counts: dict[int, int] = defaultdict(int)
+        self.firsts: dict[str, int] = defaultdict(int)
+        self.inclusion = InclusionTally(self.layout)
+        self.repeats = RepeatStream(f"fire_numbers/{self.name}",
+                                    fire_collision(self.expected, len(self.layout)))  # fmt: skip
+        self.outcomes = 0
+
+    def add(self, draw: tuple[str, ...]) -> None:
+        self.outcomes += 1
+        self.counts[len(draw)] += 1
+        if draw:
+            self.firsts[draw[0]] += 1
+        self.inclusion.add(draw)
+        self.repeats.add(draw)
+
+    def group(self) -> FireNumberGroup:
+        return FireNumberGroup(profile=self.name, outcomes=self.outcomes,
+                               count_counts=dict(self.counts), first_counts=dict(self.firsts),
+                               inclusion=self.inclusion, repeats=self.repeats,
+                               count_expected=self.expected, layout=self.layout)  # fmt: skip
 
 
-def _multiball_group(wheel: str, k: int, v: list[tuple[str, ...]]) -> MultiBallGroup:
-    params = multiball.MultiBallParams(wheel=WheelType(wheel), balls=k)
-    return MultiBallGroup(
-        wheel=wheel,
-        balls=k,
-        draws=tuple(v),
-        layout=tuple(WHEEL_ORDER[params.wheel]),
-        targets=multiball.BLAZING_7S_NUMBERS,
-        hit_expected=multiball.hit_count_distribution(params),
-    )
+class _JackpotTallier:
+    """One profile's jackpot tiers, counted as they are read."""
+
+    def __init__(self, prof: MegaFireBlazeProfile) -> None:
+        self.name = f"{prof.id.name}@{prof.id.version}"
+        self.expected = jackpot.distribution(jackpot.JackpotParams(profile=prof))
+        order = list(self.expected)
+        self.index = {t: i for i, t in enumerate(order)}
+        self.stream = (
+            DiscreteStream(tuple(self.expected[t] for t in order), f"jackpot/{self.name}")
+            if len(order) > 1
+            else None
+        )
+        self.pending = None if self.stream is None else _Pending(self.stream)
+        self.counts: dict[str, int] = defaultdict(int)
+        self.unknown = False
+        self.outcomes = 0
+
+    def add(self, tier: str) -> None:
+        self.outcomes += 1
+        self.counts[tier] += 1
+        i = self.index.get(tier)
+        if i is None:
+            self.unknown = True
+        elif self.pending is not None and not self.unknown:
+            self.pending.add(i)
+
+    def group(self) -> JackpotGroup:
+        if self.pending is not None:
+            self.pending.flush()
+        return JackpotGroup(profile=self.name, outcomes=self.outcomes, counts=dict(self.counts),
+                            expected=self.expected, stream=self.stream,
+                            unknown=self.unknown)  # fmt: skip
+
+
+class _MultiBallTallier:
+    """One (wheel, balls) group's multi-ball draws, counted as they are read."""
+
+    def __init__(self, wheel: str, balls: int) -> None:
+        self.params = multiball.MultiBallParams(wheel=WheelType(wheel), balls=balls)
+        self.wheel, self.balls = wheel, balls
+        self.layout = tuple(WHEEL_ORDER[self.params.wheel])
+        self.targets = set(multiball.BLAZING_7S_NUMBERS)
+        size = len(self.layout)
+        collision = Fraction(math.factorial(size - balls), math.factorial(size))
+        self.hits: dict[int, int] = defaultdict(int)
+        self.firsts: dict[str, int] = defaultdict(int)
+        self.inclusion = InclusionTally(self.layout)
+        self.repeats = RepeatStream(f"multiball/{wheel}/{balls}", collision)
+        self.outcomes = 0
+
+    def add(self, draw: tuple[str, ...]) -> None:
+        self.outcomes += 1
+        self.hits[sum(1 for x in draw if x in self.targets)] += 1
+        if draw:
+            self.firsts[draw[0]] += 1
+        self.inclusion.add(draw)
+        self.repeats.add(draw)
+
+    def group(self) -> MultiBallGroup:
+        return MultiBallGroup(
+            wheel=self.wheel, balls=self.balls, outcomes=self.outcomes, layout=self.layout,
+            targets=multiball.BLAZING_7S_NUMBERS, hit_counts=dict(self.hits),
+            hit_expected=multiball.hit_count_distribution(self.params),
+            first_counts=dict(self.firsts), inclusion=self.inclusion, repeats=self.repeats,
+        )  # fmt: skip
+
+
+class _UniformTallier:
+    """One (low, high, distinct) group's generic integers, counted as they are read (module
+    ``certification.outcomes.sample``, :class:`UniformGroup`)."""
+
+    def __init__(self, low: int, high: int, distinct: bool) -> None:
+        self.low, self.high, self.distinct = low, high, distinct
+        span = high - low + 1
+        self.span = span
+        name = uniform_group_name(low, high, distinct)
+        self.stream = IntegerStream(span, name) if 0 < span <= MAX_STREAM_SPAN else None
+        self.pending = None if self.stream is None else _Pending(self.stream)
+        self.held: list[int] = []
+        self.counts: dict[int, int] = defaultdict(int)
+        self.inclusion = (
+            InclusionTally(tuple(str(v) for v in range(span)))
+            if distinct and span <= MAX_VALUE_CELLS
+            else None
+        )
+        self.repeats = RepeatStream(name, 0) if distinct else None
+        self.c_min: int | None = None
+        self.outcomes = 0
+
+    def _value(self, v: int) -> None:
+        x = v - self.low
+        if self.pending is not None:
+            # an impossible value fails the values test; the stream keeps to its alphabet
+            self.pending.add(min(max(x, 0), self.span - 1))
+        else:
+            self.held.append(x)
+
+    def add(self, draw: tuple[int, ...]) -> None:
+        self.outcomes += 1
+        if not self.distinct:
+            for v in draw:
+                if self.span <= MAX_VALUE_CELLS:
+                    self.counts[v - self.low] += 1
+                self._value(v)
+            return
+        if draw:
+            self._value(draw[0])
+        if self.inclusion is not None:
+            self.inclusion.add(tuple(str(v - self.low) for v in draw))
+        self.c_min = len(draw) if self.c_min is None else min(self.c_min, len(draw))
+        if self.repeats is not None:
+            self.repeats.add(draw)
+
+    def group(self) -> UniformGroup:
+        if self.pending is not None:
+            self.pending.flush()
+        if self.repeats is not None:
+            c_min = 1 if self.c_min is None else self.c_min
+            self.repeats.collision = (
+                Fraction(math.factorial(self.span - c_min), math.factorial(self.span))
+                if self.span <= MAX_VALUE_CELLS
+                else Fraction(1, self.span) ** c_min
+            )
+        return UniformGroup(
+            low=self.low, high=self.high, distinct=self.distinct, outcomes=self.outcomes,
+            value_counts=dict(self.counts),
+            stream=self.stream,
+            held=tuple(self.held), inclusion=self.inclusion, repeats=self.repeats,
+        )  # fmt: skip
+
+
+class _WeightedTallier:
+    """One weight vector's choices, counted as they are read."""
+
+    def __init__(self, weights: tuple[int, ...]) -> None:
+        self.weights = weights
+        expected = weighted_expected(weights)
+        self.stream = (
+            DiscreteStream(tuple(expected[i] for i in range(len(weights))),
+                           weighted_group_name(weights))
+            if len(weights) > 1
+            else None
+        )  # fmt: skip
+        self.pending = None if self.stream is None else _Pending(self.stream)
+        self.counts: dict[int, int] = defaultdict(int)
+        self.unknown = False
+        self.outcomes = 0
+
+    def add(self, indices: tuple[int, ...]) -> None:
+        self.outcomes += 1
+        for i in indices:
+            self.counts[i] += 1
+            if not 0 <= i < len(self.weights):
+                self.unknown = True
+            elif self.pending is not None and not self.unknown:
+                self.pending.add(i)
+
+    def group(self) -> WeightedGroup:
+        if self.pending is not None:
+            self.pending.flush()
+        return WeightedGroup(weights=self.weights, outcomes=self.outcomes,
+                             counts=dict(self.counts), stream=self.stream,
+                             unknown=self.unknown)  # fmt: skip
 
 
 class _ShuffleTallier:
@@ -969,43 +1169,77 @@ class _ShuffleTallier:
                             distinct=self.decks == 1)  # fmt: skip
 
 
-def _bonus_group(
-    prof: MegaFireBlazeProfile, count: int, outcomes: list[Mapping[str, Any]], where: str
-) -> BonusGroup:
-    """The bonus games of one profile and Fire Number count, with their exact distributions."""
-    rule = prof.segments
-    fill_orders: list[tuple[int, ...]] = []
-    multipliers: list[int] = []
-    designations: list[tuple[str, ...]] = []
-    tiers: list[str] = []
-    totals: list[int] = []
-    try:
-        for o in outcomes:
-            order = tuple(int(i) for i in o["fill_order"])
-            by_index = {int(c["index"]): c for c in o["cells"]}
-            fill_orders.append(order)
-            multipliers.extend(int(by_index[i]["multiplier"]) for i in order)
-            segs = sorted(o["segments"], key=lambda g: int(g["index"]))
-            designations.append(tuple(str(g["designation"]) for g in segs))
-            tiers.extend(str(g["jackpot_tier"]) for g in segs if g["jackpot_tier"] is not None)
-            totals.append(int(o["total"]))
-    except (KeyError, TypeError, ValueError) as e:
-        raise SourceError(f"{where}: malformed mega_fire_blaze_bonus record ({e!r})") from e
-    return BonusGroup(
-        profile=f"{prof.id.name}@{prof.id.version}",
-        fire_number_count=count,
-        fill_orders=tuple(fill_orders),
-        multipliers=tuple(multipliers),
-        multiplier_expected=prof.multipliers.distribution(),
-        designations=tuple(designations),
-        designation_mode=rule.mode,
-        designation_expected=None if rule.weights is None else rule.weights.distribution(),
-        layout=tuple(rule.layout),
-        jackpot_tiers=tuple(tiers),
-        jackpot_expected=prof.jackpot.distribution(),
-        totals=tuple(totals),
-        total_expected=mega_fire_blaze.total_distribution(prof, count),
-    )
+class _BonusTallier:
+    """The bonus games of one profile and Fire Number count, counted as they are read, with
+    their exact distributions (:class:`certification.outcomes.sample.BonusGroup`)."""
+
+    def __init__(self, prof: MegaFireBlazeProfile, count: int) -> None:
+        self.prof, self.count = prof, count
+        self.name = f"{prof.id.name}@{prof.id.version}"
+        self.rule = prof.segments
+        self.layout = tuple(self.rule.layout)
+        self.names = sorted(set(self.layout))
+        self.code = {x: i for i, x in enumerate(self.names)}
+        self.sorted_layout = sorted(self.layout)
+        self.table = np.zeros((len(self.layout), len(self.names)), dtype=np.int64)
+        self.cells = InclusionTally(tuple(str(i) for i in range(BONUS_CELLS)))
+        self.repeats = RepeatStream(f"bonus/{self.name}/{count}", bonus_collision(count))
+        self.totals: dict[int, int] = defaultdict(int)
+        self.firsts: dict[int, int] = defaultdict(int)
+        self.multipliers: dict[int, int] = defaultdict(int)
+        self.designations: dict[str, int] = defaultdict(int)
+        self.tiers: dict[str, int] = defaultdict(int)
+        self.problem = ""
+        self.outcomes = 0
+
+    def add(self, o: Mapping[str, Any]) -> None:
+        order = tuple(int(i) for i in o["fill_order"])
+        by_index = {int(c["index"]): c for c in o["cells"]}
+        multipliers = [int(by_index[i]["multiplier"]) for i in order]
+        segs = sorted(o["segments"], key=lambda g: int(g["index"]))
+        row = tuple(str(g["designation"]) for g in segs)
+        tiers = [str(g["jackpot_tier"]) for g in segs if g["jackpot_tier"] is not None]
+        total = int(o["total"])
+        self.outcomes += 1
+        self.cells.add(tuple(str(i) for i in order))
+        if order:
+            self.firsts[order[0]] += 1
+        self.repeats.add(order)
+        for m in multipliers:
+            self.multipliers[m] += 1
+        for t in tiers:
+            self.tiers[t] += 1
+        self.totals[total] += 1
+        mode = self.rule.mode
+        if mode == "independent" and self.rule.weights is not None:
+            for d in row:
+                self.designations[d] += 1
+        elif self.problem:
+            pass
+        elif mode == "shuffled":
+            if sorted(row) != self.sorted_layout:
+                self.problem = "a designation row is not the profile's layout"
+            else:
+                self.table[np.arange(len(row)), [self.code[d] for d in row]] += 1
+        elif row != self.layout:
+            self.problem = "a designation differs from the profile's fixed layout"
+
+    def group(self) -> BonusGroup:
+        prof, rule = self.prof, self.rule
+        return BonusGroup(
+            profile=self.name, fire_number_count=self.count, outcomes=self.outcomes,
+            total_counts=dict(self.totals),
+            total_expected=mega_fire_blaze.total_distribution(prof, self.count),
+            cells=self.cells, first_counts=dict(self.firsts), repeats=self.repeats,
+            multiplier_counts=dict(self.multipliers),
+            multiplier_expected=prof.multipliers.distribution(),
+            designation_mode=rule.mode,
+            designation_expected=None if rule.weights is None else rule.weights.distribution(),
+            designation_counts=dict(self.designations),
+            designation_table=self.table if rule.mode == "shuffled" else None,
+            designation_problem=self.problem, layout=self.layout,
+            jackpot_tier_counts=dict(self.tiers), jackpot_expected=prof.jackpot.distribution(),
+        )  # fmt: skip
 
 
 def sample_from_shuffles(shuffles: Sequence[Sequence[int]]) -> OutcomeSample:

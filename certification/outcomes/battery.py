@@ -66,7 +66,6 @@ from certification.outcomes._stats import (
     TestResult,
     chi_square_gof,
     holm_adjusted,
-    inclusion_test,
     ks_uniform,
     max_cell,
     repeats,
@@ -95,7 +94,6 @@ from certification.outcomes.sample import (
 from certification.outcomes.sequence import (
     MAX_LAG,
     TUPLE_MIN_EXPECTED,
-    discrete_stream_tests,
     jittered_uniforms,
     run_sequence_tests,
     run_stream_tests,
@@ -103,7 +101,7 @@ from certification.outcomes.sequence import (
     runs_up_and_down,
     tuple_label,
 )
-from certification.outcomes.shuffles import card_by_position, shoe_group
+from certification.outcomes.shuffles import card_by_position_from_table, shoe_group
 from certification.verdict import Verdict
 
 __all__ = [
@@ -136,7 +134,10 @@ MAX_VALUE_CELLS = 10_000
 #: Largest range of generic integers on which the integer sequence tests run (gap, poker need
 #: the alphabet); larger ranges get the tests of the continuous values only.
 MAX_SEQUENCE_ALPHABET = 1 << 31
-_BONUS_CELLS = 36
+#: Largest range of generic integers whose sequence tests are streamed (their tallies hold a
+#: count per value); larger ranges keep their values until the tests run.
+MAX_STREAM_SPAN = 1 << 20
+BONUS_CELLS = 36
 
 
 @dataclass(frozen=True)
@@ -262,39 +263,29 @@ def _fire_tests(g: FireNumberGroup) -> list[TestResult]:
     group = f"fire_numbers/{g.profile}"
     uniform = {x: Fraction(1, len(g.layout)) for x in g.layout}
     return [
-        chi_square_gof("count", group, _counts([len(d) for d in g.draws]), g.count_expected),
-        inclusion_test("inclusion", group, g.draws, g.layout),
-        chi_square_gof("first_number", group, _counts([d[0] for d in g.draws if d]), uniform),
-        repeats("repeats", group, list(g.draws), _fire_collision(g)),
+        chi_square_gof("count", group, g.count_counts, g.count_expected),
+        g.inclusion.result("inclusion", group),
+        chi_square_gof("first_number", group, g.first_counts, uniform),
+        g.repeats.result(),
     ]
 
 
 def _jackpot_tests(g: JackpotGroup) -> list[TestResult]:
     group = f"jackpot/{g.profile}"
-    results = [chi_square_gof("tiers", group, _counts(g.tiers), g.expected)]
-    order = list(g.expected)
-    if len(order) > 1:
-        index = {t: i for i, t in enumerate(order)}
-        known = [index[t] for t in g.tiers if t in index]
-        if len(known) == len(g.tiers):  # an unknown tier already fails `tiers`
-            probabilities = [g.expected[t] for t in order]
-            known_array = np.asarray(known, dtype=np.int64)
-            results += discrete_stream_tests(known_array, probabilities, group)
+    results = [chi_square_gof("tiers", group, g.counts, g.expected)]
+    if g.stream is not None and not g.unknown:  # an unknown tier already fails `tiers`
+        results += g.stream.results()
     return results
 
 
 def _multiball_tests(g: MultiBallGroup) -> list[TestResult]:
     group = f"multiball/{g.wheel}/{g.balls}"
-    targets = set(g.targets)
-    hits = [sum(1 for x in d if x in targets) for d in g.draws]
     uniform = {x: Fraction(1, len(g.layout)) for x in g.layout}
-    size = len(g.layout)
-    collision = Fraction(math.factorial(size - g.balls), math.factorial(size))
     return [
-        inclusion_test("inclusion", group, g.draws, g.layout),
-        chi_square_gof("target_hits", group, _counts(hits), g.hit_expected),
-        chi_square_gof("first_ball", group, _counts([d[0] for d in g.draws]), uniform),
-        repeats("repeats", group, list(g.draws), collision),
+        g.inclusion.result("inclusion", group),
+        chi_square_gof("target_hits", group, g.hit_counts, g.hit_expected),
+        chi_square_gof("first_ball", group, g.first_counts, uniform),
+        g.repeats.result(),
     ]
 
 
@@ -302,42 +293,28 @@ def _shuffle_tests(g: ShuffleGroup) -> list[TestResult]:
     return g.stream.results()
 
 
-def _fire_collision(g: FireNumberGroup) -> Fraction:
-    """P(two Fire Number draws are equal, as ordered tuples) = sum_c P(c)^2 (L - c)! / L!."""
-    size = len(g.layout)
-    return sum(
-        (p * p * Fraction(math.factorial(size - c), math.factorial(size))
-         for c, p in g.count_expected.items()),
-        Fraction(0),
-    )  # fmt: skip
+def uniform_group_name(low: int, high: int, distinct: bool) -> str:
+    return f"uniform/{low}..{high}" + ("/distinct" if distinct else "")
 
 
 def _uniform_tests(g: UniformGroup) -> list[TestResult]:
-    group = f"uniform/{g.low}..{g.high}" + ("/distinct" if g.distinct else "")
-    span = g.span
-    uniform = Fraction(1, span)
+    group = uniform_group_name(g.low, g.high, g.distinct)
+    prefix = "first_value" if g.distinct else ""
+    results: list[TestResult] = []
     if g.distinct:
-        firsts = [d[0] - g.low for d in g.draws if d]
-        results: list[TestResult] = []
-        if span <= MAX_VALUE_CELLS:
-            layout = tuple(str(v) for v in range(span))
-            sets = [tuple(str(v - g.low) for v in d) for d in g.draws]
-            results.append(inclusion_test("inclusion", group, sets, layout))
-        results += _integer_stream(firsts, span, group, prefix="first_value")
-        c_min = min((len(d) for d in g.draws), default=1)
-        collision = (
-            Fraction(math.factorial(span - c_min), math.factorial(span))
-            if span <= (MAX_VALUE_CELLS)
-            else Fraction(1, span) ** c_min
-        )
-        results.append(repeats("repeats", group, [tuple(d) for d in g.draws], collision))
-        return results
-    values = [v - g.low for d in g.draws for v in d]
-    results = []
-    if span <= MAX_VALUE_CELLS:
-        expected = {v: uniform for v in range(span)}
-        results.append(chi_square_gof("values", group, _counts(values), expected))
-    return results + _integer_stream(values, span, group)
+        if g.inclusion is not None:
+            results.append(g.inclusion.result("inclusion", group))
+    elif g.span <= MAX_VALUE_CELLS:
+        expected = {v: Fraction(1, g.span) for v in range(g.span)}
+        results.append(chi_square_gof("values", group, g.value_counts, expected))
+    if g.stream is not None:
+        streamed = g.stream.results()
+        results += [replace(r, name=f"{prefix}_{r.name}") for r in streamed] if prefix else streamed
+    else:
+        results += _integer_stream(list(g.held), g.span, group, prefix=prefix)
+    if g.repeats is not None:
+        results.append(g.repeats.result())
+    return results
 
 
 def _integer_stream(
@@ -374,59 +351,53 @@ def _weighted_label(weights: tuple[int, ...]) -> str:
     return f"{len(weights)}-weights-{digest}"
 
 
+def weighted_group_name(weights: tuple[int, ...]) -> str:
+    return f"weighted/{_weighted_label(weights)}"
+
+
 def _weighted_tests(g: WeightedGroup) -> list[TestResult]:
-    group = f"weighted/{_weighted_label(g.weights)}"
-    indices = [i for d in g.draws for i in d]
-    expected = g.expected
-    results = [chi_square_gof("indices", group, _counts(indices), expected)]
-    if len(expected) > 1:
-        probabilities = [expected[i] for i in range(len(g.weights))]
-        results += discrete_stream_tests(np.asarray(indices, dtype=np.int64), probabilities, group)
+    group = weighted_group_name(g.weights)
+    results = [chi_square_gof("indices", group, g.counts, g.expected)]
+    if g.stream is not None and not g.unknown:
+        results += g.stream.results()
     return results
-
-
-def _impossible(g: BonusGroup, group: str, note: str) -> TestResult:
-    """The designations test when an outcome holds an arrangement the profile cannot give."""
-    n = len(g.designations)
-    return TestResult("designations", group, None, None, 0.0, f"{g.designation_mode} layout", n,
-                      note=note)  # fmt: skip
 
 
 def _bonus_tests(g: BonusGroup) -> list[TestResult]:
     group = f"bonus/{g.profile}/{g.fire_number_count}"
-    cells = tuple(str(i) for i in range(_BONUS_CELLS))
-    uniform = {i: Fraction(1, _BONUS_CELLS) for i in range(_BONUS_CELLS)}
+    uniform = {i: Fraction(1, BONUS_CELLS) for i in range(BONUS_CELLS)}
     results = [
-        chi_square_gof("total", group, _counts(list(g.totals)), g.total_expected),
-        inclusion_test("cells", group, [tuple(str(i) for i in o) for o in g.fill_orders], cells),
-        chi_square_gof("first_cell", group, _counts([o[0] for o in g.fill_orders if o]), uniform),
-        chi_square_gof("multipliers", group, _counts(list(g.multipliers)), g.multiplier_expected),
+        chi_square_gof("total", group, g.total_counts, g.total_expected),
+        g.cells.result("cells", group),
+        chi_square_gof("first_cell", group, g.first_counts, uniform),
+        chi_square_gof("multipliers", group, g.multiplier_counts, g.multiplier_expected),
     ]
     if g.designation_mode == "independent" and g.designation_expected is not None:
-        flat = [d for row in g.designations for d in row]
-        results.append(chi_square_gof("designations", group, _counts(flat), g.designation_expected))
-    elif g.designation_mode == "shuffled" and g.designations:
+        results.append(chi_square_gof("designations", group, g.designation_counts,
+                                      g.designation_expected))  # fmt: skip
+    elif g.designation_problem:
+        results.append(TestResult("designations", group, None, None, 0.0,
+                                  f"{g.designation_mode} layout", g.outcomes,
+                                  note=g.designation_problem))  # fmt: skip
+    elif g.designation_mode == "shuffled" and g.designation_table is not None and g.outcomes:
         names = sorted(set(g.layout))
-        codes = np.array([[names.index(d) if d in names else -1 for d in row]
-                          for row in g.designations], dtype=np.int64)  # fmt: skip
-        if (codes < 0).any() or any(sorted(row) != sorted(g.layout) for row in g.designations):
-            results.append(_impossible(g, group, "a designation row is not the profile's layout"))
-        else:
-            results.append(replace(card_by_position(codes, group), name="designations"))
-    elif any(tuple(row) != g.layout for row in g.designations):
-        results.append(
-            _impossible(g, group, "a designation differs from the profile's fixed layout")
-        )
-    tier_counts = _counts(list(g.jackpot_tiers))
-    tiers = chi_square_gof("jackpot_tiers", group, tier_counts, g.jackpot_expected)
+        copies = np.array([g.layout.count(x) for x in names], dtype=np.int64)
+        table = card_by_position_from_table(g.designation_table, copies, g.outcomes, group)
+        results.append(replace(table, name="designations"))
+    tiers_n = sum(g.jackpot_tier_counts.values())
+    tiers = chi_square_gof("jackpot_tiers", group, g.jackpot_tier_counts, g.jackpot_expected)
     if tiers.p_value is None:  # completed jackpot segments are rare: never a reason to wait
-        tiers = replace(tiers, min_sample=None, note=f"{len(g.jackpot_tiers)} completed jackpot "
+        tiers = replace(tiers, min_sample=None, note=f"{tiers_n} completed jackpot "
                         "segment(s): too few to test the tiers")  # fmt: skip
     results.append(tiers)
-    c = g.fire_number_count
-    collision = Fraction(math.factorial(_BONUS_CELLS - c), math.factorial(_BONUS_CELLS))
-    results.append(repeats("repeats", group, list(g.fill_orders), collision))
+    results.append(g.repeats.result())
     return results
+
+
+def bonus_collision(fire_number_count: int) -> Fraction:
+    """P(two fill orders of ``fire_number_count`` of the 36 cells are equal)."""
+    c = fire_number_count
+    return Fraction(math.factorial(BONUS_CELLS - c), math.factorial(BONUS_CELLS))
 
 
 def all_tests(sample: OutcomeSample) -> list[TestResult]:

@@ -9,12 +9,21 @@ module imports nothing from it, so the statistics can be reviewed (and reused) o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+import numpy as np
+import numpy.typing as npt
+
 from certification.outcomes.shuffles import ShuffleStream
-from certification.outcomes.stream import IntegerStream
+from certification.outcomes.stream import (
+    DiscreteStream,
+    InclusionTally,
+    IntegerStream,
+    RepeatStream,
+)
 
 __all__ = [
     "BonusGroup",
@@ -28,6 +37,8 @@ __all__ = [
     "WeightedGroup",
     "WheelGroup",
     "WheelTally",
+    "fire_collision",
+    "weighted_expected",
 ]
 
 
@@ -88,28 +99,42 @@ class DiceGroup:
     combination_expected: Mapping[tuple[int, ...], Fraction]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FireNumberGroup:
-    """Fire Number draws under one profile: each draw's numbers in draw order."""
+    """Fire Number draws under one profile, accumulated in one pass: the counts of the number
+    of Fire Numbers and of the first number drawn, the per-number inclusions, and the whole
+    draws' repeat detector."""
 
     profile: str
-    draws: tuple[tuple[str, ...], ...]
+    outcomes: int
+    count_counts: Mapping[int, int]
+    first_counts: Mapping[str, int]
+    inclusion: InclusionTally
+    repeats: RepeatStream
     count_expected: Mapping[int, Fraction]
     layout: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class JackpotGroup:
-    """Jackpot tiers drawn under one profile."""
+    """Jackpot tiers drawn under one profile, accumulated in one pass: the count of each tier
+    and, when the profile has two tiers or more, the serial tests of the tier indices
+    (``stream``; ``unknown`` when a tier outside the profile was read, which fails the tiers'
+    chi-square and leaves the serial tests out)."""
 
     profile: str
-    tiers: tuple[str, ...]
+    outcomes: int
+    counts: Mapping[str, int]
     expected: Mapping[str, Fraction]
+    stream: DiscreteStream | None
+    unknown: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class MultiBallGroup:
-    """Multi-ball draws (``balls`` distinct compartments of a wheel), balls in draw order.
+    """Multi-ball draws (``balls`` distinct compartments of a wheel), accumulated in one pass:
+    the per-number inclusions, the counts of balls on ``targets`` and of the first ball, and
+    the whole draws' repeat detector.
 
     ``hit_expected`` is the exact distribution of the number of balls on ``targets``
     (``multiball.hit_count_distribution``, the 617c.2(j) paytable rows).
@@ -117,10 +142,14 @@ class MultiBallGroup:
 
     wheel: str
     balls: int
-    draws: tuple[tuple[str, ...], ...]
+    outcomes: int
     layout: tuple[str, ...]
     targets: tuple[str, ...]
+    hit_counts: Mapping[int, int]
     hit_expected: Mapping[int, Fraction]
+    first_counts: Mapping[str, int]
+    inclusion: InclusionTally
+    repeats: RepeatStream
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,58 +167,87 @@ class ShuffleGroup:
     distinct: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class UniformGroup:
-    """Generic uniform integers on ``[low, high]`` (``uniform_int``, ``uniform_int_batch``): each
-    record's values in draw order; ``distinct`` draws are without replacement."""
+    """Generic uniform integers on ``[low, high]`` (``uniform_int``, ``uniform_int_batch``),
+    ``outcomes`` records accumulated in one pass; ``distinct`` draws are without replacement.
+
+    With replacement: ``value_counts`` (value - low; ranges of at most ``MAX_VALUE_CELLS``
+    values) and the values' sequence tests, streamed (``stream``) for ranges of at most
+    ``MAX_STREAM_SPAN`` values, else on the values kept in ``held``. Without replacement:
+    the inclusions (``inclusion``, small ranges), the first values' stream (``stream`` or
+    ``held`` as above) and the whole draws' repeat detector (``repeats``)."""
 
     low: int
     high: int
     distinct: bool
-    draws: tuple[tuple[int, ...], ...]
+    outcomes: int
+    value_counts: Mapping[int, int]
+    stream: IntegerStream | None
+    held: tuple[int, ...]
+    inclusion: InclusionTally | None = None
+    repeats: RepeatStream | None = None
 
     @property
     def span(self) -> int:
         return self.high - self.low + 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class WeightedGroup:
-    """Generic weighted choices (``weighted_choice``) under one weight vector: each record's
-    indices in draw order; P(i) = weights[i] / sum(weights)."""
+    """Generic weighted choices (``weighted_choice``) under one weight vector, accumulated in
+    one pass: the count of each index and the indices' serial tests (``stream``, None for a
+    single weight; ``unknown`` when an index outside the weights was read, which fails the
+    indices' chi-square and leaves the serial tests out); P(i) = weights[i] / sum(weights)."""
 
     weights: tuple[int, ...]
-    draws: tuple[tuple[int, ...], ...]
+    outcomes: int
+    counts: Mapping[int, int]
+    stream: DiscreteStream | None
+    unknown: bool = False
 
     @property
     def expected(self) -> dict[int, Fraction]:
-        total = sum(self.weights)
-        return {i: Fraction(w, total) for i, w in enumerate(self.weights)}
+        return weighted_expected(self.weights)
 
 
-@dataclass(frozen=True)
+def weighted_expected(weights: tuple[int, ...]) -> dict[int, Fraction]:
+    total = sum(weights)
+    return {i: Fraction(w, total) for i, w in enumerate(weights)}
+
+
+@dataclass(frozen=True, eq=False)
 class BonusGroup:
-    """Mega Fire Blaze bonus games (617b.7(g)) under one profile and Fire Number count, with
-    the exact distributions of every random part of the grid: the filled cells (a uniform
-    ``fire_number_count``-subset of the 36 cells, in fill order), each filled cell's multiplier
-    (the profile's multiplier weights), the segment designations (``independent``: each by the
-    designation weights; ``shuffled``: a uniform arrangement of ``layout``; ``fixed``: always
-    ``layout``), the jackpot tier of each complete jackpot segment (the tier weights), and the
-    total (``mega_fire_blaze.total_distribution``)."""
+    """Mega Fire Blaze bonus games (617b.7(g)) under one profile and Fire Number count,
+    accumulated in one pass, with the exact distributions of every random part of the grid:
+    the filled cells (a uniform ``fire_number_count``-subset of the 36 cells, in fill order:
+    their inclusions ``cells``, the first cell's counts and the fill orders' repeat detector),
+    each filled cell's multiplier (the profile's multiplier weights), the segment
+    designations (``independent``: each by the designation weights, counted;
+    ``shuffled``: a uniform arrangement of ``layout``, its position x label table
+    ``designation_table`` over the sorted designation names; ``fixed``: always ``layout``;
+    ``designation_problem`` names an arrangement the profile cannot give), the jackpot tier of
+    each complete jackpot segment (the tier weights), and the total
+    (``mega_fire_blaze.total_distribution``)."""
 
     profile: str
     fire_number_count: int
-    fill_orders: tuple[tuple[int, ...], ...]
-    multipliers: tuple[int, ...]
+    outcomes: int
+    total_counts: Mapping[int, int]
+    total_expected: Mapping[int, Fraction]
+    cells: InclusionTally
+    first_counts: Mapping[int, int]
+    repeats: RepeatStream
+    multiplier_counts: Mapping[int, int]
     multiplier_expected: Mapping[int, Fraction]
-    designations: tuple[tuple[str, ...], ...]
     designation_mode: str
     designation_expected: Mapping[str, Fraction] | None
+    designation_counts: Mapping[str, int]
+    designation_table: npt.NDArray[np.int64] | None
+    designation_problem: str
     layout: tuple[str, ...]
-    jackpot_tiers: tuple[str, ...]
+    jackpot_tier_counts: Mapping[str, int]
     jackpot_expected: Mapping[str, Fraction]
-    totals: tuple[int, ...]
-    total_expected: Mapping[int, Fraction]
 
 
 @dataclass(frozen=True)
@@ -215,11 +273,20 @@ class OutcomeSample:
             sum(len(g.numbers) for g in self.wheels)
             + sum(g.outcomes for g in self.wheel_tallies)
             + sum(g.outcomes for g in self.dice)
-            + sum(len(g.draws) for g in self.fire_numbers)
-            + sum(len(g.tiers) for g in self.jackpots)
-            + sum(len(g.draws) for g in self.multiball)
+            + sum(g.outcomes for g in self.fire_numbers)
+            + sum(g.outcomes for g in self.jackpots)
+            + sum(g.outcomes for g in self.multiball)
             + sum(g.outcomes for g in self.shuffles)
-            + sum(len(g.draws) for g in self.uniform)
-            + sum(len(g.draws) for g in self.weighted)
-            + sum(len(g.totals) for g in self.bonus)
+            + sum(g.outcomes for g in self.uniform)
+            + sum(g.outcomes for g in self.weighted)
+            + sum(g.outcomes for g in self.bonus)
         )
+
+
+def fire_collision(count_expected: Mapping[int, Fraction], size: int) -> Fraction:
+    """P(two Fire Number draws are equal, as ordered tuples) = sum_c P(c)^2 (L - c)! / L!."""
+    return sum(
+        (p * p * Fraction(math.factorial(size - c), math.factorial(size))
+         for c, p in count_expected.items()),
+        Fraction(0),
+    )  # fmt: skip

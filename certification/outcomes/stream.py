@@ -32,7 +32,10 @@ Nothing here reads files or imports ``rng_service``.
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections.abc import Hashable
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -40,10 +43,13 @@ import numpy.typing as npt
 from scipy import stats
 
 from certification.outcomes._stats import (
+    MIN_EXPECTED,
     REPEAT_EXPECTATION,
+    Cell,
     TestResult,
     chi_square_gof,
     max_cell,
+    repeats,
 )
 from certification.outcomes.sequence import (
     _COUPON_TAIL,
@@ -59,6 +65,7 @@ from certification.outcomes.sequence import (
     TUPLE_MIN_EXPECTED,
     TUPLE_NAMES,
     _gap_probabilities,
+    discrete_stream_tests,
     gap_per_value_from_table,
     gap_tail,
     run_sequence_tests,
@@ -67,10 +74,23 @@ from certification.outcomes.sequence import (
     tuple_label,
 )
 
-__all__ = ["BUFFER_VALUES", "KS_BINS", "REPEAT_KEPT", "REPEAT_MAX_VALUES", "IntegerStream"]
+__all__ = [
+    "BUFFER_RECORDS",
+    "BUFFER_VALUES",
+    "KS_BINS",
+    "REPEAT_KEPT",
+    "REPEAT_MAX_VALUES",
+    "DiscreteStream",
+    "InclusionTally",
+    "IntegerStream",
+    "RepeatStream",
+]
 
 #: Values kept and tested exactly before the stream switches to tallies.
 BUFFER_VALUES = 1 << 20
+#: Whole records (draws, fill orders) kept for the exact repeat detector before
+#: :class:`RepeatStream` switches to hashed windows.
+BUFFER_RECORDS = 1 << 16
 #: Values handled at once by the tallies (their working arrays are this long).
 FEED_CHUNK = 1 << 16
 #: Bins of the streamed Kolmogorov-Smirnov histogram.
@@ -241,8 +261,8 @@ class IntegerStream:
         self._u_head: FloatArray = np.zeros(0, dtype=np.float64)
         self._u_tail: FloatArray = np.zeros(0, dtype=np.float64)
         self._ks = np.zeros(KS_BINS, dtype=np.int64)
-        self._tuples = {k: _Tuples(k, tuple_alphabet(self.buffer_values, d, k)) for k in (2, 3)}
-        q = 1.0 / d
+        self._tuples = {k: _Tuples(k, self._tuple_alphabet(k)) for k in (2, 3)}
+        q = self._collision()
         window = 1
         while (REPEAT_MAX_VALUES**2 / 2) * q**window > REPEAT_EXPECTATION:
             window += 1
@@ -254,6 +274,14 @@ class IntegerStream:
         self._sample_bits = 0
         for begin in range(0, buffered.size, FEED_CHUNK):  # bounded working arrays
             self._feed(buffered[begin : begin + FEED_CHUNK])
+
+    def _tuple_alphabet(self, k: int) -> int:
+        """The overlapping k-tuples' alphabet, fixed at the switch (module docstring)."""
+        return tuple_alphabet(self.buffer_values, self.d, k)
+
+    def _collision(self) -> float:
+        """P(two values are equal) under the null hypothesis."""
+        return 1.0 / self.d
 
     def _feed(self, values: IntArray) -> None:
         if values.size == 0:
@@ -510,7 +538,7 @@ class IntegerStream:
                     period[int(far[0])] = period.get(int(far[0]), 0) + 1
         windows = n - w + 1
         far_pairs = max(windows - w, 0) * (max(windows - w, 0) + 1) // 2
-        expected = far_pairs * (1.0 / self.d) ** w + float(hashes.size) ** 2 / 2 * 2.0**-64
+        expected = far_pairs * self._collision() ** w + float(hashes.size) ** 2 / 2 * 2.0**-64
         details: dict[str, float | int | str] = {
             "window": w, "expected_pairs": expected, "pairs": observed,
             "sampled_share": f"2^-{self._sample_bits}", "kept_windows": int(hashes.size),
@@ -520,3 +548,194 @@ class IntegerStream:
         p = 1.0 if observed == 0 else min(1.0, expected / observed)
         return TestResult("repeats", self.group, float(observed), None, p, method, n,
                           details=details, second_level=False)  # fmt: skip
+
+
+class DiscreteStream(IntegerStream):
+    """The serial tests of draws from an exact discrete distribution (weighted choices,
+    jackpot tiers) accumulated in one pass: exactly
+    :func:`certification.outcomes.sequence.discrete_stream_tests` up to ``buffer_values``
+    draws, then the tallies of :class:`IntegerStream` that those tests need (runs, runs up and
+    down, overlapping pairs and triples on the coarsened randomised PIT, lag correlation,
+    repeated windows with the collision probability sum p^2)."""
+
+    def __init__(self, probabilities: tuple[Fraction, ...], group: str, *,
+                 buffer_values: int = BUFFER_VALUES) -> None:  # fmt: skip
+        super().__init__(len(probabilities), group, buffer_values=buffer_values)
+        self.probabilities = probabilities
+        self._p = np.array([float(x) for x in probabilities], dtype=np.float64)
+        self._below = np.concatenate(([0.0], np.cumsum(self._p)[:-1]))
+        self._q = float(sum((x * x for x in probabilities), Fraction(0)))
+
+    def results(self) -> list[TestResult]:
+        if not self._streaming:
+            values = np.concatenate(self._buffer) if self._buffer else np.zeros(0, np.int64)
+            return discrete_stream_tests(values, self.probabilities, self.group)
+        out = [self._runs_up_and_down()]
+        for name, runs in (("runs_up", self._up), ("runs_down", self._down)):
+            expected = {r: Fraction(1, math.factorial(r)) - Fraction(1, math.factorial(r + 1))
+                        for r in range(1, _RUN_TAIL)}  # fmt: skip
+            expected[_RUN_TAIL] = Fraction(1, math.factorial(_RUN_TAIL))
+            observed = {r: int(runs.counts[r]) for r in range(1, _RUN_TAIL + 1)}
+            out.append(chi_square_gof(name, self.group, observed, expected))
+        for k in (2, 3):
+            tuples = self._tuples[k]
+            if tuples.a >= 2:
+                out.append(tuples.result(self.n, 0, self.group))
+        out.append(self._lag_correlation())
+        out.append(self._repeats_result())
+        return out
+
+    def _tuple_alphabet(self, k: int) -> int:
+        return tuple_alphabet(self.buffer_values, 0, k)
+
+    def _collision(self) -> float:
+        return self._q
+
+    def _feed(self, values: IntArray) -> None:
+        if values.size == 0:
+            return
+        v = self._jitter.random(values.size)
+        u = np.minimum(self._below[values] + v * self._p[values], np.nextafter(1.0, 0.0))
+        self._up.add(u)
+        self._down.add(-u)
+        self._add_turns(u)
+        self._add_lags(u)
+        for tuples in self._tuples.values():
+            a = tuples.a
+            if a >= 2:
+                tuples.add(np.minimum((u * a).astype(np.int64), a - 1))
+        self._add_windows(values, self.n)
+        self.n += int(values.size)
+
+
+def _record_hash(record: Hashable) -> int:
+    """A 63-bit hash of a record's ``repr`` (the same on every run, unlike ``hash``)."""
+    digest = hashlib.blake2b(repr(record).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+class RepeatStream:
+    """The repeat (period) detector over whole records (Fire Number draws, multi-ball sets,
+    draws without replacement, bonus fill orders) in one pass: up to ``buffer_records``
+    records kept and tested exactly by :func:`certification.outcomes._stats.repeats`; beyond,
+    each record is reduced to a 63-bit hash and the windows of those hashes are sampled as
+    :class:`IntegerStream` samples its windows (module docstring), the window being the one a
+    fair stream of :data:`REPEAT_MAX_VALUES` records would not repeat, with ``collision`` the
+    probability that two records are equal."""
+
+    def __init__(self, group: str, collision: Fraction | float, *, name: str = "repeats",
+                 buffer_records: int = BUFFER_RECORDS) -> None:  # fmt: skip
+        self.group = group
+        self.name = name
+        self.collision = collision
+        self.buffer_records = buffer_records
+        self.n = 0
+        self._buffer: list[Hashable] = []
+        self._codes: list[int] = []
+        self._windows: _HashWindows | None = None
+
+    @property
+    def streaming(self) -> bool:
+        return self._windows is not None
+
+    def add(self, record: Hashable) -> None:
+        self.n += 1
+        if self._windows is None:
+            self._buffer.append(record)
+            if len(self._buffer) > self.buffer_records:
+                self._windows = _HashWindows(float(self.collision), self.group)
+                self._codes = [_record_hash(r) for r in self._buffer]
+                self._buffer = []
+            return
+        self._codes.append(_record_hash(record))
+        if len(self._codes) >= FEED_CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._windows is not None and self._codes:
+            self._windows.feed(np.asarray(self._codes, dtype=np.int64))
+            self._codes = []
+
+    def result(self) -> TestResult:
+        if self._windows is None:
+            return repeats(self.name, self.group, self._buffer, self.collision)
+        self._flush()
+        self._windows._q = float(self.collision)  # the final one (uniform draws: c_min)
+        return replace(self._windows.repeats_result(), name=self.name)
+
+
+class _HashWindows(IntegerStream):
+    """Only the sampled repeated windows of :class:`IntegerStream`, over record hashes."""
+
+    def __init__(self, collision: float, group: str) -> None:
+        super().__init__(2, group, buffer_values=0)
+        self._q = collision
+        self._streaming = True
+        w = 1
+        while 0 < collision < 1 and (REPEAT_MAX_VALUES**2 / 2) * collision**w > REPEAT_EXPECTATION:
+            w += 1
+        self._window = w
+        self._window_tail = np.zeros(0, dtype=np.int64)
+        self._kept_hash = []
+        self._kept_pos = []
+        self._kept = 0
+        self._sample_bits = 0
+
+    def _collision(self) -> float:
+        return self._q
+
+    def feed(self, codes: IntArray) -> None:
+        for begin in range(0, codes.size, FEED_CHUNK):
+            part = codes[begin : begin + FEED_CHUNK]
+            self._add_windows(part, self.n)
+            self.n += int(part.size)
+
+    def repeats_result(self) -> TestResult:
+        return self._repeats_result()
+
+
+class InclusionTally:
+    """The counts :func:`certification.outcomes._stats.inclusion_test` forms, accumulated
+    draw by draw (per-number inclusions, the draws' sizes), with the same result."""
+
+    def __init__(self, layout: tuple[str, ...]) -> None:
+        self.layout = layout
+        self._index = {x: i for i, x in enumerate(layout)}
+        self.counts = np.zeros(len(layout), dtype=np.int64)
+        self.total = 0
+        self.spread = 0
+        self.n = 0
+        self.unknown: str | None = None
+
+    def add(self, draw: tuple[str, ...]) -> None:
+        self.n += 1
+        if self.unknown is not None:
+            return
+        size, c = len(self.layout), len(draw)
+        self.total += c
+        self.spread += c * (size - c)
+        for x in draw:
+            i = self._index.get(x)
+            if i is None:
+                self.unknown = x
+                return
+            self.counts[i] += 1
+
+    def result(self, name: str, group: str) -> TestResult:
+        method = "chi-square (inclusion)"
+        if self.unknown is not None:
+            return TestResult(name, group, None, None, 0.0, method, self.n,
+                              note=f"number {self.unknown!r} is not on the layout")  # fmt: skip
+        size = len(self.layout)
+        e = self.total / size
+        if e < MIN_EXPECTED or self.spread == 0:
+            note = f"needs an expected {MIN_EXPECTED:g} inclusions per number"
+            return TestResult(name, group, None, None, None, method, self.n, note=note)
+        f = self.spread / ((size - 1) * self.total)
+        statistic = float(np.sum((self.counts - e) ** 2) / e) / f
+        df = size - 1
+        cells = tuple(Cell(x, int(self.counts[i]), e) for i, x in enumerate(self.layout))
+        return TestResult(
+            name, group, statistic, df, float(stats.chi2.sf(statistic, df)),
+            "chi-square (inclusion, scaled by 1/f)", self.n, cells, details={"f": f},
+        )  # fmt: skip
