@@ -220,6 +220,12 @@ def _client(index: int, raw: Any) -> ClientSettings:
     for role in roles:
         _require(role in role_names, f"{where}.roles", ", ".join(role_names), role)
     game = Role.GAME_SERVER.value in roles
+    if game and Role.LAB.value in roles:
+        raise ConfigError(
+            f"{where}.roles: game_server and lab together; a game server's draws are held to "
+            "the round rules a lab's are not (58 Pa. Code 617c.2(e)), so one identity cannot "
+            "be both (allowed: game_server, or lab, each with auditor or operator)"
+        )
     scopes: dict[str, tuple[str, ...]] = {}
     for key, allowed in (
         ("tables", 'table ids, or ["*"] for any'),

@@ -167,7 +167,7 @@ AUDITOR = '[[clients]]\nidentity = "a"\nroles = ["auditor"]\n'
             "clients[0] (g1)",
         ),
         (  # a client with the game_server role among others is a game server too
-            _server("g1", "T1") + _server("g2", "T1", roles='"lab", "game_server"'),
+            _server("g1", "T1") + _server("g2", "T1", roles='"auditor", "game_server"'),
             "clients[1] (g2).tables: table 'T1' is also granted to game server clients[0] (g1)",
         ),
     ],
@@ -202,3 +202,16 @@ def test_the_policy_refuses_two_game_servers_on_one_table() -> None:
         )
     lab = ClientPolicy("l", frozenset({Role.LAB}))  # tables "*" by default, but no game server
     Policy([ClientPolicy("g1", game, frozenset({"T1"})), lab], clock=FakeClock())
+
+
+@pytest.mark.parametrize("roles", ['"game_server", "lab"', '"lab", "auditor", "game_server"'])
+def test_a_client_cannot_be_both_game_server_and_lab(tmp_path: Path, roles: str) -> None:
+    # A lab's DrawMultiBall is not held to 617c.2(e) (its round's spin on 7, 17 or 27); a
+    # game server holding the lab role too would escape the rule at its own tables.
+    with pytest.raises(ConfigError) as info:
+        load(tmp_path, _server("g1", "T1", roles=roles))
+    assert str(info.value).startswith(
+        "clients[0] (g1).roles: game_server and lab together; a game server's draws are held "
+        "to the round rules"
+    )
+    assert "(allowed: game_server, or lab, each with auditor or operator)" in str(info.value)
