@@ -24,6 +24,7 @@ signed checkpoint of that size.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -169,7 +170,7 @@ def _limit(value: int) -> int:
 
 
 class LogServicer(log_pb2_grpc.LogServiceServicer):
-    CHECKED_METHODS = ("GetEntries", "FindEntries", "GetTableHistory")
+    CHECKED_METHODS = ("GetEntries", "FindEntries", "GetTableHistory", "GetInclusionProof")
     """The methods whose stored entries are checked on the way out (the ``method`` label of
     ``rng_log_integrity_errors_total``; the wiring exports each at 0 from the start)."""
 
@@ -337,6 +338,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
     ) -> log_pb2.GetInclusionProofResponse:
         size = self._size(request.tree_size, "tree_size")
         which = request.WhichOneof("entry")
+        found: EntryRecord | None = None
         if which == "index":
             index = request.index
         elif which == "leaf_hash":
@@ -347,11 +349,15 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
             record = self._storage.entry_by_leaf_hash(request.leaf_hash)
             if record is None:
                 raise NotFound(f"leaf_hash {request.leaf_hash.hex()} is not in the log")
-            index = record.index
+            index, found = record.index, record
         else:
             raise InvalidArgument("entry", "give index or leaf_hash")
         if index >= size:
             raise OutOfRange(f"index {index} is not in the tree of size {size}")
+        if found is not None:
+            # The row was found by its leaf-hash column: the index it gives is only the
+            # answer if that row's bytes hash to it and the tree's leaf there is that hash.
+            self._checked("GetInclusionProof", functools.partial(self._found_by_hash, found))
         return log_pb2.GetInclusionProofResponse(
             index=index,
             leaf_hash=self._tree.leaf_hash(index),
@@ -359,6 +365,10 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
             proof=self._tree.inclusion_proof(index, size),
             root_hash=self._tree.root(size),
         )
+
+    def _found_by_hash(self, record: EntryRecord) -> None:
+        check_record(record)
+        check_nodes([record], [self._tree.leaf_hash(record.index)])
 
     @rpc("GetInclusionProof")
     async def GetInclusionProof(

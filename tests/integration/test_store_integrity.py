@@ -575,7 +575,9 @@ def test_bytes_changed_with_their_leaf_hash_are_never_served(
     against the leaf-hash column) passes, but the tree's level-0 node of index 10, which every
     checkpoint commits to, is the old hash: a replay of request a10, GetEntries, FindEntries
     and GetTableHistory each refuse with DATA_LOSS naming the node, nothing altered is
-    served, and each is counted under check="node" (exported at 0 from the start)."""
+    served, and each is counted under check="node" (exported at 0 from the start).
+    GetInclusionProof by the forged leaf hash finds the row by its column and is refused too:
+    the tree's leaf at index 10 is not that hash."""
     _, db = log
     config = write_config(db.parent, pristine.key, metrics=True)
     conn = sqlite3.connect(db)
@@ -591,7 +593,13 @@ def test_bytes_changed_with_their_leaf_hash_are_never_served(
     try:
         samples = {
             m: f'rng_log_integrity_errors_total{{check="node",method="{m}"}}'
-            for m in ("sequencer", "GetEntries", "FindEntries", "GetTableHistory")
+            for m in (
+                "sequencer",
+                "GetEntries",
+                "FindEntries",
+                "GetTableHistory",
+                "GetInclusionProof",
+            )
         }
         assert {m: served.metric(s) for m, s in samples.items()} == dict.fromkeys(samples, 0)
         with pytest.raises(ClientError) as info:
@@ -609,6 +617,9 @@ def test_bytes_changed_with_their_leaf_hash_are_never_served(
         calls["GetTableHistory"] = lookup_error(
             lambda: stub.GetTableHistory(log_pb2.GetTableHistoryRequest(table_id="T1"))
         )
+        calls["GetInclusionProof"] = lookup_error(  # found by the forged leaf-hash column
+            lambda: stub.GetInclusionProof(log_pb2.GetInclusionProofRequest(leaf_hash=forged))
+        )
         # Entries the edit did not touch are served as before.
         page = stub.GetEntries(log_pb2.GetEntriesRequest(start=11, end=14))
         assert [e.index for e in page.entries] == [11, 12, 13]
@@ -622,7 +633,8 @@ def test_bytes_changed_with_their_leaf_hash_are_never_served(
         assert "which the signed checkpoints commit to" in details
     events = [json.loads(x) for x in served.stderr.splitlines() if "log_integrity_error" in x]
     assert [(e["method"], e["check"], e["index"]) for e in events] == [
-        (m, "node", 10) for m in ("sequencer", "GetEntries", "FindEntries", "GetTableHistory")
+        (m, "node", 10)
+        for m in ("sequencer", "GetEntries", "FindEntries", "GetTableHistory", "GetInclusionProof")
     ]
     code, out = check_store(config, capsys)  # the full check names the node too
     assert code == 1
