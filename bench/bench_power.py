@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 from bench._common import RESULTS_DIR, Row
-from certification import power, sources
+from certification import power, sources, tallies
 from certification.outcomes import run_battery
 from certification.outcomes.battery import DEFAULT_CONFIDENCE
 from certification.verdict import Verdict
@@ -43,7 +43,7 @@ def _mixed_fail_rate(runs: int) -> tuple[float, float]:
     fails = inconclusive = 0
     for seed in range(runs):
         records = sources.generate_records(sources.lab_generator(f"mixed-{seed}"), MIXED_PLAN)
-        verdict = run_battery(sources.build_sample(records)).verdict
+        verdict = run_battery(tallies.build_sample(records)).verdict
         fails += verdict is Verdict.FAIL
         inconclusive += verdict is Verdict.INCONCLUSIVE
     return fails / runs, inconclusive / runs

@@ -348,7 +348,7 @@ def _plan_item(text: str) -> tuple[str, int]:
 def _outcome_documents(
     inputs: Sequence[Path], profiles: Sequence[Path], confidence: float, argv: Sequence[str]
 ) -> tuple[dict[str, object], str, Verdict]:
-    from certification import sources
+    from certification import sources, tallies
     from certification.evidence import file_facts, open_input
     from certification.outcomes import run_battery
     from certification.outcomes.battery import render_json as outcomes_json
@@ -367,7 +367,7 @@ def _outcome_documents(
                 yield record
 
     try:
-        sample = sources.build_sample(records(), profile_files=profiles)
+        sample = tallies.build_sample(records(), profile_files=profiles)
     finally:
         for hashed in opened:
             hashed.close()

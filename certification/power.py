@@ -60,10 +60,9 @@ from certification.sources import (
     RandBelow,
     lab_generator,
     random_source,
-    sample_from_positions,
-    sample_from_shuffles,
     spin_positions,
 )
+from certification.tallies import sample_from_positions, sample_from_shuffles
 from certification.verdict import Verdict
 
 __all__ = [
@@ -509,7 +508,8 @@ def power_table(confidence: float = DEFAULT_CONFIDENCE) -> str:
     """docs/certification.md's table of the sizes each kind needs for a PASS (a run of that
     kind alone: alpha divided among its group's tests), generated from
     :func:`certification.outcomes.power_sizes.required_sizes`."""
-    from certification.sources import build_sample, generate_records
+    from certification.sources import generate_records
+    from certification.tallies import build_sample
 
     alpha = 1 - confidence
     lines = [

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from certification import sources
+from certification import sources, tallies
 from certification.cli import main
 from rng_service.cli.audit import main as audit_main
 from tests.integration.conftest import make_config, start
@@ -93,7 +93,7 @@ def test_live_records_are_the_logged_entries(collected: Path) -> None:
     assert kinds == {"roulette_spin", "dice_roll", "fire_numbers", "jackpot_tier", "multiball",
                      "card_shuffle", "mega_fire_blaze_bonus", "uniform_int",
                      "weighted_choice"}  # fmt: skip
-    sample = sources.build_sample(records)
+    sample = tallies.build_sample(records)
     wheels = sample.wheel_tallies
     assert [g.wheel for g in wheels] == ["double_zero", "double_zero_as_single_zero"]
     assert wheels[0].outcomes == PLAN["roulette_double_zero"]

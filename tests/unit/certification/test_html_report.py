@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from certification import power, sources
+from certification import power, sources, tallies
 from certification.evidence import evidence_record
 from certification.outcomes import run_battery
 from certification.outcomes.battery import render_json as outcomes_json
@@ -101,7 +101,7 @@ def documents() -> dict[str, Any]:
         inputs=[{"path": "records.jsonl", "size_bytes": 123, "sha256": "ab" * 32}],
     )
     outcome_doc = outcomes_json(
-        run_battery(sources.build_sample(records)), input_info={}, evidence=evidence
+        run_battery(tallies.build_sample(records)), input_info={}, evidence=evidence
     )
     rng = np.random.default_rng(3)
     results = [run_tests(rng.integers(0, 2, 20_000).astype(np.uint8)) for _ in range(10)]

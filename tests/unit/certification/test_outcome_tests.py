@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from certification import sources
+from certification import sources, tallies
 from certification.outcomes import OutcomeSample, WheelGroup, run_battery
 from certification.outcomes._stats import (
     MIN_EXPECTED,
@@ -171,7 +171,7 @@ def test_battery_on_small_lab_mode_outcomes_is_inconclusive(
 ) -> None:
     """No test rejects, but 5,000 spins and 300 shuffles are below their power sizes (Sic Bo's
     2,000 rolls are above): INCONCLUSIVE, never PASS."""
-    result = run_battery(sources.build_sample(lab_records))
+    result = run_battery(tallies.build_sample(lab_records))
     assert result.failed == (), render_summary(result)
     assert result.verdict.value == "INCONCLUSIVE"
     short = {g.group for g in result.power if not g.enough}
@@ -188,7 +188,7 @@ def test_battery_fails_a_biased_wheel(lab_records: list[sources.Record]) -> None
     records = [dict(r) for r in lab_records if r["kind"] == "roulette_spin"]
     for r in records[:300]:
         r["outcome"] = {**r["outcome"], "final": {**r["outcome"]["final"], "number": "17"}}
-    result = run_battery(sources.build_sample(records))
+    result = run_battery(tallies.build_sample(records))
     assert not result.passed
     assert any(key.endswith("/numbers") for key in result.failed)
 

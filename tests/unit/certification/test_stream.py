@@ -128,12 +128,12 @@ def test_dice_are_tallied_not_kept() -> None:
     recomputed here from the rolls."""
     from collections import Counter
 
-    from certification import sources
+    from certification import sources, tallies
     from certification.outcomes.battery import all_tests
 
     records = sources.generate_records(sources.lab_generator("dice-tally"), {"sic_bo": 3000})
     rolls = [tuple(r["outcome"]["faces"]) for r in records]
-    (group,) = sources.build_sample(records).dice
+    (group,) = tallies.build_sample(records).dice
     assert group.outcomes == 3000
     assert len(group.tuple_counts) <= 216
     faces = np.asarray([f for roll in rolls for f in roll], dtype=np.int64) - 1
@@ -146,7 +146,7 @@ def test_dice_are_tallied_not_kept() -> None:
     x2 = sum((counts.get(k, 0) - 3000 / 216) ** 2 / (3000 / 216)
              for k in [(a, b, c) for a in range(1, 7) for b in range(1, 7)
                        for c in range(1, 7)])  # fmt: skip
-    tests = {r.name: r for r in all_tests(sources.build_sample(records))}
+    tests = {r.name: r for r in all_tests(tallies.build_sample(records))}
     assert tests["ordered_tuples"].statistic == pytest.approx(x2)
 
 

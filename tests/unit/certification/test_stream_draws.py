@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from certification import sources
+from certification import sources, tallies
 from certification.outcomes._stats import inclusion_test, repeats
 from certification.outcomes.battery import all_tests
 from certification.outcomes.sequence import discrete_stream_tests, run_sequence_tests
@@ -128,7 +128,7 @@ def test_draw_kinds_are_tallied_not_kept() -> None:
         "uniform_int_distinct": 500,
     }
     records = sources.generate_records(sources.lab_generator("draw-tally"), plan)
-    sample = sources.build_sample(records)
+    sample = tallies.build_sample(records)
     for groups in (sample.fire_numbers, sample.multiball, sample.jackpots, sample.weighted,
                    sample.uniform):  # fmt: skip
         for g in groups:
@@ -186,7 +186,7 @@ def test_bonus_games_are_tallied_not_kept(tmp_path: Path) -> None:
     statistic on the rows read here; the cells' inclusions equal inclusion_test's; a row that
     is not the layout fails, and a fixed layout's changed row fails."""
     path, records = _bonus_records(tmp_path, "shuffled", 1_500)
-    sample = sources.build_sample(records, profile_files=[path])
+    sample = tallies.build_sample(records, profile_files=[path])
     assert sample.outcome_count == 1_500
     tests = {(r.group, r.name): r for r in all_tests(sample)}
     for g in sample.bonus:
@@ -208,14 +208,14 @@ def test_bonus_games_are_tallied_not_kept(tmp_path: Path) -> None:
     bad[3]["outcome"]["segments"][0]["designation"] = "x5"
     bad[3]["outcome"]["segments"][1]["designation"] = "x5"
     count = bad[3]["params"]["fire_number_count"]
-    failed = [r for r in all_tests(sources.build_sample(bad, profile_files=[path]))
+    failed = [r for r in all_tests(tallies.build_sample(bad, profile_files=[path]))
               if r.name == "designations" and r.group.endswith(f"/{count}")]  # fmt: skip
     assert failed[0].p_value == 0.0
     assert "not the profile's layout" in failed[0].note
     path, fixed = _bonus_records(tmp_path, "fixed", 200)
     fixed[0]["outcome"]["segments"][0]["designation"] = "x3"
     count = fixed[0]["params"]["fire_number_count"]
-    results = [r for r in all_tests(sources.build_sample(fixed, profile_files=[path]))
+    results = [r for r in all_tests(tallies.build_sample(fixed, profile_files=[path]))
                if r.name == "designations"]  # fmt: skip
     assert [r.group.endswith(f"/{count}") for r in results] == [True]
     assert results[0].p_value == 0.0
