@@ -47,11 +47,13 @@ from rng_service.rpc.decoding import decode_request
 
 __all__ = [
     "CALL_ENDED",
+    "DEADLINE_SLACK_SECONDS",
     "STATUS_CAUSES",
     "STATUS_TABLE",
     "CallClass",
     "RpcObserver",
     "StatusCause",
+    "cancelled_status",
     "classify",
     "interrupted_by_stop",
     "mark_interrupted",
@@ -277,10 +279,18 @@ Resp = TypeVar("Resp")
 Handler = Callable[[Any, Req, aio.ServicerContext[Req, Resp]], Awaitable[Resp]]
 
 
-def _cancelled(context: aio.ServicerContext[Any, Any]) -> StatusCause:
-    """A handler cancelled by gRPC: the caller's deadline passed, or it went away."""
-    remaining = context.time_remaining()
-    if remaining is not None and remaining <= 0:
+#: Seconds before the service's copy of the caller's deadline within which a cancellation
+#: counts as that deadline. The copy is later than the caller's own by the request's transit
+#: (the grpc-timeout header is relative), so a caller whose deadline passed cancels while the
+#: service still sees a little time left; a caller that really cancels this close to its
+#: deadline cannot be told apart and is counted as the deadline.
+DEADLINE_SLACK_SECONDS = 0.1
+
+
+def cancelled_status(time_remaining: float | None) -> StatusCause:
+    """The row of a handler gRPC cancelled with ``time_remaining`` seconds (None: no deadline)
+    left of the call: the caller's deadline passed, or it went away."""
+    if time_remaining is not None and time_remaining <= DEADLINE_SLACK_SECONDS:
         return _BY_KEY[(_C.DEADLINE_EXCEEDED, "client_deadline")]
     return _BY_KEY[(_C.CANCELLED, "client_cancelled")]
 
@@ -323,7 +333,7 @@ def rpc(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
                 status = (
                     _BY_KEY[(_C.UNAVAILABLE, "shutting_down")]
                     if interrupted_by_stop(asyncio.current_task())
-                    else _cancelled(context)
+                    else cancelled_status(context.time_remaining())
                 )
                 raise
             except CALL_ENDED:

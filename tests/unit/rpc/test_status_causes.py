@@ -30,6 +30,7 @@ from rng_service.rpc.errors import (
     STATUS_TABLE,
     CallClass,
     StatusCause,
+    cancelled_status,
     classify,
     rpc,
     status_causes_markdown,
@@ -364,3 +365,23 @@ def test_the_wrapper_reports_the_row_the_client_sees() -> None:
     last_method, last = rows[-1]
     assert last_method == "Sleep"
     assert (last.code, last.cause, last.call_class) == (C.CANCELLED, "client_cancelled", REFUSAL)
+
+
+@pytest.mark.parametrize(
+    ("remaining", "expected"),
+    [
+        (None, (C.CANCELLED, "client_cancelled")),  # a call without a deadline
+        (5.0, (C.CANCELLED, "client_cancelled")),  # the caller went away early
+        (0.5, (C.CANCELLED, "client_cancelled")),
+        (0.09, (C.DEADLINE_EXCEEDED, "client_deadline")),  # the caller's deadline, seen early
+        (0.0, (C.DEADLINE_EXCEEDED, "client_deadline")),
+        (-0.2, (C.DEADLINE_EXCEEDED, "client_deadline")),
+    ],
+)
+def test_a_cancellation_at_the_callers_deadline_counts_as_the_deadline(
+    remaining: float | None, expected: tuple[grpc.StatusCode, str]
+) -> None:
+    # The service's copy of the deadline is later than the caller's by the request's transit,
+    # so the cancellation of a caller whose deadline passed arrives with a little time left.
+    status = cancelled_status(remaining)
+    assert (status.code, status.cause) == expected
