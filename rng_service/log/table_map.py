@@ -288,12 +288,9 @@ class TableMap:
             node = node.right if bit else node.left
             depth += 1
         found = None if isinstance(node, _Node) else node  # (the loop ends on no _Node)
-        new: _Node | _Leaf
         added = found is None or found.key != key
-        if found is None or not added:
-            new = leaf
-        else:
-            new = _join(found, leaf, depth)
+        # An empty place or the chain's own leaf takes the new leaf; another chain's splits.
+        new: _Node | _Leaf = leaf if found is None or not added else _join(found, leaf, depth)
         for parent, bit in reversed(path):
             new = _Node(parent.left, new) if bit else _Node(new, parent.right)
         self._root = new
