@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 EMPTY = b"\x00" * 32
 
@@ -140,21 +141,20 @@ def check_proof(
     return head
 
 
-def check_json_proof(proof: dict[str, object]) -> tuple[int, int] | None:
+def check_json_proof(proof: dict[str, Any]) -> tuple[int, int] | None:
     """:func:`check_proof` of a proof in the vectors' JSON form (tests/vectors/table_map)."""
     kind = proof["kind"]
-    siblings = [bytes.fromhex(str(s)) for s in proof["siblings"]]  # type: ignore[attr-defined]
+    siblings = [bytes.fromhex(s) for s in proof["siblings"]]
     head = other = None
     if kind == "present":
-        h = proof["head"]
-        head = (h["index"], h["seq"])  # type: ignore[index]
+        head = (int(proof["head"]["index"]), int(proof["head"]["seq"]))
     elif kind == "absent_other":
-        other = (bytes.fromhex(str(proof["other_key"])), int(proof["other_index"]),  # type: ignore[call-overload]
-                 int(proof["other_seq"]))  # type: ignore[call-overload]  # fmt: skip
+        other = (bytes.fromhex(proof["other_key"]), int(proof["other_index"]),
+                 int(proof["other_seq"]))  # fmt: skip
     elif kind != "absent_empty":
         raise BadProof(f"unknown kind {kind!r}")
-    return check_proof(bytes.fromhex(str(proof["root"])), str(proof["client_id"]),
-                       str(proof["table_id"]), siblings, head=head, other=other)  # fmt: skip
+    return check_proof(bytes.fromhex(proof["root"]), proof["client_id"], proof["table_id"],
+                       siblings, head=head, other=other)  # fmt: skip
 
 
 __all__ = ["EMPTY", "BadProof", "Head", "bits", "chain_key", "check_json_proof", "check_proof",

@@ -256,12 +256,12 @@ def bad_proofs_vectors(maps: dict[str, Any]) -> dict[str, Any]:
     off = bytes(raw)
     siblings = [sha256(bytes([i])) for i in range(depth)]
     h = leaf(off, 9, 1)
-    for i, s in enumerate(siblings):
+    for i, sib in enumerate(siblings):
         d = depth - 1 - i
-        h = node(s, h) if bit(k, d) else node(h, s)
+        h = node(sib, h) if bit(k, d) else node(h, sib)
     bad.append(("absent_other: other key does not share the prefix", {
         "client_id": "default", "table_id": "off-path", "root": h.hex(), "kind": "absent_other",
-        "siblings": [s.hex() for s in siblings], "other_key": off.hex(), "other_index": 9,
+        "siblings": [sib.hex() for sib in siblings], "other_key": off.hex(), "other_index": 9,
         "other_seq": 1,
     }))  # fmt: skip
     out = []
