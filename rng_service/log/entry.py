@@ -1,10 +1,12 @@
-"""Log entries and their canonical byte encoding (format versions 1 and 2).
+"""Log entries and their canonical byte encoding (format versions 1, 2 and 3).
 
 Owns the entry's fields (docs/log-format.md, "Entries"), their encoding and strict decoding:
 RFC 8785 canonical JSON restricted to what it represents exactly everywhere (ASCII keys, no
 floats, integers below 2^53; :mod:`rng_service.canonical`), assembled member by member in
 sorted key order. Format 2 adds ``slot``, ``table_seq`` and ``table_prev`` inside the signed
-bytes; format 1 entries keep decoding. The leaf hash is SHA-256(0x00 || entry bytes) (RFC 6962
+bytes; format 3 adds ``table_map``, the root of the map of table heads after the entry
+(:mod:`rng_service.log.table_map`; docs/log-format.md, "Table map"); older formats keep
+decoding. The leaf hash is SHA-256(0x00 || entry bytes) (RFC 6962
 section 2.1, :mod:`rng_service.log.merkle`). It draws nothing and stores nothing.
 """
 
@@ -24,6 +26,7 @@ from rng_service.errors import IntegrityError
 __all__ = [
     "FORMAT_VERSION",
     "KNOWN_VERSIONS",
+    "WRITE_VERSION",
     "EntryFormatError",
     "GeneratorRef",
     "JsonValue",
@@ -33,10 +36,13 @@ __all__ = [
     "request_digest",
 ]
 
-FORMAT_VERSION = 2
-"""The format of the entries this build writes."""
-KNOWN_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+"""The newest entry format (the one with every field this build knows)."""
+KNOWN_VERSIONS = (1, 2, 3)
 """The formats :meth:`LogEntry.decode` reads."""
+WRITE_VERSION = 2
+"""The format the log writer writes, and a :class:`LogEntry`'s default ``version``: 2 until
+the writer fills ``table_map`` (then :data:`FORMAT_VERSION`)."""
 
 
 class EntryFormatError(IntegrityError):
@@ -161,7 +167,9 @@ _FIELDS_V1 = frozenset(
     }
 )
 _FIELDS_V2 = _FIELDS_V1 | {"slot", "table_seq", "table_prev"}
-_FIELDS = {1: _FIELDS_V1, 2: _FIELDS_V2}
+_FIELDS_V3 = _FIELDS_V2 | {"table_map"}
+_FIELDS = {1: _FIELDS_V1, 2: _FIELDS_V2, 3: _FIELDS_V3}
+_HEX = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +179,8 @@ class LogEntry:
     ``slot``, ``table_seq`` and ``table_prev`` are format 2's (None in a format 1 entry):
     the round's slot the entry fills, its number in the (client, table) chain, and the log
     index of the chain's previous entry (None for the chain's first, whose ``table_seq`` is 1).
+    ``table_map`` is format 3's (None before): the 32-byte root of the map of table heads
+    with this entry's own head applied, written as 64 lowercase hex characters.
     """
 
     index: int
@@ -188,7 +198,8 @@ class LogEntry:
     slot: str | None = None
     table_seq: int | None = None
     table_prev: int | None = None
-    version: int = field(default=FORMAT_VERSION)
+    table_map: bytes | None = None
+    version: int = field(default=WRITE_VERSION)
     #: ``format_time(timestamp_ns)``, when the caller has it already (one per commit group).
     time_text: str = field(default="", compare=False, repr=False)
 
@@ -212,6 +223,8 @@ class LogEntry:
             record["slot"] = self.slot
             record["table_seq"] = self.table_seq
             record["table_prev"] = self.table_prev
+        if self.version >= 3:
+            record["table_map"] = self.table_map.hex() if type(self.table_map) is bytes else None
         return record
 
     def encode(self) -> bytes:
@@ -222,14 +235,20 @@ class LogEntry:
         return canonical_json(self.to_record())
 
     def _check_chain(self) -> None:
-        """The format-2 fields must be those of the entry's version (ValueError otherwise)."""
+        """The format-2 and format-3 fields must be those of the entry's version (ValueError
+        otherwise)."""
+        if self.version not in KNOWN_VERSIONS or type(self.version) is not int:
+            raise ValueError(f"unknown entry format version {self.version!r}")
         if self.version == 1:
             if self.slot is not None or self.table_seq is not None or self.table_prev is not None:
                 raise ValueError("a format 1 entry has no slot, table_seq or table_prev")
-        elif self.version == 2:
-            _check_v2(self.index, self.slot, self.table_seq, self.table_prev, ValueError)
         else:
-            raise ValueError(f"unknown entry format version {self.version!r}")
+            _check_v2(self.index, self.slot, self.table_seq, self.table_prev, ValueError)
+        if self.version == 3:
+            if type(self.table_map) is not bytes or len(self.table_map) != 32:
+                raise ValueError("a format 3 entry's table_map must be 32 bytes")
+        elif self.table_map is not None:
+            raise ValueError(f"a format {self.version} entry has no table_map")
 
     def _encode_fast(self) -> bytes | None:
         """``canonical_json(self.to_record())`` assembled member by member (keys in their
@@ -246,10 +265,15 @@ class LogEntry:
             return None
 
     def _chain_fits_fast(self) -> bool:
-        """The format-2 fields are those of the entry's version, and valid."""
-        seq, prev = self.table_seq, self.table_prev
-        return (self.version == 1 and self.slot is None and seq is None and prev is None) or (
-            self.version == 2
+        """The format-2 and format-3 fields are those of the entry's version, and valid."""
+        seq, prev, root = self.table_seq, self.table_prev, self.table_map
+        if self.version == 1:
+            return self.slot is None and seq is None and prev is None and root is None
+        return (
+            (
+                (self.version == 2 and root is None)
+                or (self.version == 3 and type(root) is bytes and len(root) == 32)
+            )
             and type(self.slot) is str
             and bool(self.slot)
             and type(seq) is int
@@ -284,7 +308,7 @@ class LogEntry:
         """The canonical text, members in sorted key order (ValueError or TypeError where
         params or outcome hold what canonical JSON does not)."""
         gen = self.generator
-        v2 = self.version == 2
+        v2 = self.version >= 2
         params = dict(self.params)
         outcome = dict(self.outcome)
         _check(params, "$.params")
@@ -300,6 +324,7 @@ class LogEntry:
             f'"session_id":{_STR(self.session_id)},'
             + (f'"slot":{_STR(self.slot or "")},' if v2 else "")
             + f'"table_id":{_STR(self.table_id)},'
+            + (f'"table_map":"{self.table_map.hex()}",' if self.table_map is not None else "")
             + (
                 f'"table_prev":{"null" if self.table_prev is None else self.table_prev},'
                 f'"table_seq":{self.table_seq},'
@@ -340,6 +365,8 @@ class LogEntry:
                 "table_prev": None if prev is None else _typed(record, "table_prev", int),
             }
             _check_v2(index, **chain, error=EntryFormatError)
+        if version >= 3:
+            chain["table_map"] = _root_of(_typed(record, "table_map", str))
         return cls(
             index=index,
             timestamp_ns=_parse_time(_typed(record, "time", str)),
@@ -408,6 +435,15 @@ def _check_v2(
         raise error(f"entry field 'table_prev' must be null or an index below {index}")
     if table_seq == 1:
         raise error("entry field 'table_prev' must be null when table_seq is 1")
+
+
+def _root_of(text: str) -> bytes:
+    """The 32 bytes of a format 3 entry's ``table_map``: exactly 64 lowercase hex characters."""
+    if len(text) != 64 or not _HEX.issuperset(text):
+        raise EntryFormatError(
+            "entry field 'table_map' must be 64 lowercase hex characters (a SHA-256 map root)"
+        )
+    return bytes.fromhex(text)
 
 
 def _typed(record: Any, key: str, kind: type) -> Any:

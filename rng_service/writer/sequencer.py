@@ -23,7 +23,7 @@ from types import MappingProxyType
 from rng_service.clock import Clock
 from rng_service.errors import AlreadyExists, IntegrityError, RngServiceError, RoundRefused
 from rng_service.log import rounds
-from rng_service.log.entry import FORMAT_VERSION, GeneratorRef, JsonValue, LogEntry, format_time
+from rng_service.log.entry import WRITE_VERSION, GeneratorRef, JsonValue, LogEntry, format_time
 from rng_service.sampling import RandomSource
 from rng_service.storage.base import AppendBatch, EntryRecord, GroupState, LogStorage, SlotRecord
 from rng_service.writer.columns import LookupIntegrityError, check_range, check_record
@@ -420,7 +420,7 @@ def add_entry(
     entry = new_entry(
         index, draft.now, req.kind, params, outcome, req.client_id, req.table_id,
         req.round_id, req.session_id, req.request_id, gen, req.profile_sha256, slot_name,
-        table_seq, None if head is None else head[1], FORMAT_VERSION, draft.time_text,
+        table_seq, None if head is None else head[1], WRITE_VERSION, draft.time_text,
     )  # fmt: skip
     draft.chains[chain] = (table_seq, index)
     round_key = (req.client_id, req.table_id, req.round_id)

@@ -41,7 +41,7 @@ _new = object.__new__
 _ENTRY = _setters(
     LogEntry,
     "index timestamp_ns kind params outcome client table_id round_id session_id request_id "
-    "generator profile_sha256 slot table_seq table_prev version time_text",
+    "generator profile_sha256 slot table_seq table_prev table_map version time_text",
 )
 
 
@@ -50,9 +50,9 @@ def new_entry(
     outcome: Mapping[str, JsonValue], client: str, table_id: str, round_id: str,
     session_id: str, request_id: str, generator: GeneratorRef, profile_sha256: str,
     slot: str | None, table_seq: int | None, table_prev: int | None, version: int,
-    time_text: str,
+    time_text: str, table_map: bytes | None = None,
 ) -> LogEntry:  # fmt: skip
-    """``LogEntry(...)`` with every field, in field order (``_setters``)."""
+    """``LogEntry(...)`` with every field (``_setters``; ``table_map`` last here, format 3's)."""
     s = _ENTRY
     self: LogEntry = _new(LogEntry)
     s[0](self, index)
@@ -70,8 +70,9 @@ def new_entry(
     s[12](self, slot)
     s[13](self, table_seq)
     s[14](self, table_prev)
-    s[15](self, version)
-    s[16](self, time_text)
+    s[15](self, table_map)
+    s[16](self, version)
+    s[17](self, time_text)
     return self
 
 

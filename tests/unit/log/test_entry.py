@@ -38,6 +38,14 @@ def make_entry(**overrides: object) -> LogEntry:
     return LogEntry(**fields)  # type: ignore[arg-type]
 
 
+ROOT = bytes.fromhex("5c" * 32)
+
+
+def make_v3_entry(**overrides: object) -> LogEntry:
+    """An entry of format 3 (format 2 and the root of the map of table heads)."""
+    return make_entry(**{"version": 3, "table_map": ROOT, **overrides})
+
+
 def make_v1_entry(**overrides: object) -> LogEntry:
     """An entry of format 1 (logs written before format 2)."""
     fields: dict[str, object] = {"version": 1, "slot": None, "table_seq": None, "table_prev": None}
@@ -64,7 +72,9 @@ def test_time_has_six_fractional_digits_utc() -> None:
     assert format_time(0) == "1970-01-01T00:00:00.000000Z"
 
 
-@pytest.mark.parametrize("make", [make_entry, make_v1_entry], ids=["format 2", "format 1"])
+@pytest.mark.parametrize(
+    "make", [make_entry, make_v1_entry, make_v3_entry], ids=["format 2", "format 1", "format 3"]
+)
 def test_encode_decode_round_trip_truncates_time_to_microseconds(make) -> None:  # type: ignore[no-untyped-def]
     entry = make()
     data = entry.encode()
@@ -73,8 +83,8 @@ def test_encode_decode_round_trip_truncates_time_to_microseconds(make) -> None: 
     assert back.timestamp_ns == 1_767_225_600_123_456_000
     assert back.outcome == entry.outcome
     assert back.generator == entry.generator
-    assert (back.version, back.slot, back.table_seq, back.table_prev) == (
-        entry.version, entry.slot, entry.table_seq, entry.table_prev,
+    assert (back.version, back.slot, back.table_seq, back.table_prev, back.table_map) == (
+        entry.version, entry.slot, entry.table_seq, entry.table_prev, entry.table_map,
     )  # fmt: skip
 
 
@@ -89,6 +99,29 @@ def test_encoding_is_byte_exact() -> None:
     )
     first = make_entry(table_seq=1, table_prev=None).encode()
     assert b'"table_id":"T1","table_prev":null,"table_seq":1,"time"' in first
+
+
+def test_format_3_encoding_is_byte_exact() -> None:
+    data = make_v3_entry().encode()
+    assert data == (
+        b'{"client":"default","generator":{"epoch":3,"instance":"ab12","lab_mode":false},'
+        b'"index":7,"kind":"roulette_spin","outcome":{"final":{"colour":"green","number":"00",'
+        b'"position":19,"voided":false}},"params":{"wheel":"double_zero"},"profile_sha256":"",'
+        b'"request_id":"req-1","round_id":"R1","session_id":"","slot":"spin","table_id":"T1",'
+        b'"table_map":"' + b"5c" * 32 + b'",'
+        b'"table_prev":4,"table_seq":3,"time":"2026-01-01T00:00:00.123456Z","v":3}'
+    )
+    assert LogEntry.decode(data).table_map == ROOT
+
+
+def test_the_writer_writes_format_2_until_it_fills_table_map() -> None:
+    """The constant the log writer writes with, and what a LogEntry defaults to."""
+    from rng_service.log import entry
+
+    assert entry.FORMAT_VERSION == 3
+    assert entry.KNOWN_VERSIONS == (1, 2, 3)
+    assert entry.WRITE_VERSION == 2
+    assert make_entry().version == 2
 
 
 def test_format_1_encoding_is_unchanged() -> None:
@@ -118,11 +151,16 @@ def test_format_1_encoding_is_unchanged() -> None:
         {"table_prev": 7},  # not below the entry's own index
         {"table_prev": -1},
         {"version": 1},  # format 1 has no chain fields
-        {"version": 3},
+        {"version": 3},  # format 3 needs its table_map
+        {"version": 4, "table_map": ROOT},
+        {"table_map": ROOT},  # format 2 has none
+        {"version": 3, "table_map": ROOT[:31]},
+        {"version": 3, "table_map": ROOT.hex()},
+        {"version": 1, "slot": None, "table_seq": None, "table_prev": None, "table_map": ROOT},
     ],
 )
 def test_encode_refuses_inconsistent_format_2_fields(fields: dict[str, object]) -> None:
-    with pytest.raises(ValueError, match=r"slot|table_seq|table_prev|format"):
+    with pytest.raises(ValueError, match=r"slot|table_seq|table_prev|table_map|format"):
         make_entry(**fields).encode()
 
 
@@ -175,6 +213,42 @@ def test_decode_holds_format_1_to_its_own_fields(mutate) -> None:  # type: ignor
         LogEntry.decode(mutate(make_v1_entry().encode()))
 
 
+_HEX = b"5c" * 32
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d.replace(b'"v":3', b'"v":2'),  # format 2 has no table_map
+        lambda d: d.replace(b'"table_map":"' + _HEX + b'",', b""),  # format 3 needs it
+        lambda d: d.replace(_HEX, b"5C" * 32),  # uppercase
+        lambda d: d.replace(_HEX, _HEX[:-2]),  # 31 bytes
+        lambda d: d.replace(_HEX, _HEX + b"5c"),  # 33 bytes
+        lambda d: d.replace(_HEX, _HEX[:-1] + b"g"),
+        lambda d: d.replace(_HEX, _HEX[:-1] + b" "),
+        lambda d: d.replace(_HEX, b"0x" + _HEX[:-2]),
+        lambda d: d.replace(b'"' + _HEX + b'"', b"null"),
+        lambda d: d.replace(b'"' + _HEX + b'"', b"1"),
+        lambda d: d.replace(_HEX, b"XFw" * 10 + b"XFw="[:2]),  # base64-ish, not hex
+    ],
+)
+def test_decode_holds_format_3_to_its_table_map(mutate) -> None:  # type: ignore[no-untyped-def]
+    data = mutate(make_v3_entry().encode())
+    assert data != make_v3_entry().encode()
+    with pytest.raises(EntryFormatError):
+        LogEntry.decode(data)
+
+
+def test_format_2_bytes_with_a_table_map_are_refused() -> None:
+    data = (
+        make_entry()
+        .encode()
+        .replace(b'"table_id":"T1",', b'"table_id":"T1","table_map":"' + _HEX + b'",')
+    )
+    with pytest.raises(EntryFormatError, match="unexpected"):
+        LogEntry.decode(data)
+
+
 def test_request_digest_covers_every_identifying_field() -> None:
     base = dict(kind="k", params={"wheel": "x"}, table_id="T", round_id="R", session_id="")
     d0 = request_digest(**base)  # type: ignore[arg-type]
@@ -224,6 +298,11 @@ def _random_entries(seed: int, n: int) -> list[LogEntry]:
     def chain(index: int) -> dict[str, object]:
         if rnd.random() < 0.3:
             return {"version": 1}
+        if rnd.random() < 0.4:
+            return {**chain_v2(index), "version": 3, "table_map": rnd.randbytes(32)}
+        return chain_v2(index)
+
+    def chain_v2(index: int) -> dict[str, object]:
         if index == 0 or rnd.random() < 0.3:
             return {"slot": text() or "s", "table_seq": 1, "table_prev": None}
         return {"slot": text() or "s", "table_seq": rnd.randrange(2, 2**53),
@@ -284,6 +363,7 @@ def test_entry_and_digest_fast_paths_equal_the_general_encoding(seed: int) -> No
         *(make_v1_entry(**bad) for bad in _BAD),
         # (an index of True is refused by the chain check before it reaches the encoder)
         *(make_entry(**bad) for bad in _BAD if bad.get("index") is not True),
+        *(make_v3_entry(**bad) for bad in _BAD if bad.get("index") is not True),
     ]
     for e in entries:
         assert _outcome_of(e.encode) == _outcome_of(canonical_json, e.to_record())
