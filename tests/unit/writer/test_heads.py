@@ -23,7 +23,7 @@ from rng_service.storage.memory import MemoryStorage
 from rng_service.writer import sequencer as sequencer_module
 from rng_service.writer.appender import Appender, AppendResult
 from rng_service.writer.heads import TableMapMismatch
-from rng_service.writer.storecheck import StoreCheckFailed, check_store
+from rng_service.writer.storecheck import StoreCheckFailed, check_store, record_verified
 from rng_service.writer.tree import MerkleTree
 from tests.unit.writer.test_appender import SIGNER, Harness
 from tests.unit.writer.test_appender_rounds import spin
@@ -281,3 +281,28 @@ def test_check_store_counts_the_roots_and_compares_the_rows() -> None:
     _edited_row(storage, "T2", head_index=2, head_seq=1)
     with pytest.raises(StoreCheckFailed, match="the table map's row of table 'T2' of client 'c'"):
         check_store(storage, [SIGNER.verifier()], origin=ORIGIN, full=True)
+
+
+def test_the_incremental_check_resumes_the_map_only_from_heads_that_reproduce_the_root() -> None:
+    """The start-up check resumes the map from the heads at the verified size (rows below it,
+    the columns for the others), checked against the root signed in the entry before: an
+    edited row there makes the check run in full, which names the table."""
+    storage = MemoryStorage()
+    a = writer(storage)
+    try:
+        for i in range(6):
+            draw(a, f"r{i}", f"R{i}", table=f"T{i % 3}")
+        a.publish_checkpoint()
+        record_verified(storage, check_store(storage, [SIGNER.verifier()], origin=ORIGIN))
+        draw(a, "r6", "R6", table="T0")
+    finally:
+        a.stop()
+    report = check_store(storage, [SIGNER.verifier()], origin=ORIGIN)
+    assert (report.start, report.map_roots) == (6, 1)  # incremental: entry 6 replayed
+    _edited_row(storage, "T1", head_index=1, head_seq=1)  # below the verified size 6
+    with pytest.raises(StoreCheckFailed) as info:
+        check_store(storage, [SIGNER.verifier()], origin=ORIGIN)
+    assert (
+        "the table map's row of table 'T1' of client 'c' says its head is entry 1 (seq 1), "
+        "but the signed entries say entry 4 (seq 2)"
+    ) in str(info.value)
