@@ -41,16 +41,16 @@ def head_leaf_hash(key: bytes, index: int, seq: int) -> bytes:
     return _sha256(LEAF_PREFIX + key + _U64_PAIR(index, seq)).digest()
 
 
-# Nodes: None (an empty subtree), a leaf (a tuple: its key and leaf hash) or a branch (a list:
-# left child, right child, its hash; a branch holds at least two leaves, as the definition's
-# collapsed single-leaf subtrees require).
+# Nodes: None (an empty subtree), a leaf (a tuple: its key, None, its leaf hash) or a branch
+# (a list: left child, right child, its hash; a branch holds at least two leaves, as the
+# definition's collapsed single-leaf subtrees require). A node's hash is its item 2 either way.
 _Node = Any
 
 
 def _hash(node: _Node) -> bytes:
     if node is None:
         return EMPTY
-    h: bytes = node[1] if type(node) is tuple else node[2]
+    h: bytes = node[2]
     return h
 
 
@@ -77,7 +77,7 @@ class HeadMap:
             depth += 1
         if node is None or node[0] != key:
             return None
-        leaf: bytes = node[1]
+        leaf: bytes = node[2]
         return leaf
 
     def set(self, key: bytes, leaf: bytes) -> None:
@@ -101,7 +101,7 @@ class HeadMap:
                     branch[1 - bit] = node
                     break
                 depth += 1
-        self._rehash(path, (key, leaf), leaf)
+        self._rehash(path, (key, None, leaf), leaf)
 
     def remove(self, key: bytes) -> None:
         """Removes ``key``'s head, if held; a branch left with one leaf becomes that leaf."""
@@ -127,19 +127,12 @@ class HeadMap:
     def _rehash(self, path: list[tuple[list[Any], int]], child: _Node, value: bytes) -> None:
         """Puts ``child`` (hash ``value``) under the deepest branch of ``path`` and recomputes
         the hashes of the path's branches up to the root."""
-        sha256 = _sha256
+        sha256, empty, node = _sha256, EMPTY, NODE_PREFIX
         for branch, bit in reversed(path):
             branch[bit] = child
             sibling = branch[1 - bit]
-            if sibling is None:
-                other = EMPTY
-            elif type(sibling) is tuple:
-                other = sibling[1]
-            else:
-                other = sibling[2]
-            value = sha256(
-                NODE_PREFIX + other + value if bit else NODE_PREFIX + value + other
-            ).digest()
+            other = empty if sibling is None else sibling[2]
+            value = sha256(node + other + value if bit else node + value + other).digest()
             branch[2] = value
             child = branch
         self._root = child
@@ -154,7 +147,7 @@ class HeadMap:
                 stack.append(node[1])
                 stack.append(node[0])
             elif node is not None:
-                yield node[0], node[1]
+                yield node[0], node[2]
 
 
 def diagnose(
