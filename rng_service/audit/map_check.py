@@ -58,12 +58,20 @@ class HeadMap:
     """The map of table heads, kept incrementally: :meth:`set` and :meth:`remove` recompute
     only the path of one key (O(depth) hashes, depth about log2 of the number of tables), and
     :attr:`root` is then known. Its shape depends only on the set of keys, so a remove undoes
-    a set of a new key and a set of the old value undoes a change."""
+    a set of a new key and a set of the old value undoes a change.
 
-    __slots__ = ("_root", "root")
+    The path of each key set is kept (for up to ``PATHS`` keys, about 15 pointers a key at 10^4
+    tables), so that a changed head, the common case, costs its hashes and no descent. A path
+    changes only when a leaf moves: the leaf a new key splits from moves down, the leaf left
+    alone by a removal moves up; those two forget theirs."""
+
+    PATHS = 1 << 16
+
+    __slots__ = ("_paths", "_root", "root")
 
     def __init__(self, leaves: Iterable[tuple[bytes, bytes]] = ()) -> None:
         self._root: _Node = None
+        self._paths: dict[bytes, list[tuple[list[Any], int]]] = {}
         self.root: bytes = EMPTY
         """The map's root hash."""
         for key, leaf in leaves:
@@ -82,6 +90,10 @@ class HeadMap:
 
     def set(self, key: bytes, leaf: bytes) -> None:
         """Holds ``leaf`` (a head's leaf hash) for ``key``, a new key or a changed head."""
+        up = self._paths.get(key)
+        if up is not None:
+            self._rehash(up, (key, None, leaf), leaf)
+            return
         path = []
         node, depth = self._root, 0
         while type(node) is list:
@@ -92,6 +104,7 @@ class HeadMap:
         if node is not None and node[0] != key:
             # Another key's leaf: branches down to the first bit where the keys differ.
             other = node[0]
+            self._paths.pop(other, None)  # its leaf moves down
             while True:
                 shift = 7 - (depth & 7)
                 bit = (key[depth >> 3] >> shift) & 1
@@ -101,7 +114,10 @@ class HeadMap:
                     branch[1 - bit] = node
                     break
                 depth += 1
+        path.reverse()
         self._rehash(path, (key, None, leaf), leaf)
+        if len(self._paths) < self.PATHS:
+            self._paths[key] = path
 
     def remove(self, key: bytes) -> None:
         """Removes ``key``'s head, if held; a branch left with one leaf becomes that leaf."""
@@ -114,6 +130,7 @@ class HeadMap:
             depth += 1
         if node is None or node[0] != key:
             return
+        self._paths.pop(key, None)
         child: _Node = None
         while path:
             branch, bit = path[-1]
@@ -122,13 +139,17 @@ class HeadMap:
                 break
             child = child if sibling is None else sibling  # one leaf left below: it is the node
             path.pop()
+        if child is not None:
+            self._paths.pop(child[0], None)  # the leaf left alone moves up (or stays)
+        path.reverse()
         self._rehash(path, child, _hash(child))
 
-    def _rehash(self, path: list[tuple[list[Any], int]], child: _Node, value: bytes) -> None:
-        """Puts ``child`` (hash ``value``) under the deepest branch of ``path`` and recomputes
-        the hashes of the path's branches up to the root."""
+    def _rehash(self, up: list[tuple[list[Any], int]], child: _Node, value: bytes) -> None:
+        """Puts ``child`` (hash ``value``) under the first branch of ``up`` (a path from the
+        deepest branch up to the root: (branch, which child)) and recomputes the hashes of the
+        path's branches up to the root."""
         sha256, empty, node = _sha256, EMPTY, NODE_PREFIX
-        for branch, bit in reversed(path):
+        for branch, bit in up:
             branch[bit] = child
             sibling = branch[1 - bit]
             other = empty if sibling is None else sibling[2]
