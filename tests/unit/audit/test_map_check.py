@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 
 from rng_service.audit.map_check import HeadMap, chain_key, diagnose, head_leaf_hash
 from rng_service.log.table_map import MapHead, TableMap, map_root
 from tests.format3 import EMPTY, key_of, leaf_of, root_of
+from tests.reader import table_map as reader
 
 AWKWARD = ["", "T1", 'q"uote\\', "tab\tnl\n\x00\x1f\x7f", "caf\u00e9 \u2028 \U0001f600", "/"]
 
@@ -111,3 +113,37 @@ def test_the_verifiers_map_and_the_writers_agree() -> None:
         verifier.set(key, head_leaf_hash(key, index, seq))
         assert verifier.root == writer.root(), step
     assert verifier.root == map_root(MapHead(c, t, i, s) for (c, t), (i, s) in heads.items())
+
+
+VECTORS = Path(__file__).resolve().parents[2] / "vectors" / "table_map"
+
+
+def test_the_verifiers_map_reproduces_the_vectors() -> None:
+    # tests/vectors/table_map/ (made by a generator that imports nothing of rng_service): each
+    # map's root, and the root after each entry of the vectors' log.
+    for vector in json.loads((VECTORS / "maps.json").read_text())["maps"]:
+        tables = HeadMap()
+        for h in vector["heads"]:
+            key = chain_key(_canonical_string(h["client_id"]), _canonical_string(h["table_id"]))
+            tables.set(key, head_leaf_hash(key, h["index"], h["seq"]))
+        assert tables.root.hex() == vector["root"], vector["name"]
+        heads = {(h["client_id"], h["table_id"]): (h["index"], h["seq"]) for h in vector["heads"]}
+        assert root_of(heads).hex() == vector["root"]  # and so does the tests' own helper
+    tables = HeadMap()
+    for e in json.loads((VECTORS / "log.json").read_text())["entries"]:
+        key = chain_key(_canonical_string(e["client_id"]), _canonical_string(e["table_id"]))
+        tables.set(key, head_leaf_hash(key, e["index"], e["table_seq"]))
+        assert tables.root.hex() == e["table_map"], e
+
+
+def test_the_tests_roots_are_the_independent_readers() -> None:
+    # tests/format3.py (used to make the verifier's format 3 logs) and tests/reader/table_map.py
+    # (written from the docs alone) agree on a log's roots.
+    chains = [("default", f"T{n % 7}") for n in range(40)] + [("other", "T1"), ('q"', "\n")]
+    expected = reader.log_roots(chains)
+    heads: dict[tuple[str, str], tuple[int, int]] = {}
+    seqs: dict[tuple[str, str], int] = {}
+    for index, chain in enumerate(chains):
+        seqs[chain] = seqs.get(chain, 0) + 1
+        heads[chain] = (index, seqs[chain])
+        assert root_of(heads) == expected[index], index
