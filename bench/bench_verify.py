@@ -42,7 +42,7 @@ EVERY = 1000
 TABLES = 30
 
 
-def _entry(i: int, table_map: bytes | None = None) -> bytes:
+def _entry(i: int, table_map: bytes | None = None, tables: int = TABLES) -> bytes:
     spin = {"number": str(i % 37), "colour": "red", "position": i % 38, "voided": False}
     return LogEntry(
         index=i,
@@ -51,35 +51,36 @@ def _entry(i: int, table_map: bytes | None = None) -> bytes:
         params={"wheel": "double_zero"},
         outcome={"wheel": "double_zero", "spins": [spin], "final": spin},
         client="default",
-        table_id=f"T{i % TABLES}",
+        table_id=f"T{i % tables}",
         round_id=f"R{i}",
         session_id="",
         request_id=f"req-{i}",
         generator=GeneratorRef("9f2c" * 8, i // 65536, False),
         slot="spin",
-        table_seq=i // TABLES + 1,  # TABLES tables, each a chain
-        table_prev=i - TABLES if i >= TABLES else None,
+        table_seq=i // tables + 1,  # that many tables, each a chain
+        table_prev=i - tables if i >= tables else None,
         table_map=table_map,
         version=2 if table_map is None else 3,
     ).encode()
 
 
-def make_export(path: Path, n: int, *, format_3: bool = False) -> int:
-    """Writes an n-entry export with a checkpoint every EVERY entries (format 3 entries, each
-    with the table map's root after it, if ``format_3``); returns checkpoints."""
+def make_export(path: Path, n: int, *, format_3: bool = False, tables: int = TABLES) -> int:
+    """Writes an n-entry export on ``tables`` tables with a checkpoint every EVERY entries
+    (format 3 entries, each with the table map's root after it, if ``format_3``); returns
+    checkpoints."""
     leaves = bytearray()  # 32 bytes a leaf, not a list of bytes objects (about 100 bytes each)
     roots = bytearray()  # format 3: each entry's table map root, 32 bytes each
-    tables = TableMap()
+    heads = TableMap()
     stack: list[tuple[int, bytes]] = []
     notes: list[tuple[str, int]] = []
 
     def entry(i: int) -> bytes:
-        return _entry(i, bytes(roots[32 * i : 32 * i + 32]) if format_3 else None)
+        return _entry(i, bytes(roots[32 * i : 32 * i + 32]) if format_3 else None, tables)
 
     for i in range(n):
         if format_3:
-            tables.set("default", f"T{i % TABLES}", i, i // TABLES + 1)
-            roots += tables.root()
+            heads.set("default", f"T{i % tables}", i, i // tables + 1)
+            roots += heads.root()
         h = merkle.leaf_hash(entry(i))
         leaves += h
         level, value = 0, h
@@ -149,13 +150,14 @@ def run(*, short: bool) -> list[Row]:
     return rows(2_000 if short else 1_000_000, 1 if short else 3)
 
 
-def rows(n: int, rounds: int) -> list[Row]:
-    """The rows for an ``n``-entry export, best of ``rounds`` alternated runs."""
+def rows(n: int, rounds: int, tables: int = TABLES) -> list[Row]:
+    """The rows for an ``n``-entry export on ``tables`` tables, best of ``rounds`` alternated
+    runs."""
     with tempfile.TemporaryDirectory(prefix="rng-bench-verify-") as tmp:
         path = Path(tmp) / "export.jsonl"
         path_3 = Path(tmp) / "export-format-3.jsonl"
-        checkpoints = make_export(path, n)
-        make_export(path_3, n, format_3=True)
+        checkpoints = make_export(path, n, tables=tables)
+        make_export(path_3, n, format_3=True, tables=tables)
         best: dict[str, float] = {}
         for _ in range(rounds):  # interleaved; best of each (shared, noisy machine)
             runs: tuple[tuple[str, Callable[[], None]], ...] = (
@@ -175,7 +177,8 @@ def rows(n: int, rounds: int) -> list[Row]:
             best["baseline"], "<= 2.0"),
         Row(f"rng-audit verify --fast, {n:,} entries", best["fast"], "s", base,
             best["baseline"], "<= 2.0"),
-        Row(f"rng-audit verify, {n:,} entries in format 3 (full, every table map root)",
+        Row(f"rng-audit verify, {n:,} entries on {tables:,} tables in format 3 (full, every "
+            "table map root)",
             best["full_3"], "s", f"full verify of the same {n:,} entries in format 2",
             best["full"], "report"),
         Row("verifier peak RSS", rss, "MiB", "-", 0.0),
