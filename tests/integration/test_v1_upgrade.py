@@ -12,8 +12,6 @@ them, and ``rng-audit verify`` accepts the whole log, consistent with the old ch
 from __future__ import annotations
 
 import asyncio
-import base64
-import dataclasses
 import json
 import shutil
 import sqlite3
@@ -29,17 +27,14 @@ from rng_service.cli.audit import main as audit_main
 from rng_service.cli.service import main as cli_main
 from rng_service.config import Config, load_config
 from rng_service.log.entry import LogEntry
-from rng_service.log.note import Ed25519NoteSigner
 from rng_service.process.app import Service, StartupError
 from rng_service.storage import sqlite as sqlite_driver
 from tests.fakes import CounterEntropy
-from tests.format3 import heads_through, root_of, signed_export, to_format_3
 from tests.integration.conftest import Running, start
 
 FIXTURE = Path(__file__).resolve().parents[1] / "vectors" / "v1_log"
 KEY_SEED = b"rng-service v1 log fixture key!!"  # make_v1_log.py's test-only key
 VKEY = (FIXTURE / "verifier.vkey").read_text().strip()
-ORIGIN = "v1-fixture.example/log"
 SZ = outcomes_pb2.WHEEL_TYPE_SINGLE_ZERO
 DZ = outcomes_pb2.WHEEL_TYPE_DOUBLE_ZERO
 
@@ -172,52 +167,6 @@ def test_a_release_1_log_upgraded_keeps_its_rounds_and_verifies(
     assert "entries 0 to 8 are of entry format 1; format 2 (slots and table chains) from " \
         "entry 9 on" in out  # fmt: skip
     assert json.loads(export.read_text().splitlines()[0])["format"] == "rng-audit-export/v3"
-    _the_log_goes_on_in_format_3(export, kept, tmp_path, capsys)
-
-
-def _the_log_goes_on_in_format_3(
-    export: Path, kept: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The upgraded log (formats 1 and 2) continued by the release that commits the table map:
-    entries 12-14 in format 3, with roots from the map's definition (tests/format3.py), and
-    checkpoints signed with the fixture's key, verify with release 1's checkpoint (1 -> 2 -> 3);
-    a root that leaves out a table chain of format 2 fails naming it."""
-    lines = [json.loads(line) for line in export.read_text().splitlines()]
-    entries = [base64.b64decode(e["entry"]) for e in lines if e.get("type") == "entry"]
-    assert [LogEntry.decode(e).version for e in entries] == [1] * 9 + [2] * 3
-    last = LogEntry.decode(entries[-1])  # entry 11: T2's seq 1 (T1's seq 2 is entry 10)
-    for index, table, seq, prev in ((12, "T1", 3, 10), (13, "T2", 2, 11), (14, "T3", 1, None)):
-        entries.append(
-            dataclasses.replace(
-                last, index=index, table_id=table, table_seq=seq, table_prev=prev,
-                round_id=f"R{index}", request_id=f"format-3-{index}",
-                timestamp_ns=last.timestamp_ns + index * 1000, time_text="",
-            ).encode()
-        )  # fmt: skip
-    signer = Ed25519NoteSigner(
-        "v1-fixture.example/log", Ed25519PrivateKey.from_private_bytes(KEY_SEED)
-    )
-    assert signer.verifier().verifier_key() == VKEY
-    upgraded = tmp_path / "format-3.jsonl"
-    data = to_format_3(entries, 12)
-    upgraded.write_text("".join(signed_export(data, signer, ORIGIN, sizes=(9, 12, 15))))
-    assert audit_main(["verify", str(upgraded), "--key", VKEY, "--checkpoint", str(kept)]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("OK: 15 entries of v1-fixture.example/log")
-    assert "entries 9 to 11 are of entry format 2; format 3 (committed table map roots) from " \
-        "entry 12 on" in out  # fmt: skip
-    assert "the root committed by each of the 3 format 3 entries recomputed and equal" in out
-    # The first map without the chain of T2 (format 2, entry 11): named.
-    heads = {k: v for k, v in heads_through(data, 13).items() if k[1] != "T2"}
-    wrong = to_format_3(entries, 12, roots={12: root_of(heads)})
-    upgraded.write_text("".join(signed_export(wrong, signer, ORIGIN, sizes=(9, 15))))
-    assert audit_main(["verify", str(upgraded), "--key", VKEY, "--checkpoint", str(kept)]) == 1
-    err = capsys.readouterr().err
-    assert "entry 12 (line 16) commits the table map root" in err
-    assert (
-        "the first table whose head differs is table 'T2' of client 'default': the committed "
-        "root has no head for it, the entries put it at entry 11 (seq 1)"
-    ) in err
 
 
 def test_a_schema_2_log_is_brought_to_3_by_migrate_store(
