@@ -170,6 +170,12 @@ def _pinned(verifiers: Sequence[NoteVerifier], origin: str | None) -> PinnedOrig
         raise UsageError(str(e)) from e
 
 
+FAST_NOT_CHECKED = (
+    "NOT CHECKED: the entries' own bytes (--fast): their canonical form and format, the table "
+    "chains, the committed table map roots and the round rules. A changed entry is still caught "
+    "by the leaf hashes, the tree and the signatures (located only between two checkpoints); "
+    "verify without --fast for the rest (docs/auditing.md)."
+)
 TRUNCATION_NOT_CHECKED = (
     "NOT CHECKED: truncation. No kept checkpoint (--checkpoint) and no checkpoint cosigned by "
     "enough witnesses (--witness, --min-witnesses) covers the newest of {what}, so nothing "
@@ -420,6 +426,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             f"client, nothing after a void, Mega Fire Blaze in the rules' order"
         )
     _print_formats(report)
+    if args.fast:
+        print(FAST_NOT_CHECKED)
     witnessed = report.witnessed
     if witnessed is not None:
         _print_witnesses(witnessed, now)
