@@ -302,9 +302,9 @@ def verify_export(
     """Verifies a whole export (see the module docstring) with the given verifier keys.
 
     ``check_entries=False`` skips checking each entry (canonical form, fields, its own index,
-    the table chains), about a quarter of the cost on a log of few entry shapes: every change
-    is still caught by the leaf hashes, the tree and the signatures, but is then located only
-    between two checkpoints.
+    the table chains and the committed table map roots), about a quarter of the cost on a log
+    of few entry shapes: every change is still caught by the leaf hashes, the tree and the
+    signatures, but is then located only between two checkpoints.
 
     ``kept``: (source name, signed note) of checkpoints the auditor kept from earlier; they must
     be consistent with the export too (a truncated or forked export fails against them).

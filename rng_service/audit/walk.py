@@ -5,8 +5,10 @@ line's index and leaf hash (RFC 6962 section 2.1, SHA-256(0x00 || entry)), the t
 edge and its root at every checkpoint's size (:class:`TreeCheck`), and with ``check_entries``
 each entry's own bytes (:class:`EntryFields`: canonical form by the reference check of
 :mod:`rng_service.audit.verify` through :class:`~rng_service.audit.fast_check.EntryChecker`,
-the format's order, the (client, table) chains of :class:`ChainTracker`, the round rules of
-:mod:`rng_service.audit.rounds_check`). docs/log-format.md, "Entries" and "Slots and chains".
+the format's order, the (client, table) chains of :class:`ChainTracker` and the table map
+roots format 3 entries commit to (:mod:`rng_service.audit.map_check`), the round rules of
+:mod:`rng_service.audit.rounds_check`). docs/log-format.md, "Entries", "Slots and chains" and
+"Table map".
 """
 
 from __future__ import annotations
