@@ -5,6 +5,9 @@ entry (RFC 6962 leaf hash) and verify every published checkpoint's Ed25519 signa
 verifier additionally rebuilds the tree, checks every checkpoint root and consistency, and (full
 mode) checks every entry's canonical encoding and index. Long form: 10^6 entries with a
 checkpoint every 1,000; also reports the verifier's peak RSS (it streams: O(log n) memory).
+The same entries in format 3 (each committing the table map's root, made with the writer's
+``TableMap``) are verified too, against the format 2 export's full verify in the same run:
+the cost of recomputing every committed root (``rows(100_000, 3)`` for a 10^5-entry figure).
 
 The peak RSS is the child process's own ``VmHWM`` (Linux): its ``ru_maxrss`` is not, because
 the kernel carries the parent's high-water mark over ``vfork`` + ``exec`` (which
@@ -32,12 +35,14 @@ from rng_service.audit import verify_export, write_export
 from rng_service.log import merkle
 from rng_service.log.entry import GeneratorRef, LogEntry
 from rng_service.log.note import Checkpoint, Ed25519NoteSigner, open_note, sign_note
+from rng_service.log.table_map import TableMap
 
 SIGNER = Ed25519NoteSigner("bench", Ed25519PrivateKey.from_private_bytes(b"\x05" * 32))
 EVERY = 1000
+TABLES = 30
 
 
-def _entry(i: int) -> bytes:
+def _entry(i: int, table_map: bytes | None = None, tables: int = TABLES) -> bytes:
     spin = {"number": str(i % 37), "colour": "red", "position": i % 38, "voided": False}
     return LogEntry(
         index=i,
@@ -46,24 +51,37 @@ def _entry(i: int) -> bytes:
         params={"wheel": "double_zero"},
         outcome={"wheel": "double_zero", "spins": [spin], "final": spin},
         client="default",
-        table_id=f"T{i % 30}",
+        table_id=f"T{i % tables}",
         round_id=f"R{i}",
         session_id="",
         request_id=f"req-{i}",
         generator=GeneratorRef("9f2c" * 8, i // 65536, False),
         slot="spin",
-        table_seq=i // 30 + 1,  # 30 tables, each a chain
-        table_prev=i - 30 if i >= 30 else None,
+        table_seq=i // tables + 1,  # that many tables, each a chain
+        table_prev=i - tables if i >= tables else None,
+        table_map=table_map,
+        version=2 if table_map is None else 3,
     ).encode()
 
 
-def make_export(path: Path, n: int) -> int:
-    """Writes an n-entry export with a checkpoint every EVERY entries; returns checkpoints."""
+def make_export(path: Path, n: int, *, format_3: bool = False, tables: int = TABLES) -> int:
+    """Writes an n-entry export on ``tables`` tables with a checkpoint every EVERY entries
+    (format 3 entries, each with the table map's root after it, if ``format_3``); returns
+    checkpoints."""
     leaves = bytearray()  # 32 bytes a leaf, not a list of bytes objects (about 100 bytes each)
+    roots = bytearray()  # format 3: each entry's table map root, 32 bytes each
+    heads = TableMap()
     stack: list[tuple[int, bytes]] = []
     notes: list[tuple[str, int]] = []
+
+    def entry(i: int) -> bytes:
+        return _entry(i, bytes(roots[32 * i : 32 * i + 32]) if format_3 else None, tables)
+
     for i in range(n):
-        h = merkle.leaf_hash(_entry(i))
+        if format_3:
+            heads.set("default", f"T{i % tables}", i, i // tables + 1)
+            roots += heads.root()
+        h = merkle.leaf_hash(entry(i))
         leaves += h
         level, value = 0, h
         while stack and stack[-1][0] == level:
@@ -79,7 +97,7 @@ def make_export(path: Path, n: int) -> int:
 
     def entries() -> Iterator[tuple[int, bytes, bytes]]:
         for i in range(n):
-            yield i, bytes(leaves[32 * i : 32 * i + 32]), _entry(i)
+            yield i, bytes(leaves[32 * i : 32 * i + 32]), entry(i)
 
     with path.open("w", encoding="utf-8") as out:
         write_export(
@@ -129,17 +147,24 @@ def _peak_rss_of_verify(path: Path) -> float:
 
 
 def run(*, short: bool) -> list[Row]:
-    n = 2_000 if short else 1_000_000
-    rounds = 1 if short else 3
+    return rows(2_000 if short else 1_000_000, 1 if short else 3)
+
+
+def rows(n: int, rounds: int, tables: int = TABLES) -> list[Row]:
+    """The rows for an ``n``-entry export on ``tables`` tables, best of ``rounds`` alternated
+    runs."""
     with tempfile.TemporaryDirectory(prefix="rng-bench-verify-") as tmp:
         path = Path(tmp) / "export.jsonl"
-        checkpoints = make_export(path, n)
+        path_3 = Path(tmp) / "export-format-3.jsonl"
+        checkpoints = make_export(path, n, tables=tables)
+        make_export(path_3, n, format_3=True, tables=tables)
         best: dict[str, float] = {}
         for _ in range(rounds):  # interleaved; best of each (shared, noisy machine)
             runs: tuple[tuple[str, Callable[[], None]], ...] = (
                 ("baseline", lambda: baseline(path)),
                 ("full", lambda: verify(path, full=True)),
                 ("fast", lambda: verify(path, full=False)),
+                ("full_3", lambda: verify(path_3, full=True)),
             )
             for name, fn in runs:
                 t0 = time.perf_counter()
@@ -152,5 +177,9 @@ def run(*, short: bool) -> list[Row]:
             best["baseline"], "<= 2.0"),
         Row(f"rng-audit verify --fast, {n:,} entries", best["fast"], "s", base,
             best["baseline"], "<= 2.0"),
+        Row(f"rng-audit verify, {n:,} entries on {tables:,} tables in format 3 (full, every "
+            "table map root)",
+            best["full_3"], "s", f"full verify of the same {n:,} entries in format 2",
+            best["full"], "report"),
         Row("verifier peak RSS", rss, "MiB", "-", 0.0),
     ]  # fmt: skip

@@ -1,7 +1,7 @@
 """Auditing the log without the service: the export format and the offline verifier.
 
 Pure code over bytes and text (no database, no gRPC): :mod:`~rng_service.audit.export` owns the
-``rng-audit-export/v2`` file format; :mod:`~rng_service.audit.verify` checks an export's C2SP
+``rng-audit-export/v3`` file format; :mod:`~rng_service.audit.verify` checks an export's C2SP
 signed checkpoints against its RFC 6962 tree, and receipts, and holds the reference check of an
 entry (the one to read); :mod:`~rng_service.audit.walk` is its one pass over the entries
 (faster with :mod:`~rng_service.audit.fast_check`), :mod:`~rng_service.audit.rounds_check` the

@@ -1,9 +1,10 @@
-"""The log export file format ``rng-audit-export/v2``: writing and strict line-by-line reading.
+"""The log export file format ``rng-audit-export/v3``: writing and strict line-by-line reading.
 
 Owns the syntax of the JSON Lines file docs/log-format.md ("Export format") specifies: a
 header (format, origin, tree size, number of checkpoints), the checkpoint lines (C2SP signed
 notes, by tree size), then one line per entry (index, RFC 6962 leaf hash, base64 canonical
-bytes). Version 2 may hold entries of format 1 or 2; version 1 (format 1 only) is read too.
+bytes). Version 3 may hold entries of formats 1 to 3; versions 1 (format 1 only) and 2
+(formats 1 and 2) are read too.
 It reads no database, calls no service and judges nothing (:mod:`rng_service.audit.verify`
 does); syntax errors are :class:`ExportFormatError` naming the line and the field.
 """
@@ -20,6 +21,7 @@ from typing import IO, Any
 from rng_service.errors import IntegrityError, InvalidArgument
 
 __all__ = [
+    "ENTRY_FORMATS_HELD",
     "EXPORT_FORMAT",
     "READ_FORMATS",
     "ExportCheckpoint",
@@ -36,10 +38,14 @@ _SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().raw_decode
 ``raw_decode(text, 0)`` is (value, end) of the JSON value that starts the line, and a
 ``json.JSONDecodeError`` (a ValueError) if there is none or it is broken."""
 
-EXPORT_FORMAT = "rng-audit-export/v2"
+EXPORT_FORMAT = "rng-audit-export/v3"
 """The value of the header's ``format`` field in the exports this build writes."""
-READ_FORMATS = ("rng-audit-export/v1", EXPORT_FORMAT)
+READ_FORMATS = ("rng-audit-export/v1", "rng-audit-export/v2", EXPORT_FORMAT)
 """The header formats this build reads."""
+ENTRY_FORMATS_HELD = dict(zip(READ_FORMATS, (1, 2, 3), strict=True))
+"""The newest entry format each export version may hold: each version was introduced with an
+entry format, so that a verifier that does not know that format stops at the header ("not one
+of" its formats) instead of reporting the new entries as changed."""
 
 
 class MissingEntries(IntegrityError):

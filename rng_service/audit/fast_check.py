@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import re
+from binascii import unhexlify
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -31,7 +32,8 @@ ReferenceCheck = Callable[[bytes], dict[str, Any]]
 # integer _T_INT, a non-empty array whose elements all have one shape P is "[P(,P)*]", the
 # index is captured and the time is _T_TIME. In a format 2 entry the table_seq and table_prev
 # are captured too (their rules against the index are checked apart) and the slot must be a
-# non-empty string. So bytes that fully match a template are
+# non-empty string; in a format 3 entry also the table_map, exactly 64 lowercase hex digits
+# (_T_MAP_ROOT). So bytes that fully match a template are
 # - canonical RFC 8785 JSON: no white space; in every object the checked entry's own keys
 #   (ASCII, sorted, unique) in its order; every string in its one canonical spelling
 #   (_T_STRING admits exactly what the encoder writes: any character raw except '"', '\' and
@@ -92,6 +94,7 @@ def _t_shape(value: Any) -> bytes:
 
 
 _T_NONEMPTY_STRING = rb'"(?=[^"])' + _T_STRING[1:]
+_T_MAP_ROOT = rb'"(?P<map>[0-9a-f]{64})"'
 
 
 #: String fields a template captures (group names): what the chains and rounds are read from.
@@ -106,6 +109,8 @@ _T_CAPTURED = {
 _T_GROUPS = {
     1: ("client", "index", "kind", "request", "round", "table", "date"),
     2: ("client", "index", "kind", "request", "round", "slot", "table", "prev", "seq", "date"),
+    3: ("client", "index", "kind", "request", "round", "slot", "table", "map", "prev", "seq",
+        "date"),
 }  # fmt: skip
 _FullMatch = Callable[[bytes], "re.Match[bytes] | None"]
 _Template = tuple[tuple[_FullMatch, _FullMatch], int]
@@ -116,8 +121,9 @@ _T_ESCAPES) and the format version of the entries it matches."""
 def _t_entry(record: dict[str, Any]) -> bytes:
     """The template of an entry that passed the reference check: group ``index`` its index,
     ``date`` its date, ``client``, ``table``, ``round``, ``kind`` and ``request`` the JSON
-    strings of those fields (:data:`_T_CAPTURED`), and in format 2 ``slot`` its slot's JSON
-    string and ``seq`` and ``prev`` its table_seq and table_prev."""
+    strings of those fields (:data:`_T_CAPTURED`), in format 2 and 3 ``slot`` its slot's JSON
+    string and ``seq`` and ``prev`` its table_seq and table_prev, and in format 3 ``map`` the
+    hex digits of its table_map."""
     parts = []
     for key, value in record.items():  # in the entry's (sorted) order: index before time
         if key == "index":
@@ -132,6 +138,8 @@ def _t_entry(record: dict[str, Any]) -> bytes:
             shape = b"(?P<seq>" + _T_INT + b")"
         elif key == "table_prev":
             shape = b"(?P<prev>null|" + _T_INT + b")"
+        elif key == "table_map":
+            shape = _T_MAP_ROOT
         elif key in _T_CAPTURED:
             shape = b"(?P<" + _T_CAPTURED[key] + b">" + _T_STRING + b")"
         else:
@@ -213,10 +221,17 @@ class EntryChecker:
             client, index, kind, request, round_id, table, date = match.groups()
             position = int(index)
             shape = (position, version, None, None, None, client, table, round_id, kind,
-                     request, None)  # fmt: skip
+                     request, None, None)  # fmt: skip
         else:
             found = match.groups()
-            client, index, kind, request, round_id, slot, table, prev, seq, date = found
+            if version == 2:
+                client, index, kind, request, round_id, slot, table, prev, seq, date = found
+                table_map = None
+            else:
+                client, index, kind, request, round_id, slot, table, hex_map, prev, seq, date = (
+                    found
+                )
+                table_map = unhexlify(hex_map)
             position, table_seq = int(index), int(seq)
             if prev == b"null":
                 if table_seq != 1:
@@ -227,7 +242,7 @@ class EntryChecker:
                 if table_seq < 2 or not 0 <= table_prev < position:
                     return self._reference(data)  # it says what is wrong with the chain
             shape = (position, version, (client, table), table_seq, table_prev, client, table,
-                     round_id, kind, request, slot)  # fmt: skip
+                     round_id, kind, request, slot, table_map)  # fmt: skip
         if date not in self._dates and not self._real_date(date):
             return self._reference(data)  # it says what is wrong with the date
         if not data.isascii() and not _is_utf8(data):
@@ -250,12 +265,13 @@ class EntryChecker:
         if record["v"] < 2:
             return EntryShape(
                 record["index"], record["v"], None, None, None, client, table, round_id, kind,
-                request, None,
+                request, None, None,
             )  # fmt: skip
+        table_map = bytes.fromhex(record["table_map"]) if record["v"] >= 3 else None
         return EntryShape(
             record["index"], record["v"], (client, table), record["table_seq"],
             record["table_prev"], client, table, round_id, kind, request,
-            json_bytes(record["slot"]),
+            json_bytes(record["slot"]), table_map,
         )  # fmt: skip
 
     def _real_date(self, date: bytes) -> bool:
@@ -289,10 +305,11 @@ class EntryChecker:
 
 class EntryShape(NamedTuple):
     """What :meth:`EntryChecker.inspect` reads from a checked entry: its index and format
-    version; for format 2 its chain: (client, table id), table_seq, table_prev; and the
-    fields its round is read from. Strings are their canonical JSON strings (the bytes in the
-    entry, quotes included: one spelling per value, so equal bytes are equal values, and the
-    concatenation of several is unambiguous)."""
+    version; for formats 2 and 3 its chain: (client, table id), table_seq, table_prev; for
+    format 3 the table map root it commits to; and the fields its round is read from.
+    Strings are their canonical JSON strings (the bytes in the entry, quotes included: one
+    spelling per value, so equal bytes are equal values, and the concatenation of several is
+    unambiguous)."""
 
     entry_index: int
     version: int
@@ -305,7 +322,10 @@ class EntryShape(NamedTuple):
     kind: bytes
     request_id: bytes
     slot: bytes | None
-    """Format 2's slot; None for format 1."""
+    """The slot (formats 2 and 3); None for format 1."""
+    table_map: bytes | None
+    """Format 3's ``table_map``: the 32-byte root of the table map after this entry; None for
+    formats 1 and 2."""
 
 
 _new_shape = tuple.__new__

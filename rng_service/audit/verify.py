@@ -6,8 +6,9 @@ origin whose root is that of the entries at its size (RFC 6962 section 2.1; so a
 consistent, RFC 9162 section 2.1.4), every entry is hashed, checked and in a checkpoint; and
 the reference check of an entry, :func:`canonical_entry` (docs/log-format.md, "Entries"), the
 one a reviewer reads. The one pass over the entries is :mod:`rng_service.audit.walk`, the
-round rules :mod:`rng_service.audit.rounds_check`; receipts are checked against an export or a
-newer checkpoint (RFC 9162 sections 2.1.3.2, 2.1.4.2). Failures are
+round rules :mod:`rng_service.audit.rounds_check`, the table map and its committed roots
+:mod:`rng_service.audit.map_check` (docs/log-format.md, "Table map"); receipts are checked
+against an export or a newer checkpoint (RFC 9162 sections 2.1.3.2, 2.1.4.2). Failures are
 :class:`VerificationFailure`; no I/O (``rng-audit`` does it).
 """
 
@@ -122,8 +123,14 @@ class ExportReport:
     """How many of ``heads`` were kept by the auditor (``kept``): with none, a truncated copy
     of a longer log verifies (only a checkpoint from outside the export can show it)."""
     first_format_2: int | None = None
-    """Index of the first format-2 entry (where the table chains start); None if there is
-    none, or if the entries were not checked (``check_entries=False``)."""
+    """Index of the first entry of format 2 or later (where the table chains start); None if
+    there is none, or if the entries were not checked (``check_entries=False``)."""
+    first_format_3: int | None = None
+    """Index of the first format-3 entry (where the committed table map roots start); None if
+    there is none, or if the entries were not checked."""
+    map_roots: int | None = None
+    """How many committed table map roots (one per format 3 entry) were recomputed from the
+    entries and found equal; None if the entries were not checked."""
     witnessed: WitnessReport | None = None
     """With ``witnesses``: their cosignatures on the export's and the kept checkpoints
     (:func:`rng_service.audit.witnesses.check_witnesses`)."""
@@ -163,7 +170,10 @@ _ENTRY_FIELDS_V1: dict[str, type] = {
 _ENTRY_FIELDS_V2: dict[str, type] = {
     **_ENTRY_FIELDS_V1, "slot": str, "table_seq": int, "table_prev": object,
 }  # fmt: skip
-_ENTRY_FIELDS = {1: _ENTRY_FIELDS_V1, 2: _ENTRY_FIELDS_V2}
+#: Format 3 adds the table map's root after the entry (64 lowercase hex digits).
+_ENTRY_FIELDS_V3: dict[str, type] = {**_ENTRY_FIELDS_V2, "table_map": str}
+_ENTRY_FIELDS = {1: _ENTRY_FIELDS_V1, 2: _ENTRY_FIELDS_V2, 3: _ENTRY_FIELDS_V3}
+_MAP_ROOT = re.compile(r"[0-9a-f]{64}")
 _GENERATOR_FIELDS: dict[str, type] = {"instance": str, "epoch": int, "lab_mode": bool}
 _TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 
@@ -178,15 +188,15 @@ def _check_time(t: str) -> None:
 
 
 def canonical_entry_index(data: bytes) -> int:
-    """The ``index`` of canonical entry bytes (format version 1 or 2, docs/log-format.md).
+    """The ``index`` of canonical entry bytes (format version 1, 2 or 3, docs/log-format.md).
 
     Accepts what :meth:`rng_service.log.entry.LogEntry.decode` accepts (a test holds the two
     together; only the time's fraction is checked more strictly here) at a third of its cost:
     RFC 8785 canonical JSON restricted to integers below
     2^53, no floats, ASCII object keys; the fields of the entry's version with their JSON types
     (format 2: a non-empty slot, table_seq from 1, table_prev null exactly when table_seq is 1
-    and else an earlier index); the time as RFC 3339 UTC with six fractional digits. Raises
-    :class:`EntryFormatError`.
+    and else an earlier index; format 3 also ``table_map``, 64 lowercase hex digits); the time
+    as RFC 3339 UTC with six fractional digits. Raises :class:`EntryFormatError`.
 
     This is the reference check: it decodes and re-encodes the entry.
     :class:`rng_service.audit.fast_check.EntryChecker` gives the same answers several times
@@ -214,7 +224,7 @@ def canonical_entry(data: bytes) -> dict[str, Any]:
         raise EntryFormatError("entry is not a JSON object")
     version = record.get("v")
     if type(version) is not int or version not in _ENTRY_FIELDS:
-        raise EntryFormatError(f"unknown entry format version {version!r} (known: 1, 2)")
+        raise EntryFormatError(f"unknown entry format version {version!r} (known: 1, 2, 3)")
     fields = _ENTRY_FIELDS[version]
     if record.keys() != fields.keys():
         missing = sorted(fields.keys() - record.keys())
@@ -227,6 +237,10 @@ def canonical_entry(data: bytes) -> dict[str, Any]:
             raise EntryFormatError(f"entry field {key!r} must be {kind.__name__}")
     if version >= 2:
         _check_chain_fields(record)
+    if version >= 3 and _MAP_ROOT.fullmatch(record["table_map"]) is None:
+        raise EntryFormatError(
+            "entry field 'table_map' must be 64 lowercase hex digits (the table map's root)"
+        )
     generator = record["generator"]
     if generator.keys() != _GENERATOR_FIELDS.keys():
         raise EntryFormatError(
@@ -288,9 +302,9 @@ def verify_export(
     """Verifies a whole export (see the module docstring) with the given verifier keys.
 
     ``check_entries=False`` skips checking each entry (canonical form, fields, its own index,
-    the table chains), about a quarter of the cost on a log of few entry shapes: every change
-    is still caught by the leaf hashes, the tree and the signatures, but is then located only
-    between two checkpoints.
+    the table chains and the committed table map roots), about a quarter of the cost on a log
+    of few entry shapes: every change is still caught by the leaf hashes, the tree and the
+    signatures, but is then located only between two checkpoints.
 
     ``kept``: (source name, signed note) of checkpoints the auditor kept from earlier; they must
     be consistent with the export too (a truncated or forked export fails against them).
@@ -367,6 +381,8 @@ def _report(
         leaves=leaves,
         kept=kept,
         first_format_2=None if fields is None else fields.first_format_2,
+        first_format_3=None if fields is None else fields.first_format_3,
+        map_roots=None if fields is None else fields.chains.roots,
         witnessed=witnessed,
         chains=None if fields is None else fields.chains.chains,
     )

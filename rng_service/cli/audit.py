@@ -1,7 +1,7 @@
 """rng-audit: export the outcome log and verify it, or one receipt, offline.
 
 Commands:
-  export          write the log (entries and published checkpoints) to an rng-audit-export/v2
+  export          write the log (entries and published checkpoints) to an rng-audit-export/v3
                   file, from the SQLite store (--db) or from a running service (--target);
                   --witnessed ends it at the newest checkpoint witnesses cosigned
   verify          recompute an export's RFC 6962 tree and check every signed checkpoint
@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     refuse_option(parser, "--key", KEY_BEFORE_COMMAND)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = _command(sub, "export", "write the log to an rng-audit-export/v2 file", tls=True)
+    p = _command(sub, "export", "write the log to an rng-audit-export/v3 file", tls=True)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--db", metavar="FILE", help="the service's SQLite log file (read only)")
     source.add_argument(

@@ -170,6 +170,12 @@ def _pinned(verifiers: Sequence[NoteVerifier], origin: str | None) -> PinnedOrig
         raise UsageError(str(e)) from e
 
 
+FAST_NOT_CHECKED = (
+    "NOT CHECKED: the entries' own bytes (--fast): their canonical form and format, the table "
+    "chains, the committed table map roots and the round rules. A changed entry is still caught "
+    "by the leaf hashes, the tree and the signatures (located only between two checkpoints); "
+    "verify without --fast for the rest (docs/auditing.md)."
+)
 TRUNCATION_NOT_CHECKED = (
     "NOT CHECKED: truncation. No kept checkpoint (--checkpoint) and no checkpoint cosigned by "
     "enough witnesses (--witness, --min-witnesses) covers the newest of {what}, so nothing "
@@ -419,19 +425,42 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             f"the export: each slot of a round filled once, each request id logged once per "
             f"client, nothing after a void, Mega Fire Blaze in the rules' order"
         )
-    first = report.first_format_2
-    if first is not None and first > 0:
-        # docs/log-format.md, "Format 1 and format 2 in one log"
-        print(
-            f"entries 0 to {first - 1} are of entry format 1; format 2 (slots and table "
-            f"chains) from entry {first} on, where every table chain starts"
-        )
+    _print_formats(report)
+    if args.fast:
+        print(FAST_NOT_CHECKED)
     witnessed = report.witnessed
     if witnessed is not None:
         _print_witnesses(witnessed, now)
     if not _truncation_checked(report):
         print(TRUNCATION_NOT_CHECKED.format(what=f"this export's {report.tree_size} entries"))
     return 0
+
+
+def _print_formats(report: ExportReport) -> None:
+    """Where the entry formats change, and the table map roots checked (docs/log-format.md,
+    "Format 1 and format 2 in one log", "Table map")."""
+    first, first_3 = report.first_format_2, report.first_format_3
+    if first is not None and first > 0:
+        what = (
+            "format 3 (slots, table chains and committed table map roots)" if first == first_3
+            else "format 2 (slots and table chains)"
+        )  # fmt: skip
+        print(
+            f"entries 0 to {first - 1} are of entry format 1; {what} from entry {first} on, "
+            f"where every table chain starts"
+        )
+    if first_3 is None or first is None:
+        return
+    if first_3 > first:
+        print(
+            f"entries {first} to {first_3 - 1} are of entry format 2; format 3 (committed "
+            f"table map roots) from entry {first_3} on"
+        )
+    print(
+        f"table map: rebuilt from the entries' heads in log order; the root committed by each "
+        f"of the {count(report.map_roots or 0, 'format 3 entry', 'format 3 entries')} "
+        f"recomputed and equal"
+    )
 
 
 def _truncation_checked(report: ExportReport) -> bool:

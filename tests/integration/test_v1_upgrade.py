@@ -176,7 +176,7 @@ def test_a_release_1_log_upgraded_keeps_its_rounds_and_verifies(
     assert out.startswith("OK: 12 entries of v1-fixture.example/log")
     assert "entries 0 to 8 are of entry format 1; format 2 (slots and table chains) from " \
         "entry 9 on" in out  # fmt: skip
-    assert json.loads(export.read_text().splitlines()[0])["format"] == "rng-audit-export/v2"
+    assert json.loads(export.read_text().splitlines()[0])["format"] == "rng-audit-export/v3"
 
 
 def release_2_log(path: Path, monkeypatch: pytest.MonkeyPatch) -> object:

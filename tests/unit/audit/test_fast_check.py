@@ -7,6 +7,7 @@ The property-based test is beside this file (``test_fast_check_properties.py``).
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import random
@@ -22,6 +23,7 @@ from rng_service.audit.verify import canonical_entry, canonical_entry_index
 from rng_service.log import merkle
 from rng_service.log.entry import EntryFormatError, GeneratorRef, LogEntry
 from rng_service.log.note import Checkpoint, Ed25519NoteSigner, sign_note
+from tests.format3 import with_root
 
 ORIGIN = "audit.test/log"
 SIGNER = Ed25519NoteSigner("audit-test", Ed25519PrivateKey.from_private_bytes(b"\x01" * 32))
@@ -341,3 +343,61 @@ def test_entries_with_and_without_escapes_are_proven_by_their_template() -> None
 def test_the_plain_form_removes_only_the_escapes() -> None:
     assert _T_STRING == b'"[^"\\\\\\x00-\\x1f]*+' + _T_ESCAPES + b'"'
     assert _T_ESCAPES.startswith(b"(?:\\\\")  # each alternative starts with a backslash
+
+
+# Format 3: the format 2 entries above with a table_map (the root after the entry), each
+# taught, then every named change above and these around the new field tried against its
+# template before the reference check.
+
+_V3 = [with_root(e, hashlib.sha256(e).digest()) for e in _VARIED[len(_AWKWARD) :]]
+_MAP_CHANGES: list[tuple[bytes, bytes]] = [
+    (b'"table_map":"', b'"table_map":"0'), (b'"table_map":"', b'"table_map":" '),
+    (b'"table_map":"', b'"table_map":"A'), (b'"table_map":"', b'"table_map":"\\u0030'),
+    (b'","table_prev"', b'0","table_prev"'), (b'","table_prev"', b'A","table_prev"'),
+    (b'"table_map":"', b'"table_map":"g'), (b'"table_map":"', b'"table_map":"x'),
+    (b'"table_map":"', b'"table_map":null,"x":"'), (b'"table_map":"', b'"Table_map":"'),
+    (b'"table_map":', b'"table_map":"00","table_map":'), (b'"v":3}', b'"v":2}'),
+    (b'"v":3}', b'"v":4}'), (b'"v":3}', b'"v":1}'),
+]  # fmt: skip
+
+
+def _map_edits(base: bytes) -> list[bytes]:
+    """Named edits of the root itself: uppercase, short, long, moved after table_prev,
+    removed, a number, null."""
+    root = base.split(b'"table_map":"')[1][:64]
+    member = b',"table_map":"' + root + b'"'
+    out = [base.replace(root, root.upper()), base.replace(root, root[:63]),
+           base.replace(root, root + b"0"), base.replace(root, bytes(64).hex()[:64].encode()),
+           base.replace(member, b""), base.replace(member, b',"table_map":7'),
+           base.replace(member, b',"table_map":null'),
+           base.replace(member, b"").replace(b',"time"', member + b',"time"')]  # fmt: skip
+    return out
+
+
+def test_format_3_entries_are_proven_exactly_as_the_reference_decides() -> None:
+    checker = EntryChecker(canonical_entry)
+    checker.ACTIVE = len(_V3)
+    for i, data in enumerate(_V3):
+        assert checker.check(data) == (i + 13, 3)
+    for data in _V3:
+        assert checker.check(data)[1] == 3
+    assert checker.hits == len(_V3) - 1  # one has a 16-digit integer (2^53 - 1)
+    checker.COMPILED = 0
+    tried = accepted = 0
+    for base in _V3:
+        edits = [base.replace(old, new, 1) for old, new in _NAMED_CHANGES + _MAP_CHANGES
+                 if old in base]  # fmt: skip
+        for data in edits + _map_edits(base):
+            tried += 1
+            expected = _reference(data)
+            assert _fast(checker, data) == expected, data
+            accepted += expected is not None
+    assert tried > 400
+    assert 20 < accepted < tried - 200
+    # The shape read by the fast path is the reference's, the root included.
+    fresh = EntryChecker(canonical_entry)
+    for data in _V3:
+        shape = checker.inspect(data)
+        assert shape == fresh.inspect(data)
+        assert shape.table_map == LogEntry.decode(data).table_map
+        assert shape.table_map is not None

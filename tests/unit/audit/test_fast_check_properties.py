@@ -50,6 +50,8 @@ def _entries(draw: st.DrawFn) -> LogEntry:
             "table_seq": 1 if first else draw(st.integers(2, MAX)),
             "table_prev": None if first else draw(st.integers(0, index - 1)),
         }
+        if draw(st.booleans()):  # format 3: and the table map's root
+            chain.update(version=3, table_map=draw(st.binary(min_size=32, max_size=32)))
     return LogEntry(
         index=index,
         timestamp_ns=draw(_TIME_NS),
@@ -93,7 +95,8 @@ def _perturb(value: Any, rnd: random.Random) -> Any:
 def _perturb_entry(record: dict[str, Any], rnd: random.Random) -> dict[str, Any]:
     """:func:`_perturb`, and sometimes a format 2 chain that breaks (or keeps) its rules:
     table_seq 1 with a table_prev, a later table_seq with null, table_prev at or beyond the
-    index, negative numbers; or an empty slot."""
+    index, negative numbers; or an empty slot; or a format 3 table_map that is not (or is) 64
+    lowercase hex digits."""
     out: dict[str, Any] = _perturb(record, rnd)
     if "table_seq" in out and rnd.random() < 0.3:
         index = out["index"]
@@ -103,6 +106,12 @@ def _perturb_entry(record: dict[str, Any], rnd: random.Random) -> dict[str, Any]
         )  # fmt: skip
     if "slot" in out and rnd.random() < 0.2:
         out["slot"] = ""
+    if "table_map" in out and rnd.random() < 0.3:  # format 3's root misspelled, or not
+        root = out["table_map"]
+        out["table_map"] = rnd.choice(
+            [root.upper(), root[:63], root + "0", "0x" + root[2:], root[:-1] + "g", " " + root[1:],
+             root[::-1], "0" * 64, "f" * 64, None, 1, ""]
+        )  # fmt: skip
     return out
 
 

@@ -396,8 +396,8 @@ def test_a_version_1_export_holds_format_1_entries_only() -> None:
     with pytest.raises(ExportFormatError, match=r"line \d+: entry: a format 2 entry in an "
                        "rng-audit-export/v1 file"):  # fmt: skip
         verify_export(_export_of(DATA[:3], form="rng-audit-export/v1"), KEYS)
-    with pytest.raises(ExportFormatError, match="format: 'rng-audit-export/v3' is not one of"):
-        verify_export(_export_of(DATA[:3], form="rng-audit-export/v3"), KEYS)
+    with pytest.raises(ExportFormatError, match="format: 'rng-audit-export/v4' is not one of"):
+        verify_export(_export_of(DATA[:3], form="rng-audit-export/v4"), KEYS)
 
 
 # -- every table chain of a full export (docs/log-format.md, "Slots and chains") --------------
