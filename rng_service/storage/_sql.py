@@ -16,7 +16,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from rng_service.storage.base import EntryRecord, GroupState, SlotRecord, TableHead, entry_from_row
+from rng_service.storage.base import (
+    EntryRecord,
+    GroupState,
+    MapRow,
+    SlotRecord,
+    TableHead,
+    entry_from_row,
+)
 
 __all__ = [
     "CHECKPOINT_ORDER",
@@ -32,6 +39,7 @@ __all__ = [
     "checkpoint_conditions",
     "entry_conditions",
     "group_state_from_rows",
+    "map_rows_from",
     "statements",
 ]
 
@@ -105,6 +113,9 @@ class Statements:
     latest_checkpoint: str
     cosignatures: str
     latest_cosignatures: str
+    upsert_map_row: str
+    map_rows: str
+    map_heads_at: str
 
 
 def _marks(mark: str, n: int) -> str:
@@ -155,7 +166,32 @@ def statements(mark: str) -> Statements:
             "AND c.key_id = m.key_id AND c.size = m.size "
             "ORDER BY c.witness, c.key_id, c.cosigned_at DESC"
         ),
+        upsert_map_row=(
+            f"INSERT INTO table_map (client_id, table_id, head_index, head_seq) VALUES "
+            f"{_marks(m, 4)} ON CONFLICT (client_id, table_id) DO UPDATE SET "
+            "head_index = excluded.head_index, head_seq = excluded.head_seq"
+        ),
+        map_rows=(
+            "SELECT client_id, table_id, head_index, head_seq FROM table_map "
+            "ORDER BY client_id, table_id"
+        ),
+        # The rows already below the size as stored; for the others, one backward probe of
+        # entries_table_seq per chain (its newest entry below the size, by the columns).
+        map_heads_at=(
+            "SELECT client_id, table_id, head_index, head_seq FROM table_map "
+            f"WHERE head_index < {m} UNION ALL "
+            "SELECT m.client_id, m.table_id, e.idx, e.table_seq FROM table_map AS m "
+            "JOIN entries AS e ON e.idx = (SELECT x.idx FROM entries AS x WHERE "
+            "x.client_id = m.client_id AND x.table_id = m.table_id AND x.table_seq IS NOT NULL "
+            f"AND x.idx < {m} ORDER BY x.table_seq DESC LIMIT 1) WHERE m.head_index >= {m} "
+            "ORDER BY 1, 2"
+        ),
     )
+
+
+def map_rows_from(rows: Iterable[tuple[Any, ...]]) -> list[MapRow]:
+    """:class:`MapRow` s of (client_id, table_id, head_index, head_seq) rows."""
+    return [MapRow(r[0], r[1], r[2], r[3]) for r in rows]
 
 
 def entry_conditions(

@@ -49,6 +49,16 @@ Conventions shared by all drivers:
   checkpoints, one per (tree size, checkpoint body hash, witness key): ``add_cosignatures``
   keeps the newer of two by the cosignature's own timestamp, so a quiet log asking its
   witnesses again at every interval replaces each witness's line instead of piling them up.
+- The table map's rows (:class:`MapRow`, table ``table_map``): one per (client_id, table_id)
+  chain, its head (the log index and ``table_seq`` of its newest entry), plain values the log
+  layer computes (docs/log-format.md, "Table map"). An :class:`AppendBatch` carries the heads
+  its entries move and they are upserted in the append's transaction, so the rows are always
+  the heads of the stored log. ``map_rows`` reads them all; ``map_heads_at(N)`` gives the heads
+  as of tree size ``N`` (rows with ``head_index < N``; for the others, the chain's newest entry
+  below ``N`` by the entries' columns), which the log layer checks against the root signed in
+  entry ``N - 1`` before relying on it. Schema migration builds the first rows from the stored
+  entries' columns (``rng-service migrate-store``); the writer checks them against the signed
+  bytes before the first root commits them.
 - Lookups (``find_entries``, ``table_history``, ``entry_by_request``, ...) select rows by their
   stored columns. Whoever can write the database can change a column without touching the
   entry's signed bytes, so the readers above compare the two (``rng_service.writer.columns``)
@@ -78,6 +88,7 @@ __all__ = [
     "EntryRecord",
     "GroupState",
     "LogStorage",
+    "MapRow",
     "NodeRecord",
     "SchemaVersionMismatch",
     "SequenceConflict",
@@ -89,6 +100,7 @@ __all__ = [
     "check_append_batch",
     "check_entry_range",
     "check_limit",
+    "check_map_rows",
     "check_meta_key",
     "checkpoint_from_row",
     "cosignature_from_row",
@@ -146,6 +158,17 @@ class TableHead:
 
 
 @dataclass(frozen=True, slots=True)
+class MapRow:
+    """A row of the table map: the head of the (client_id, table_id) chain, its newest entry's
+    log index and ``table_seq`` (plain values; the map's hashing is the log layer's)."""
+
+    client_id: str
+    table_id: str
+    head_index: int
+    head_seq: int
+
+
+@dataclass(frozen=True, slots=True)
 class GroupState:
     """What :meth:`LogStorage.group_state` finds for a commit group: the stored entries of its
     (client_id, request_id)s, :meth:`LogStorage.round_slots` of its rounds and
@@ -191,12 +214,14 @@ class CosignatureRecord:
 
 @dataclass(frozen=True, slots=True)
 class AppendBatch:
-    """What one append stores in one transaction: entries, their new Merkle nodes, and
-    optionally a checkpoint to publish."""
+    """What one append stores in one transaction: entries, their new Merkle nodes,
+    optionally a checkpoint to publish, and the table map's rows the entries move (upserted:
+    one per chain, its new head)."""
 
     entries: Sequence[EntryRecord]
     nodes: Sequence[NodeRecord]
     checkpoint: CheckpointRecord | None = None
+    heads: Sequence[MapRow] = ()
 
 
 class SequenceConflict(FailedPrecondition):
@@ -327,6 +352,19 @@ class LogStorage(Protocol):
 
     def nodes(self, coords: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]: ...
 
+    def map_rows(self) -> list[MapRow]:
+        """Every row of the table map (the heads of the stored log), by (client_id,
+        table_id)."""
+        ...
+
+    def map_heads_at(self, size: int) -> list[MapRow]:
+        """The table map's heads as of tree size ``size``: the rows whose ``head_index`` is
+        below ``size`` as stored, and for each other row the newest entry below ``size`` of
+        its chain by the entries' columns (highest ``table_seq``), or nothing if the chain
+        had no entry then; by (client_id, table_id) (one query). Unsigned: the caller checks
+        the map they give against the root signed in entry ``size - 1``."""
+        ...
+
     def add_checkpoint(self, checkpoint: CheckpointRecord) -> None: ...
 
     def latest_checkpoint(self) -> CheckpointRecord | None: ...
@@ -434,10 +472,30 @@ def first_per_witness(records: Iterable[CosignatureRecord]) -> list[CosignatureR
     return out
 
 
-def check_append_batch(size: int, entries: Sequence[EntryRecord]) -> None:
+def check_map_rows(size: int, heads: Sequence[MapRow]) -> None:
+    """Raises :class:`SequenceConflict` unless each head row of a batch that leaves the log at
+    ``size`` entries names an entry below ``size`` with a ``head_seq`` from 1, one per chain."""
+    seen: set[tuple[str, str]] = set()
+    for row in heads:
+        key = (row.client_id, row.table_id)
+        if key in seen:
+            raise SequenceConflict(f"the batch moves the table map's head of {key} twice")
+        seen.add(key)
+        if not (0 <= row.head_index < size) or row.head_seq < 1:
+            raise SequenceConflict(
+                f"the batch's table map head of {key} is entry {row.head_index}, seq "
+                f"{row.head_seq}: not an entry of a log of {size} entries, or not a table_seq"
+            )
+
+
+def check_append_batch(
+    size: int, entries: Sequence[EntryRecord], heads: Sequence[MapRow] = ()
+) -> None:
     """Raises :class:`SequenceConflict` unless ``entries`` continue a log of ``size`` entries
     without gaps, each with a slot and a table sequence number, none repeating another's slot
-    or table sequence number; :class:`DuplicateRequest` if a request repeats inside the batch."""
+    or table sequence number, and ``heads`` pass :func:`check_map_rows`;
+    :class:`DuplicateRequest` if a request repeats inside the batch."""
+    check_map_rows(size + len(entries), heads)
     seen: set[tuple[str, str]] = set()
     slots: set[tuple[str, str, str, str]] = set()
     seqs: set[tuple[str, str, int]] = set()

@@ -21,6 +21,7 @@ from rng_service.storage.base import (
     DuplicateRequest,
     EntryRecord,
     GroupState,
+    MapRow,
     NodeRecord,
     SequenceConflict,
     SlotRecord,
@@ -47,6 +48,8 @@ class MemoryStorage:
         self._by_slot: dict[tuple[str, str, str, str], int] = {}
         self._by_round: dict[tuple[str, str, str], list[int]] = {}
         self._heads: dict[tuple[str, str], TableHead] = {}
+        self.map: dict[tuple[str, str], MapRow] = {}
+        """The table map's rows (public: tests edit them as an attacker edits a database)."""
         self._seqs: set[tuple[str, str, int]] = set()
         self._nodes: dict[tuple[int, int], bytes] = {}
         self._checkpoints: list[CheckpointRecord] = []
@@ -76,7 +79,7 @@ class MemoryStorage:
         with self._write_lock:
             batch = build(self.tree_size())
             if batch is not None:
-                self._store(batch.entries, batch.nodes, batch.checkpoint)
+                self._store(batch.entries, batch.nodes, batch.checkpoint, batch.heads)
 
     def append(
         self,
@@ -92,10 +95,11 @@ class MemoryStorage:
         entries: Sequence[EntryRecord],
         nodes: Sequence[NodeRecord],
         checkpoint: CheckpointRecord | None,
+        heads: Sequence[MapRow] = (),
     ) -> None:
         with self._lock:
             self._check_open()
-            check_append_batch(len(self._entries), entries)
+            check_append_batch(len(self._entries), entries, heads)
             for entry in entries:
                 if (entry.client_id, entry.request_id) in self._by_request:
                     raise DuplicateRequest(entry.client_id, entry.request_id)
@@ -139,6 +143,8 @@ class MemoryStorage:
                 self._nodes[(node.level, node.index)] = node.hash
             if checkpoint is not None:
                 self._checkpoints.append(checkpoint)
+            for row in heads:
+                self.map[(row.client_id, row.table_id)] = row
 
     def entries(self, start: int, end: int) -> list[EntryRecord]:
         check_entry_range(start, end)
@@ -261,6 +267,32 @@ class MemoryStorage:
         with self._lock:
             self._check_open()
             return {c: self._nodes[c] for c in coords if c in self._nodes}
+
+    def map_rows(self) -> list[MapRow]:
+        with self._lock:
+            self._check_open()
+            return [self.map[k] for k in sorted(self.map)]
+
+    def map_heads_at(self, size: int) -> list[MapRow]:
+        with self._lock:
+            self._check_open()
+            found: list[MapRow] = []
+            for key in sorted(self.map):
+                row = self.map[key]
+                if row.head_index < size:
+                    found.append(row)
+                    continue
+                newest: EntryRecord | None = None  # by the columns, as the SQL drivers do
+                for e in self._entries[: max(0, size)]:
+                    if (
+                        (e.client_id, e.table_id) == key
+                        and e.table_seq is not None
+                        and (newest is None or e.table_seq > (newest.table_seq or 0))
+                    ):
+                        newest = e
+                if newest is not None and newest.table_seq is not None:
+                    found.append(MapRow(key[0], key[1], newest.index, newest.table_seq))
+            return found
 
     def add_checkpoint(self, checkpoint: CheckpointRecord) -> None:
         with self._lock:

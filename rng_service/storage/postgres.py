@@ -81,6 +81,7 @@ from rng_service.storage._sql import (
     checkpoint_conditions,
     entry_conditions,
     group_state_from_rows,
+    map_rows_from,
     statements,
 )
 from rng_service.storage.base import (
@@ -91,6 +92,7 @@ from rng_service.storage.base import (
     DuplicateRequest,
     EntryRecord,
     GroupState,
+    MapRow,
     NodeRecord,
     SchemaVersionMismatch,
     SequenceConflict,
@@ -505,10 +507,12 @@ class PostgresStorage:
                 raise StorageUnavailable(f"PostgreSQL log ({self._where}): log_head is empty")
             size: int = row[0]
             batch = build(size)
-            if batch is None or not (batch.entries or batch.nodes or batch.checkpoint):
+            if batch is None or not (
+                batch.entries or batch.nodes or batch.checkpoint or batch.heads
+            ):
                 return
             entries = batch.entries
-            check_append_batch(size, entries)
+            check_append_batch(size, entries, batch.heads)
             stored.extend(entries)
             with conn.cursor() as cur:
                 if entries:
@@ -524,6 +528,11 @@ class PostgresStorage:
                 if batch.checkpoint is not None:
                     cp = batch.checkpoint
                     cur.execute(_SQL.insert_checkpoint, (cp.size, cp.timestamp_ns, cp.note))
+                if batch.heads:
+                    cur.executemany(
+                        _SQL.upsert_map_row,
+                        [(h.client_id, h.table_id, h.head_index, h.head_seq) for h in batch.heads],
+                    )
 
         def conflict(e: psycopg.IntegrityError) -> Exception:
             constraint = e.diag.constraint_name
@@ -733,6 +742,14 @@ class PostgresStorage:
             ([c[0] for c in wanted], [c[1] for c in wanted]),
         )
         return {(level, idx): bytes(value) for level, idx, value in rows}
+
+    def map_rows(self) -> list[MapRow]:
+        return map_rows_from(self._read("reading the table map", _SQL.map_rows))
+
+    def map_heads_at(self, size: int) -> list[MapRow]:
+        return map_rows_from(
+            self._read("reading the table map's heads", _SQL.map_heads_at, (size, size, size))
+        )
 
     def latest_checkpoint(self) -> CheckpointRecord | None:
         rows = self._read("reading the latest checkpoint", _SQL.latest_checkpoint)

@@ -107,6 +107,27 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX cosignatures_witness ON cosignatures (witness, key_id, size)",
         ),
     ),
+    Migration(
+        4,
+        "entry format 3: the table map's rows, each chain's head, first built from the entries",
+        (
+            """CREATE TABLE table_map (
+                client_id  TEXT   NOT NULL,
+                table_id   TEXT   NOT NULL,
+                head_index BIGINT NOT NULL,
+                head_seq   BIGINT NOT NULL,
+                CONSTRAINT table_map_pkey PRIMARY KEY (client_id, table_id)
+            )""",
+            "CREATE INDEX table_map_head_index ON table_map (head_index)",
+            # Each stored chain's newest entry by its columns (rows of schema 1 are in no
+            # chain); the writer checks them against the signed bytes before the first
+            # format 3 entry commits their root.
+            "INSERT INTO table_map (client_id, table_id, head_index, head_seq) "
+            "SELECT DISTINCT ON (client_id, table_id) client_id, table_id, idx, table_seq "
+            "FROM entries WHERE table_seq IS NOT NULL "
+            "ORDER BY client_id, table_id, table_seq DESC",
+        ),
+    ),
 )
 """Every schema step, oldest first; a new schema version is a new entry here, never an edit."""
 

@@ -38,6 +38,7 @@ from rng_service.storage._sql import (
     checkpoint_conditions,
     entry_conditions,
     group_state_from_rows,
+    map_rows_from,
     statements,
 )
 from rng_service.storage.base import (
@@ -47,6 +48,7 @@ from rng_service.storage.base import (
     DuplicateRequest,
     EntryRecord,
     GroupState,
+    MapRow,
     NodeRecord,
     SchemaVersionMismatch,
     SequenceConflict,
@@ -133,8 +135,28 @@ CREATE TABLE cosignatures (
 CREATE INDEX cosignatures_witness ON cosignatures (witness, key_id, size);
 """
 
+# Schema 4 (entry format 3): the table map's rows, the head (index, table_seq) of each
+# (client_id, table_id) chain. The first rows come from the stored chains' columns (entries of
+# schema 1 are in no chain); the writer checks them against the entries' signed bytes before
+# the first format 3 entry commits their root (docs/log-format.md, "Table map").
+_SCHEMA_4 = """
+CREATE TABLE table_map (
+    client_id  TEXT    NOT NULL,
+    table_id   TEXT    NOT NULL,
+    head_index INTEGER NOT NULL,
+    head_seq   INTEGER NOT NULL,
+    PRIMARY KEY (client_id, table_id)
+) WITHOUT ROWID;
+CREATE INDEX table_map_head_index ON table_map (head_index);
+INSERT INTO table_map (client_id, table_id, head_index, head_seq)
+    SELECT e.client_id, e.table_id, e.idx, e.table_seq FROM entries AS e
+    WHERE e.table_seq IS NOT NULL AND e.table_seq = (
+        SELECT MAX(x.table_seq) FROM entries AS x
+        WHERE x.client_id = e.client_id AND x.table_id = e.table_id)
+"""
+
 #: Every schema step, oldest first (version -> statements); a new version is a new entry here.
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_1, 2: _SCHEMA_2, 3: _SCHEMA_3}
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_1, 2: _SCHEMA_2, 3: _SCHEMA_3, 4: _SCHEMA_4}
 
 SCHEMA_VERSION = max(MIGRATIONS)
 """Version of the schema this build reads and writes; an older database is migrated only when
@@ -180,13 +202,14 @@ def _insert_rows(conn: sqlite3.Connection, insert: str, rows: Sequence[tuple[Any
     """
     if not rows:
         return
+    insert, conflict, action = insert.partition(" ON CONFLICT")  # an upsert keeps its clause
     head, _, one = insert.rpartition("VALUES ")
     per_row = len(rows[0])
     chunk = max(1, _MAX_VARIABLES // per_row)
     for start in range(0, len(rows), chunk):
         part = rows[start : start + chunk]
         conn.execute(
-            head + "VALUES " + ",".join([one] * len(part)),
+            head + "VALUES " + ",".join([one] * len(part)) + conflict + action,
             [value for row in part for value in row],
         )
 
@@ -375,8 +398,14 @@ class SqliteStorage:
                     batch = build(size)
                     if batch is not None:
                         entries = batch.entries
-                        check_append_batch(size, entries)
+                        check_append_batch(size, entries, batch.heads)
                         _insert_rows(conn, _SQL.insert_entry, [entry_to_row(e) for e in entries])
+                        _insert_rows(
+                            conn,
+                            _SQL.upsert_map_row,
+                            [(h.client_id, h.table_id, h.head_index, h.head_seq)
+                             for h in batch.heads],
+                        )  # fmt: skip
                         _insert_rows(
                             conn,
                             _SQL.insert_node,
@@ -617,6 +646,12 @@ class SqliteStorage:
             for level, idx, value in rows:
                 found[(level, idx)] = bytes(value)
         return found
+
+    def map_rows(self) -> list[MapRow]:
+        return map_rows_from(self._read(_SQL.map_rows))
+
+    def map_heads_at(self, size: int) -> list[MapRow]:
+        return map_rows_from(self._read(_SQL.map_heads_at, (size, size, size)))
 
     def latest_checkpoint(self) -> CheckpointRecord | None:
         rows = self._read(_SQL.latest_checkpoint)

@@ -23,7 +23,7 @@ from rng_service.storage import (
     NodeRecord,
     SequenceConflict,
 )
-from rng_service.storage.base import GroupState, SlotRecord, TableHead
+from rng_service.storage.base import GroupState, MapRow, SlotRecord, TableHead
 from tests.unit.storage.drivers import Driver, leaf_nodes, make_entry
 
 T0 = 1_767_225_600_000_000_000
@@ -749,5 +749,98 @@ def test_cosignatures_persist(persistent_driver: Driver, tmp_path: Path) -> None
     again = persistent_driver.open(tmp_path)
     try:
         assert again.cosignatures() == [_cosig(10, "w1", 100)]
+    finally:
+        again.close()
+
+
+# -- the table map's rows -------------------------------------------------------------------
+
+
+def _heads(store: LogStorage) -> list[tuple[str, str, int, int]]:
+    return [(r.client_id, r.table_id, r.head_index, r.head_seq) for r in store.map_rows()]
+
+
+def test_map_rows_are_upserted_with_the_append(store: LogStorage) -> None:
+    c = "table-client-1"
+    first = [make_entry(0, table_seq=1), make_entry(1, table_id="T2", table_seq=1)]
+    store.sequence(
+        lambda size: AppendBatch(
+            first, leaf_nodes(first), None, [MapRow(c, "T1", 0, 1), MapRow(c, "T2", 1, 1)]
+        )
+    )
+    assert _heads(store) == [(c, "T1", 0, 1), (c, "T2", 1, 1)]
+    more = [make_entry(2, table_seq=2), make_entry(3, client_id="a", table_seq=1)]
+    store.sequence(
+        lambda size: AppendBatch(
+            more, leaf_nodes(more), None, [MapRow(c, "T1", 2, 2), MapRow("a", "T1", 3, 1)]
+        )
+    )
+    # Moved in place; a new chain added; by (client_id, table_id).
+    assert _heads(store) == [("a", "T1", 3, 1), (c, "T1", 2, 2), (c, "T2", 1, 1)]
+    assert store.map_rows()[0] == MapRow("a", "T1", 3, 1)
+
+
+def test_map_heads_at_an_older_size_come_from_the_columns(store: LogStorage) -> None:
+    c = "table-client-1"
+    batch = [
+        make_entry(0, table_seq=1),
+        make_entry(1, table_id="T2", table_seq=1),
+        make_entry(2, table_seq=2),
+        make_entry(3, table_seq=3),
+        make_entry(4, table_id="T3", table_seq=1),
+    ]
+    rows = [MapRow(c, "T1", 3, 3), MapRow(c, "T2", 1, 1), MapRow(c, "T3", 4, 1)]
+    store.sequence(lambda size: AppendBatch(batch, leaf_nodes(batch), None, rows))
+    assert store.map_heads_at(5) == rows
+    assert store.map_heads_at(9) == rows
+    # T1's row (3) is not below 3: its newest entry below 3 by the columns; T3 had none.
+    assert store.map_heads_at(3) == [MapRow(c, "T1", 2, 2), MapRow(c, "T2", 1, 1)]
+    assert store.map_heads_at(1) == [MapRow(c, "T1", 0, 1)]
+    assert store.map_heads_at(0) == []
+
+
+def test_a_batch_with_bad_map_rows_stores_nothing(store: LogStorage) -> None:
+    _fill(store, 2)
+    c = "table-client-1"
+    entries = [make_entry(2)]
+    for heads in (
+        [MapRow(c, "T1", 2, 3), MapRow(c, "T1", 2, 3)],  # one chain twice
+        [MapRow(c, "T1", 3, 3)],  # beyond the batch's last entry
+        [MapRow(c, "T1", 2, 0)],  # no table_seq
+    ):
+        batch = AppendBatch(entries, leaf_nodes(entries), None, heads)
+
+        def build(_size: int, b: AppendBatch = batch) -> AppendBatch:
+            return b
+
+        with pytest.raises(SequenceConflict):
+            store.sequence(build)
+        _assert_unchanged(store, 2)
+        assert store.map_rows() == []
+
+
+def test_a_failed_append_stores_no_map_row(
+    driver: Driver, store: LogStorage, tmp_path: Path
+) -> None:
+    entries = [make_entry(0)]
+    with driver.failing_commits(store, tmp_path), pytest.raises(StorageUnavailable):
+        store.sequence(
+            lambda _size: AppendBatch(
+                entries, leaf_nodes(entries), None, [MapRow("table-client-1", "T1", 0, 1)]
+            )
+        )
+    assert store.map_rows() == []
+    _assert_unchanged(store, 0)
+
+
+def test_map_rows_survive_reopen(persistent_driver: Driver, tmp_path: Path) -> None:
+    store = persistent_driver.open(tmp_path)
+    entries = [make_entry(0), make_entry(1, table_id="T9", table_seq=1)]
+    rows = [MapRow("table-client-1", "T1", 0, 1), MapRow("table-client-1", "T9", 1, 1)]
+    store.sequence(lambda _size: AppendBatch(entries, leaf_nodes(entries), None, rows))
+    store.close()
+    again = persistent_driver.open(tmp_path)
+    try:
+        assert again.map_rows() == rows
     finally:
         again.close()

@@ -38,7 +38,13 @@ from rng_service.storage import (
     SequenceConflict,
     postgres,
 )
-from rng_service.storage.base import SlotRecord, StoreConnectionLost, TableHead, entry_to_row
+from rng_service.storage.base import (
+    MapRow,
+    SlotRecord,
+    StoreConnectionLost,
+    TableHead,
+    entry_to_row,
+)
 from rng_service.storage.postgres import SCHEMA_VERSION, Migration, PostgresStorage
 from rng_service.writer.appender import Appender, DrawRequest
 from rng_service.writer.tree import MerkleTree
@@ -272,7 +278,7 @@ def test_a_schema_1_log_is_migrated_to_slots_and_chains(
     with _raw(dsn) as conn:
         assert conn.execute(
             "SELECT version FROM schema_migrations ORDER BY version"
-        ).fetchall() == [(1,), (2,), (3,)]
+        ).fetchall() == [(m.version,) for m in postgres.MIGRATIONS]
     # A replica of the older release, still running, cannot add entries without slots.
     with _raw(dsn) as conn, pytest.raises(psycopg.errors.CheckViolation, match="entries_slotted"):
         conn.execute(_V1_INSERT, _v1_row(7))
@@ -311,6 +317,32 @@ def test_a_schema_2_log_migrates_to_one_with_the_cosignature_table(
             "SELECT version, description FROM schema_migrations ORDER BY version"
         ).fetchall() == [(m.version, m.description) for m in postgres.MIGRATIONS]
     PostgresStorage(dsn).close()  # now current: opens without migrate
+
+
+@pytest.mark.postgres
+def test_a_schema_3_log_migrates_with_its_chains_in_the_table_map(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:3])
+    store = PostgresStorage(dsn)  # as the release of schema 3 (entry format 2) made it
+    batch = [
+        make_entry(0, table_seq=1), make_entry(1, table_id="T2", table_seq=1),
+        make_entry(2, table_seq=2), make_entry(3, client_id="b", table_seq=1),
+    ]  # fmt: skip
+    store.append(batch, leaf_nodes(batch))
+    store.close()
+    monkeypatch.undo()
+    with pytest.raises(SchemaVersionMismatch, match=r"version 3; .*postgres_migrate"):
+        PostgresStorage(dsn)
+    store = PostgresStorage(dsn, migrate=True)
+    try:
+        assert store.migrated_from == 3
+        c = "table-client-1"
+        assert store.map_rows() == [
+            MapRow("b", "T1", 3, 1), MapRow(c, "T1", 2, 2), MapRow(c, "T2", 1, 1)
+        ]  # fmt: skip
+    finally:
+        store.close()
 
 
 @pytest.mark.postgres

@@ -15,7 +15,7 @@ from rng_service.storage import (
     SchemaVersionMismatch,
     SequenceConflict,
 )
-from rng_service.storage.base import SlotRecord, TableHead, entry_to_row
+from rng_service.storage.base import MapRow, SlotRecord, TableHead, entry_to_row
 from rng_service.storage.sqlite import MIGRATIONS, SCHEMA_VERSION, SqliteStorage
 from tests.unit.storage.drivers import leaf_nodes, make_entry
 
@@ -208,6 +208,32 @@ def test_migrating_a_schema_2_database_adds_the_cosignature_table(db_path: Path)
         assert again.cosignatures() == [line]
     finally:
         again.close()
+
+
+def test_migration_builds_the_table_map_from_the_chains(db_path: Path) -> None:
+    # Schema 2 rows: two chains, T1 (entries 0, 2, 3) and T2 (1); schema 1 rows are in none.
+    _older_database(db_path, 2, 0)
+    raw = sqlite3.connect(db_path, isolation_level=None)
+    columns = _V1_COLUMNS + ", slot, table_seq"
+    for e in (
+        make_entry(0, table_seq=1), make_entry(1, table_id="T2", table_seq=1),
+        make_entry(2, table_seq=2), make_entry(3, table_seq=3),
+    ):  # fmt: skip
+        raw.execute(f"INSERT INTO entries ({columns}) VALUES ({','.join('?' * 14)})",
+                    entry_to_row(e))  # fmt: skip
+    raw.close()
+    store = SqliteStorage(db_path, busy_timeout_ms=50, migrate=True)
+    try:
+        c = "table-client-1"
+        assert store.map_rows() == [MapRow(c, "T1", 3, 3), MapRow(c, "T2", 1, 1)]
+    finally:
+        store.close()
+    _older_database(db_path.with_name("v1.sqlite3"), 1, 4)
+    store = SqliteStorage(db_path.with_name("v1.sqlite3"), busy_timeout_ms=50, migrate=True)
+    try:
+        assert store.map_rows() == []  # format 1 entries are in no chain
+    finally:
+        store.close()
 
 
 def test_a_new_database_is_not_migrated(db_path: Path) -> None:
