@@ -11,27 +11,29 @@ a store whose map rows, entries or columns were edited is :class:`LookupIntegrit
 upgraded) there is no committed map at ``N``: :meth:`CommittedMaps.at` returns None.
 
 How the map of ``N`` is built: from a cached map of a smaller size ``M`` by the heads of
-entries ``[M, N)`` read by index (their signed bytes, not their columns), or from the store's
-heads as of ``N`` (``heads_at``, the store's map rows); without either, from every entry below
-``N``. Whatever is built is unsigned until its root is compared. Maps are cached per tree size
-(the newest few), and shared between threads read-only (:meth:`TableMap.copy` is O(1)).
+entries ``[M, N)`` read by index (their signed bytes, not their columns) when there are few of
+them, else from the store's heads as of ``N`` (``LogStorage.map_heads_at``: its map rows, and
+for rows moved at or after ``N`` the chain's newest entry below ``N`` by the columns; one
+query). Whatever is built is unsigned until its root is compared. Maps are cached per tree
+size (the newest few), and shared between threads read-only (:meth:`TableMap.copy` is O(1)).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from rng_service._proto.rng.v1 import log_pb2
 from rng_service.log.entry import EntryFormatError, LogEntry
 from rng_service.log.merkle import LEAF_PREFIX
 from rng_service.log.table_map import MapHead, MapProof, TableMap
 from rng_service.storage.base import EntryRecord, LogStorage
-from rng_service.writer.columns import LookupIntegrityError, check_range, signed_fields
+from rng_service.writer.columns import LookupIntegrityError, check_range
 
 __all__ = [
     "MAP_CHECK",
@@ -47,8 +49,8 @@ MAP_CHECK = "map"
 """The ``check`` label of a map that does not reproduce the signed root."""
 
 HeadsAt = Callable[[int], Iterable[MapHead]]
-"""The store's chain heads as of tree size N (its map rows with head_index < N, and for the
-others the chain's newest entry below N); unsigned until the root is compared."""
+"""Chain heads as of tree size N, unsigned until the root is compared (default: the store's
+``map_heads_at``)."""
 
 _PAGE = 1000
 
@@ -74,8 +76,8 @@ class CommittedMaps:
     """Builds, checks and caches the committed table map per tree size (module docstring).
 
     ``extend_limit``: the most entries read to extend a cached map of a smaller size; beyond
-    it (or with no cached map below) the map is rebuilt from ``heads_at`` when given.
-    ``keep``: how many sizes stay cached."""
+    it (or with no cached map below) the map is rebuilt from ``heads_at`` (default: the
+    store's heads as of the size). ``keep``: how many sizes stay cached."""
 
     def __init__(
         self,
@@ -88,7 +90,7 @@ class CommittedMaps:
     ) -> None:
         self._storage = storage
         self._tree = tree
-        self._heads_at = heads_at
+        self._heads_at = heads_at if heads_at is not None else self._store_heads
         self._keep = keep
         self._extend_limit = extend_limit
         self._cache: OrderedDict[int, CommittedMap] = OrderedDict()
@@ -128,6 +130,12 @@ class CommittedMaps:
                 self._cache.popitem(last=False)
             return committed
 
+    def _store_heads(self, size: int) -> list[MapHead]:
+        return [
+            MapHead(r.client_id, r.table_id, r.head_index, r.head_seq)
+            for r in self._storage.map_heads_at(size)
+        ]
+
     def _root_entry(self, size: int) -> tuple[EntryRecord, bytes | None]:
         """Entry ``size - 1`` (checked against the tree's leaf) and its signed map root."""
         index = size - 1
@@ -157,17 +165,12 @@ class CommittedMaps:
 
     def _build(self, size: int) -> TableMap:
         below = [s for s in self._cache if s < size]
-        if below:
+        if below and size - max(below) <= self._extend_limit:
             start = max(below)
-            if size - start <= self._extend_limit or self._heads_at is None:
-                table_map = self._cache[start].table_map.copy()
-                self._apply(table_map, start, size)
-                return table_map
-        if self._heads_at is not None:
-            return TableMap(self._heads_at(size))
-        table_map = TableMap()
-        self._apply(table_map, 0, size)
-        return table_map
+            table_map = self._cache[start].table_map.copy()
+            self._apply(table_map, start, size)
+            return table_map
+        return TableMap(self._heads_at(size))
 
     def _apply(self, table_map: TableMap, start: int, end: int) -> None:
         """Sets the heads of entries ``[start, end)``, read by index, from their signed
@@ -180,10 +183,22 @@ class CommittedMaps:
 
 
 def _set_heads(table_map: TableMap, records: Sequence[EntryRecord]) -> None:
+    """Each entry's head from its bytes (JSON only: whatever is wrong with them shows as a
+    root that differs from the signed one)."""
     for record in records:
-        signed = signed_fields(record.data, index=record.index)
-        if signed.table_seq is not None:
-            table_map.set(signed.client, signed.table_id, record.index, signed.table_seq)
+        try:
+            fields: Any = json.loads(record.data)
+        except ValueError:
+            fields = None
+        if type(fields) is not dict:
+            raise LookupIntegrityError(
+                f"entry {record.index}: its stored bytes are not a log entry (not a JSON object)",
+                check="entry",
+                index=record.index,
+            )
+        client, table, seq = fields.get("client"), fields.get("table_id"), fields.get("table_seq")
+        if type(seq) is int and type(client) is str and type(table) is str:
+            table_map.set(client, table, record.index, seq)
 
 
 # -- proofs on the wire (rng.v1.TableMapProof) ----------------------------------------------
