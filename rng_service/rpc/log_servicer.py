@@ -570,10 +570,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
     def _map_proof(
         self, committed: CommittedMap, client: str, table_id: str
     ) -> log_pb2.TableMapProof:
-        index = committed.size - 1
-        return proof_to_proto(
-            committed, client, table_id, self._tree.inclusion_proof(index, committed.size)
-        )
+        return proof_to_proto(committed, client, table_id)
 
     def _check_chain_end(self, client: str, table_id: str, last: int, size: int) -> None:
         """The answer ends at seq ``last``: the chain's next row in the store must be seq

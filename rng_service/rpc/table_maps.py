@@ -56,9 +56,12 @@ _PAGE = 1000
 
 
 class LeafReader(Protocol):
-    """What is read of the service's Merkle tree: level-0 nodes by index."""
+    """What is read of the service's Merkle tree: level-0 nodes by index, and inclusion
+    proofs."""
 
     def leaf_hash(self, index: int) -> bytes: ...
+
+    def inclusion_proof(self, index: int, size: int | None = None) -> list[bytes]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,8 @@ class CommittedMap:
     root: bytes
     root_record: EntryRecord
     table_map: TableMap
+    root_proof: tuple[bytes, ...]
+    """The root entry's inclusion proof in the tree of ``size`` (computed once per size)."""
 
 
 class CommittedMaps:
@@ -124,7 +129,8 @@ class CommittedMaps:
                     check=MAP_CHECK,
                     index=size - 1,
                 )
-            committed = CommittedMap(size, root, record, table_map)
+            proof = tuple(self._tree.inclusion_proof(size - 1, size))
+            committed = CommittedMap(size, root, record, table_map, proof)
             self._cache[size] = committed
             while len(self._cache) > self._keep:
                 self._cache.popitem(last=False)
@@ -204,11 +210,9 @@ def _set_heads(table_map: TableMap, records: Sequence[EntryRecord]) -> None:
 # -- proofs on the wire (rng.v1.TableMapProof) ----------------------------------------------
 
 
-def proof_to_proto(
-    committed: CommittedMap, client_id: str, table_id: str, root_proof: Sequence[bytes]
-) -> log_pb2.TableMapProof:
+def proof_to_proto(committed: CommittedMap, client_id: str, table_id: str) -> log_pb2.TableMapProof:
     """The proof of (client, table)'s head in ``committed``, with its root entry and that
-    entry's inclusion proof ``root_proof`` in the tree of ``committed.size``."""
+    entry's inclusion proof in the tree of ``committed.size``."""
     record = committed.root_record
     proof = committed.table_map.prove(client_id, table_id)
     message = log_pb2.TableMapProof(
@@ -217,7 +221,7 @@ def proof_to_proto(
             entry=record.data,
             leaf_hash=record.leaf_hash,
             commit_size=record.commit_size,
-            inclusion_proof=root_proof,
+            inclusion_proof=committed.root_proof,
         ),
         siblings=proof.siblings,
     )

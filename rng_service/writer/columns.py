@@ -120,7 +120,7 @@ def signed_fields(data: bytes, *, index: int) -> SignedFields:
     if type(record) is not dict:
         raise bad("not a JSON object")
     version = record.get("v")
-    if version not in (1, 2) or type(version) is not int:
+    if version not in (1, 2, 3) or type(version) is not int:
         raise bad(f"unknown format version {version!r}")
     if type(record.get("index")) is not int:
         raise bad("no integer index")
@@ -128,7 +128,7 @@ def signed_fields(data: bytes, *, index: int) -> SignedFields:
         if type(record.get(key)) is not str:
             raise bad(f"field {key!r} is not a string")
     slot = seq = prev = None
-    if version == 2:
+    if version >= 2:
         slot, seq, prev = record.get("slot"), record.get("table_seq"), record.get("table_prev")
         if type(slot) is not str or type(seq) is not int or not (prev is None or type(prev) is int):
             raise bad("format 2 fields slot, table_seq, table_prev mistyped")

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import pytest
 
-from rng_service.log.merkle import leaf_hash
+from rng_service.log.merkle import inclusion_proof, leaf_hash
 from rng_service.rpc.table_maps import CommittedMaps
 from rng_service.storage.base import EntryRecord, LogStorage, MapRow
 from rng_service.writer.columns import LookupIntegrityError
@@ -45,6 +45,9 @@ class Leaves:
 
     def leaf_hash(self, index: int) -> bytes:
         return self.leaves[index]
+
+    def inclusion_proof(self, index: int, size: int | None = None) -> list[bytes]:
+        return inclusion_proof(self.leaves[: size or len(self.leaves)], index)
 
 
 def tables(n_rounds: int = 6) -> TableLog:
