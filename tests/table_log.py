@@ -6,15 +6,21 @@ the RFC 6962 tree by ``rng_service.log.merkle``'s reference functions, and a che
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from rng_service.audit.history import ProvenItem
 from rng_service.audit.results import VerifiedHead
 from rng_service.log.entry import GeneratorRef, LogEntry
 from rng_service.log.merkle import inclusion_proof, leaf_hash, root_from_leaf_hashes
-from rng_service.log.note import Checkpoint
+from rng_service.log.note import Checkpoint, Ed25519NoteSigner, sign_note
 from rng_service.log.table_map import MapHead, map_root
-from rng_service.storage.base import EntryRecord
+from rng_service.storage.base import AppendBatch, CheckpointRecord, EntryRecord, MapRow
+from rng_service.storage.sqlite import SqliteStorage
+from rng_service.writer.tree import MerkleTree
 
 ORIGIN = "example.invalid/table-log"
 
@@ -88,3 +94,35 @@ class TableLog:
             )
             for e, d in zip(self.entries, self.data, strict=True)
         ]
+
+
+SIGNER = Ed25519NoteSigner(ORIGIN, Ed25519PrivateKey.from_private_bytes(b"\x40" * 32))
+
+
+def to_sqlite(log: TableLog, path: Path, *, group: int = 4) -> dict[int, str]:
+    """Stores ``log`` in a new SQLite store as the writer does (entries, nodes, the map's rows,
+    a signed checkpoint per group of ``group``); returns the signed notes by tree size."""
+    store = SqliteStorage(path)
+    tree = MerkleTree(size=0, get_nodes=store.nodes, cache_min_level=64, recent_nodes=0)
+    notes: dict[int, str] = {}
+    records = log.records()
+    try:
+        for start in range(0, len(records), group):
+            batch = records[start : start + group]
+            end = start + len(batch)
+            batch = [dataclasses.replace(r, commit_size=end) for r in batch]
+            heads: dict[tuple[str, str], MapRow] = {}
+            for r in batch:
+                if r.table_seq is not None:
+                    heads[(r.client_id, r.table_id)] = MapRow(r.client_id, r.table_id, r.index,
+                                                              r.table_seq)  # fmt: skip
+            pending = tree.prepare([r.leaf_hash for r in batch])
+            note = sign_note(Checkpoint(ORIGIN, end, pending.root).body(), [SIGNER])
+            notes[end] = note.decode()
+            appended = AppendBatch(batch, pending.nodes, CheckpointRecord(end, end, note),
+                                   tuple(heads.values()))  # fmt: skip
+            store.sequence(lambda _size, b=appended: b)  # type: ignore[misc]
+            tree.commit(pending)
+    finally:
+        store.close()
+    return notes

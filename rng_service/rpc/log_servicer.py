@@ -551,7 +551,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         committed = self._maps.at(size)
         reaches_end = len(records) <= limit and (not request.last_seq or last < request.last_seq)
         if committed is not None:
-            _check_committed_end(committed, client, request.table_id, records, reaches_end)
+            _check_committed_end(committed, client, request.table_id, records, reaches_end, first)
         elif reaches_end:
             self._check_chain_end(client, request.table_id, last, size)
         entries, note = self._proven(records[:limit], size)
@@ -615,6 +615,7 @@ def _check_committed_end(
     table_id: str,
     records: Sequence[EntryRecord],
     reaches_end: bool,
+    first_seq: int,
 ) -> None:
     """The rows read by the chain's columns against its committed head: none when the map
     has no head for it; the head itself last when the answer reaches the chain's end. A row
@@ -632,6 +633,8 @@ def _check_committed_end(
             )
         return
     last = records[-1] if records else None
+    if last is None and head.seq < first_seq:
+        return  # the chain ends before the range asked: nothing to give
     if reaches_end and (last is None or last.index != head.index):
         if last is not None and last.table_seq is not None and last.table_seq >= head.seq:
             where = "ends at"
