@@ -145,19 +145,27 @@ def walk_back(entries: Sequence[LogEntry], proven: ProvenHead, first_seq: int) -
                 "predecessor, yet is not the chain's first entry",
                 index=entry.index,
             )
+    _no_other(entries, walked, proven, first_seq)
+    walked.reverse()
+    return walked
+
+
+def _no_other(
+    entries: Sequence[LogEntry], walked: Sequence[LogEntry], proven: ProvenHead, first_seq: int
+) -> None:
+    """No entry given for the chain from ``first_seq`` on is off the walk (a fork)."""
     on_walk = {e.index for e in walked}
     for entry in entries:
         if entry.index in on_walk or entry.table_seq is None or entry.table_seq < first_seq:
             continue
-        if (entry.client, entry.table_id) == (proven.client, proven.table_id):
+        if (entry.client, entry.table_id) == (proven.client, proven.table_id) and proven.head:
             raise ChainBreak(
-                f"log index {entry.index} claims seq {entry.table_seq} of the {name}, but is "
-                f"not on the chain walked back from its committed head (log index "
-                f"{head.index}, seq {head.seq}): two signed entries claim one place in it",
+                f"log index {entry.index} claims seq {entry.table_seq} of the "
+                f"{_name(proven.client, proven.table_id)}, but is not on the chain walked back "
+                f"from its committed head (log index {proven.head.index}, seq "
+                f"{proven.head.seq}): two signed entries claim one place in it",
                 index=entry.index,
             )
-    walked.reverse()
-    return walked
 
 
 # -- the proof file (rng-audit dispute --out, table-history --out) ---------------------------
