@@ -53,7 +53,7 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
 def jsoned(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, Any]:
     code = main([*args, "--json"])
     out = capsys.readouterr().out
-    return code, json.loads(out.splitlines()[0]) if out else {}
+    return code, json.loads(out) if out else {}
 
 
 def sql(db: Path, statement: str, *params: object) -> None:
