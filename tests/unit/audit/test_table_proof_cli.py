@@ -6,22 +6,32 @@ the offline check is tested apart from any service."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from rng_service.audit.history import ProvenItem
 from rng_service.audit.table_proof import TableProofFile, write_table_proof
 from rng_service.cli.audit import main
+from rng_service.log.cosignature import CosignatureSigner
 from rng_service.log.note import sign_note
 from rng_service.log.table_map import MapHead, TableMap
 from tests.table_log import ORIGIN, SIGNER, TableLog
 
+WITNESS = CosignatureSigner("w1.test/w", Ed25519PrivateKey.from_private_bytes(b"\x41" * 32))
 
-def saved(tmp_path: Path, log: TableLog, table: str, rounds: tuple[str, ...]) -> Path:
+
+def saved(
+    tmp_path: Path, log: TableLog, table: str, rounds: tuple[str, ...], *, cosigned: bool = False
+) -> Path:
     size = len(log.entries)
-    note = sign_note(log.head().checkpoint.body(), [SIGNER]).decode()
+    body = log.head().checkpoint.body()
+    note = sign_note(body, [SIGNER]).decode()
+    if cosigned:
+        note += WITNESS.cosign(body, int(time.time()) - 60).line()
     heads: dict[tuple[str, str], MapHead] = {}
     for e in log.entries:
         heads[(e.client, e.table_id)] = MapHead(e.client, e.table_id, e.index, e.table_seq or 0)
@@ -105,3 +115,26 @@ def test_an_absent_table_from_a_saved_proof(
                     capsys)  # fmt: skip
     assert code == 0, out
     assert out.startswith("OK: table 'T-none' has no entries (client 'c1') as of checkpoint 3")
+
+
+def test_a_saved_proof_of_a_witnessed_checkpoint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = TableLog()
+    for i in range(1, 4):
+        log.add("c1", "T1", f"G{i}")
+    key = SIGNER.verifier().verifier_key()
+    witness = WITNESS.verifier().verifier_key()
+    path = saved(tmp_path, log, "T1", ("G1",), cosigned=True)
+    code, out = run(["dispute", str(path), "--key", key, "--witness", witness], capsys)
+    assert code == 0, out
+    assert "as of witnessed checkpoint 3 (signed by" in out
+    assert "cosigned by w1.test/w" in out
+    code, out = run(["dispute", str(path), "--key", key, "--witness", witness,
+                     "--max-witness-age", "10s"], capsys)  # fmt: skip
+    assert code == 1, out  # the cosignature is a minute old
+    (tmp_path / "bare").mkdir()
+    bare = saved(tmp_path / "bare", log, "T1", ("G1",))
+    code, out = run(["dispute", str(bare), "--key", key, "--witness", witness], capsys)
+    assert code == 1, out
+    assert "witnessed" in out
