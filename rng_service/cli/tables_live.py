@@ -29,6 +29,7 @@ from rng_service.audit.table_proof import (
 )
 from rng_service.audit.verify import PinnedOrigin
 from rng_service.cli.tables_common import Shared, _items, _live_head, _same_tree
+from rng_service.errors import Unavailable
 from rng_service.log.entry import LogEntry
 from rng_service.log.table_map import MapProof
 
@@ -153,11 +154,17 @@ def _no_map_there(client: LogClient, head: VerifiedHead, target: str) -> None:
     size = head.checkpoint.size
     if size == 0:
         return
-    rows = client.entries(size - 1, size)
+    try:
+        rows = client.entries(size - 1, size)
+        proof = tuple(client.inclusion_proof(size - 1, size)) if len(rows) == 1 else ()
+    except Unavailable:
+        # A caller without the auditor role (a game server reading its own table) may not
+        # read other entries: the answer stays unproven (exit 4), never more.
+        return
     if len(rows) != 1:
         raise VerificationFailure(f"{target} did not give entry {size - 1} of its tree")
     index, leaf, data = rows[0]
-    item = ProvenItem(index, data, leaf, tuple(client.inclusion_proof(index, size)))
+    item = ProvenItem(index, data, leaf, proof)
     (entry,) = prove_entries([item], head, what=f"{target}'s newest entry")
     if entry.table_map is not None:
         raise VerificationFailure(
