@@ -193,12 +193,14 @@ class ConnectedStore:
 
 
 def copy_of_prefix(store: MemoryStorage, size: int) -> MemoryStorage:
-    """A new store holding the first ``size`` entries of ``store``, their Merkle nodes and the
-    checkpoints up to that size (what a standby that lagged at ``size`` would hold)."""
+    """A new store holding the first ``size`` entries of ``store``, their Merkle nodes, the
+    table map's rows as of that size and the checkpoints up to that size (what a standby that
+    lagged at ``size`` would hold)."""
     entries = store.entries(0, size)
     copy = MemoryStorage()
     pending = MerkleTree(size=0, get_nodes=copy.nodes).prepare([e.leaf_hash for e in entries])
-    copy.append(entries, pending.nodes)
+    batch = AppendBatch(entries, pending.nodes, None, store.map_heads_at(size))
+    copy.sequence(lambda _size: batch)
     for checkpoint in store.checkpoints(max_size=size):
         copy.add_checkpoint(checkpoint)
     return copy

@@ -40,9 +40,11 @@ FORMAT_VERSION = 3
 """The newest entry format (the one with every field this build knows)."""
 KNOWN_VERSIONS = (1, 2, 3)
 """The formats :meth:`LogEntry.decode` reads."""
-WRITE_VERSION = 2
-"""The format the log writer writes, and a :class:`LogEntry`'s default ``version``: 2 until
-the writer fills ``table_map`` (then :data:`FORMAT_VERSION`)."""
+WRITE_VERSION = FORMAT_VERSION
+"""The format the log writer writes: 3, each entry carrying the table map's root after it
+(:mod:`rng_service.writer.heads`)."""
+_DEFAULT_VERSION = 2
+"""A :class:`LogEntry`'s default ``version``: one built without a ``table_map`` is format 2."""
 
 
 class EntryFormatError(IntegrityError):
@@ -199,7 +201,7 @@ class LogEntry:
     table_seq: int | None = None
     table_prev: int | None = None
     table_map: bytes | None = None
-    version: int = field(default=WRITE_VERSION)
+    version: int = field(default=_DEFAULT_VERSION)
     #: ``format_time(timestamp_ns)``, when the caller has it already (one per commit group).
     time_text: str = field(default="", compare=False, repr=False)
 

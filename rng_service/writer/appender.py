@@ -9,10 +9,11 @@ waiting (:mod:`~rng_service.writer.queue`) and, for the whole group, in one pass
    row it relies on checked against its signed bytes (DATA_LOSS if edited); idempotency (a
    request id already logged, or earlier in the group, is answered with that entry); the round
    rules (:mod:`rng_service.log.rounds`); then draws each new outcome and encodes its entry
-   (:mod:`rng_service.log.entry`, format 2);
-2. appends the entries and the new RFC 6962 nodes (:mod:`~rng_service.writer.integrator`) in
-   ONE durable storage transaction, with the group's C2SP checkpoint when the publication
-   interval has passed (:mod:`~rng_service.writer.committer`);
+   (:mod:`rng_service.log.entry`, format 3, each with the table map's root after it:
+   :mod:`~rng_service.writer.heads`);
+2. appends the entries, the new RFC 6962 nodes (:mod:`~rng_service.writer.integrator`) and the
+   table map rows the entries move in ONE durable storage transaction, with the group's C2SP
+   checkpoint when the publication interval has passed (:mod:`~rng_service.writer.committer`);
 3. signs one checkpoint for the group and computes each entry's inclusion proof;
 4. only then resolves the futures. Nothing is returned that is not durable: if the transaction
    fails, every new outcome of the group fails with StorageUnavailable and is never shown.
@@ -47,6 +48,7 @@ from rng_service.storage.base import (
 )
 from rng_service.writer.columns import LookupIntegrityError, check_nodes, check_record
 from rng_service.writer.committer import Committer, settle_new
+from rng_service.writer.heads import TableMapMismatch
 from rng_service.writer.queue import STOP, Pending, Waiter, WriterQueue, gather_group, wake_waiters
 from rng_service.writer.recovery import (
     DIVERGED_RETRY_SECONDS,
@@ -113,7 +115,7 @@ class Appender:
         self._thread: threading.Thread | None = None
         self._queue = WriterQueue(max_queue)
         self._sequencer = Sequencer(
-            storage=storage, generator=generator, clock=clock, observer=observer
+            storage=storage, tree=tree, generator=generator, clock=clock, observer=observer
         )
         self._committer = Committer(
             storage=storage,
@@ -138,10 +140,25 @@ class Appender:
         if self._thread is not None:
             raise RuntimeError("appender already started")
         self._committer.check_extends_published()
+        self._load_map()
         self._queue.stopped = False
         self._queue.wake.clear()
         self._thread = threading.Thread(target=self._run, name="log-writer", daemon=True)
         self._thread.start()
+
+    def _load_map(self) -> None:
+        """The table map from the store's rows, checked against the root signed in the newest
+        entry: IntegrityError (a refused start) if they differ. A store that is not at this
+        tree's size (another replica appending, or entries lost) is left to the first group,
+        which loads the map under the writers' lock (or refuses the lost entries)."""
+        if self._storage.tree_size() != self._tree.size:
+            return
+        try:
+            self._sequencer.load_map()
+        except TableMapMismatch:
+            if self._storage.tree_size() == self._tree.size:
+                raise
+            self._sequencer.map = None  # a replica appended meanwhile: the first group loads it
 
     def stop(self, *, publish: bool = True) -> None:
         """Finishes every request already submitted, then publishes a final checkpoint."""
@@ -290,7 +307,7 @@ class Appender:
             size, note_text, proofs, published = self._committer.commit_tree(plan, plan.pending)
         for p, error in [*plan.failed, *plan.deferred]:
             p.set_exception(error)
-        self._sequencer.rows.appended(plan)
+        self._sequencer.committed(plan)
         if plan.pending is not None:
             settle_new(plan, size, note_text, proofs)
         self.resolve_replays(plan.replays)

@@ -96,14 +96,17 @@ class SignedFields:
     slot: str | None
     table_seq: int | None
     table_prev: int | None
+    table_map: bytes | None = None
+    """Format 3's root of the table map after the entry (None before format 3)."""
 
 
 _STRINGS = ("client", "request_id", "kind", "table_id", "round_id", "session_id", "time")
 
 
 def signed_fields(data: bytes, *, index: int) -> SignedFields:
-    """The looked-up fields of entry bytes (format 1 or 2); ``index`` is the row's, for the
-    message. Raises :class:`LookupIntegrityError` (``entry``) if the bytes are no entry."""
+    """The looked-up fields of entry bytes (format 1, 2 or 3) and format 3's ``table_map``;
+    ``index`` is the row's, for the message. Raises :class:`LookupIntegrityError`
+    (``entry``) if the bytes are no entry."""
 
     def bad(why: str) -> LookupIntegrityError:
         return LookupIntegrityError(
@@ -127,11 +130,16 @@ def signed_fields(data: bytes, *, index: int) -> SignedFields:
     for key in _STRINGS:
         if type(record.get(key)) is not str:
             raise bad(f"field {key!r} is not a string")
-    slot = seq = prev = None
+    slot = seq = prev = root = None
     if version >= 2:
         slot, seq, prev = record.get("slot"), record.get("table_seq"), record.get("table_prev")
         if type(slot) is not str or type(seq) is not int or not (prev is None or type(prev) is int):
             raise bad("format 2 fields slot, table_seq, table_prev mistyped")
+    if version == 3:
+        text = record.get("table_map")
+        if type(text) is not str or len(text) != 64 or not _HEX.issuperset(text):
+            raise bad("format 3 field table_map is not 64 lowercase hex characters")
+        root = bytes.fromhex(text)
     return SignedFields(
         version=version,
         index=record["index"],
@@ -145,7 +153,11 @@ def signed_fields(data: bytes, *, index: int) -> SignedFields:
         slot=slot,
         table_seq=seq,
         table_prev=prev,
+        table_map=root,
     )
+
+
+_HEX = frozenset("0123456789abcdef")
 
 
 def check_record(record: EntryRecord) -> SignedFields:

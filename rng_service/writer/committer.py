@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from rng_service.clock import Clock
 from rng_service.errors import IntegrityError
 from rng_service.log.note import Checkpoint, NoteSigner, parse_note, sign_note
-from rng_service.storage.base import AppendBatch, CheckpointRecord, LogStorage
+from rng_service.storage.base import AppendBatch, CheckpointRecord, LogStorage, MapRow
 from rng_service.writer.integrator import PendingAppend, inclusion_proofs
 from rng_service.writer.sequencer import Plan
 from rng_service.writer.tree import MerkleTree, StoreDiverged
@@ -129,9 +129,9 @@ class Committer:
         return record
 
     def seal(self, plan: Plan) -> None:
-        """The group's storage batch: its records, the new Merkle nodes, and the signed
-        checkpoint when the publication interval has passed. Nothing to seal without new
-        entries."""
+        """The group's storage batch: its records, the new Merkle nodes, the table map rows
+        its entries move, and the signed checkpoint when the publication interval has passed.
+        Nothing to seal without new entries."""
         draft = plan.draft
         if draft is None or not plan.new:
             return
@@ -149,7 +149,8 @@ class Committer:
                 size=pending.size, timestamp_ns=self._clock.now_ns(), note=note.encode("utf-8")
             )
         plan.pending = pending
-        plan.batch = AppendBatch(plan.records, pending.nodes, checkpoint)
+        heads = [MapRow(c, t, index, seq) for (c, t), (index, seq) in draft.moved.items()]
+        plan.batch = AppendBatch(plan.records, pending.nodes, checkpoint, heads)
 
     def commit_tree(
         self, plan: Plan, pending: PendingAppend

@@ -4,7 +4,8 @@ For each request, in order: idempotency (a request id already logged, or earlier
 is answered with that entry, or ALREADY_EXISTS if its parameters differ), the round rules
 (:mod:`rng_service.log.rounds`: a slot is filled once, the game's order, voided rounds), then
 the draw from the generator and the entry at the next index (:mod:`rng_service.log.entry`,
-format 2, with its place in its table's chain). The decisions (:func:`answered`,
+format 3, with its place in its table's chain and the root of the table map after it, from the
+writer's committed map: :mod:`rng_service.writer.heads`). The decisions (:func:`answered`,
 :func:`check_round`, :func:`add_entry`) are pure functions of the group's :class:`Draft`;
 :class:`Sequencer` adds the one read of the store per group and the generator.
 :class:`RowChecks` checks every stored row the group relies on against its signed bytes
@@ -24,11 +25,14 @@ from rng_service.clock import Clock
 from rng_service.errors import AlreadyExists, IntegrityError, RngServiceError, RoundRefused
 from rng_service.log import rounds
 from rng_service.log.entry import WRITE_VERSION, GeneratorRef, JsonValue, LogEntry, format_time
+from rng_service.log.table_map import TableMap
 from rng_service.sampling import RandomSource
 from rng_service.storage.base import AppendBatch, EntryRecord, GroupState, LogStorage, SlotRecord
 from rng_service.writer.columns import LookupIntegrityError, check_range, check_record
+from rng_service.writer.heads import WriterMap, load_map
 from rng_service.writer.integrator import PendingAppend
 from rng_service.writer.queue import Pending
+from rng_service.writer.tree import MerkleTree
 from rng_service.writer.values import AppendObserver, DrawRequest, GeneratorLike, new_entry
 
 __all__ = [
@@ -70,12 +74,14 @@ class Draft:
         "chains",
         "encoded",
         "logged",
+        "moved",
         "next_index",
         "now",
         "repeated",
         "seen",
         "size",
         "state",
+        "table_map",
         "tainted",
         "time_text",
     )
@@ -90,13 +96,15 @@ class Draft:
         chains: dict[tuple[str, str], tuple[int, int]],
         repeated: set[tuple[str, str, str]],
         tainted: dict[tuple[str, ...], IntegrityError],
+        table_map: TableMap,
     ) -> None:
         self.size = size
         self.now = now  # the group's one sequencing time (microseconds, in nanoseconds)
         self.time_text = time_text
         self.logged = logged  # request ids already in the log
         self.state = state  # the filled slots of the group's rounds
-        self.chains = chains  # (client, table) -> (table_seq, index) of the chain's last entry
+        # (client, table) -> (table_seq, index) of the chain's last entry: the committed map's
+        self.chains = chains
         self.repeated = repeated  # rounds that more than one request of the group is for
         #: requests, rounds and tables whose stored rows failed their check (RowChecks.checked)
         self.tainted = tainted
@@ -104,6 +112,10 @@ class Draft:
         #: (client, request id) -> (digest, its place in the plan's new entries)
         self.seen: dict[tuple[str, str], tuple[bytes, int]] = {}
         self.encoded: list[bytes] = []  # the canonical bytes of the plan's new entries
+        #: The committed table map (a copy, O(1)) with the group's heads set: each new entry
+        #: carries its root after its own head (entry format 3).
+        self.table_map = table_map
+        self.moved: dict[tuple[str, str], tuple[int, int]] = {}  # chain -> (index, seq)
 
 
 class Sequencer:
@@ -114,24 +126,45 @@ class Sequencer:
         self,
         *,
         storage: LogStorage,
+        tree: MerkleTree,
         generator: GeneratorLike,
         clock: Clock,
         observer: AppendObserver | None,
     ) -> None:
         self._storage = storage
+        self._tree = tree
         self._generator = generator
         self._clock = clock
         self._gen_ref: GeneratorRef | None = None  # see _generator_ref
         self.rows = RowChecks(storage, observer)
+        #: The committed table map (``rng_service.writer.heads``), loaded by :meth:`load_map`.
+        self.map: WriterMap | None = None
+
+    def load_map(self) -> WriterMap:
+        """The writer's table map from the store, checked against the root signed in the
+        newest entry (``rng_service.writer.heads.load_map``): IntegrityError if it is not."""
+        self.map = load_map(self._storage, self._tree)
+        return self.map
+
+    def committed(self, plan: Plan) -> None:
+        """A stored group: its draft map becomes the committed one."""
+        draft = plan.draft
+        if draft is not None and plan.new and self.map is not None:
+            self.map.adopt(draft.size, draft.table_map, plan.records)
 
     def plan(self, group: Sequence[Pending], size: int) -> Plan:
         """Decides the group against the log as stored at ``size`` entries, drawing the new
         outcomes: nothing is resolved here, because the transaction may still fail. The
         caller has caught the tree up to ``size`` and seals the plan (``Committer.seal``)."""
         plan = Plan()
+        writer_map = self.map if self.map is not None else self.load_map()
+        writer_map.catch_up(size)  # another writer's entries (the tree is caught up already)
         # One sequencing time per group, and one lookup of the store per group (group_state).
         now = self._clock.now_ns() // 1000 * 1000  # entries carry microseconds
-        draft = Draft(size, now, format_time(now), *self.group_state(group))
+        draft = Draft(
+            size, now, format_time(now), *self.group_state(group, writer_map),
+            writer_map.map.copy(),
+        )  # fmt: skip
         for p in group:
             if answered(plan, draft, p):
                 continue
@@ -182,7 +215,7 @@ class Sequencer:
         return ref
 
     def group_state(
-        self, group: Sequence[Pending]
+        self, group: Sequence[Pending], writer_map: WriterMap
     ) -> tuple[
         dict[tuple[str, str], EntryRecord],
         dict[tuple[str, str, str], dict[str, rounds.Filled]],
@@ -191,10 +224,11 @@ class Sequencer:
         dict[tuple[str, ...], IntegrityError],
     ]:
         """What the group needs of the stored log, in ONE query (``LogStorage.group_state``):
-        the entries of its request ids already logged (by any replica), the filled slots of its
-        rounds, and the last entry (table_seq, index) of its tables' chains. Also the rounds
-        that more than one request of the group is for, and the requests, rounds and tables
-        whose rows fail their check against their signed bytes (:meth:`RowChecks.checked`)."""
+        the entries of its request ids already logged (by any replica) and the filled slots of
+        its rounds; the last entry (table_seq, index) of its tables' chains comes from the
+        committed table map, not from the columns. Also the rounds that more than one request
+        of the group is for, and the requests, rounds and tables whose rows fail their check
+        against their signed bytes or against the committed chains (:meth:`RowChecks.checked`)."""
         requests: dict[tuple[str, str], None] = {}
         wanted: dict[tuple[str, str, str], int] = {}
         tables: dict[tuple[str, str], None] = {}
@@ -205,8 +239,8 @@ class Sequencer:
                 key = (req.client_id, req.table_id, req.round_id)
                 wanted[key] = wanted.get(key, 0) + 1
             tables[(req.client_id, req.table_id)] = None
-        stored = self._storage.group_state(list(requests), list(wanted), list(tables))
-        tainted, rows = self.rows.checked(stored, tables)
+        stored = self._storage.group_state(list(requests), list(wanted), ())
+        tainted, rows = self.rows.checked(stored, wanted, writer_map)
         state: dict[tuple[str, str, str], dict[str, rounds.Filled]] = {}
         for rec in stored.slots:
             data = rows.get(rec.index)
@@ -222,41 +256,44 @@ class Sequencer:
             state.setdefault((rec.client_id, rec.table_id, rec.round_id), {}).setdefault(
                 slot, rounds.Filled(rec.index, load)
             )
-        chains = {table: (head.table_seq, head.index) for table, head in stored.heads.items()}
+        heads = writer_map.heads
+        chains = {t: (heads[t][1], heads[t][0]) for t in tables if t in heads}
         repeated = {key for key, n in wanted.items() if n > 1}
         return stored.logged, state, chains, repeated, tainted
 
 
 class RowChecks:
-    """The stored rows a group relies on, checked against their signed bytes; remembers the
-    head of each table's chain as this writer appended or checked it."""
+    """The stored rows a group relies on, checked against their signed bytes and against the
+    committed table chains (the writer's table map)."""
 
     def __init__(self, storage: LogStorage, observer: AppendObserver | None) -> None:
         self._storage = storage
         self._observer = observer
-        # The head (table_seq, index) of each (client, table) chain as this writer appended
-        # it or last checked its row against its signed bytes (_checked_heads).
-        self.known_heads: dict[tuple[str, str], tuple[int, int]] = {}
-
-    def appended(self, plan: Plan) -> None:
-        """The chains' heads after a stored group: its new entries."""
-        for _, entry in plan.new:
-            self.known_heads[(entry.client, entry.table_id)] = (entry.table_seq or 1, entry.index)
 
     def checked(
-        self, stored: GroupState, tables: Mapping[tuple[str, str], None]
+        self,
+        stored: GroupState,
+        rounds_wanted: Mapping[tuple[str, str, str], int],
+        writer_map: WriterMap,
     ) -> tuple[dict[tuple[str, ...], IntegrityError], dict[int, bytes]]:
-        """The stored rows the group relies on, checked against their signed bytes
-        (:func:`rng_service.writer.columns.check_record`), so that an edit of the live database's
-        columns cannot make the sequencer draw a game event again (docs/security.md, "An
-        edited database"): every logged entry of its request ids (its bytes are in the row), every
-        row of its rounds' filled slots (read by index: a round with nothing in it, the common
-        case, reads nothing), and each table's head unless it is the head this writer appended
-        or checked (:meth:`_checked_heads`). Returns the failures by ``("request", client,
-        request_id)``, ``("round", client, table, round)`` and ``("table", client, table)``,
-        and the checked rows' bytes by index. What this cannot see is a row whose columns were
-        changed so that the query does not return it at all: the start-up check, check-store
-        and rng-audit verify catch that."""
+        """The stored rows the group relies on, checked (docs/security.md, "An edited
+        database"), so that an edit of the live database's columns cannot make the sequencer
+        draw a game event again:
+
+        - every logged entry of its request ids against its signed bytes
+          (:func:`rng_service.writer.columns.check_record`; its bytes are in the row);
+        - every row of its rounds' filled slots (read by index: a round with nothing in it,
+          the common case, reads nothing) against its signed bytes, and as a member of its
+          table's committed chain (its index not past the committed head);
+        - each round's answer against its table's committed chain: the chain's newest entries
+          that are of this round (its tail, walked back from the committed head by the signed
+          ``table_prev``) must all be in it. A round edited out of the lookup while it is the
+          newest of its table is refused; one that is not (later rounds on the table follow
+          it) is not seen here: the live dispute walks the whole chain.
+
+        Returns the failures by ``("request", client, request_id)``, ``("round", client,
+        table, round)`` and ``("table", client, table)``, and the checked rows' bytes by
+        index."""
         tainted: dict[tuple[str, ...], IntegrityError] = {}
         for (client, request_id), rec in stored.logged.items():
             try:
@@ -266,20 +303,52 @@ class RowChecks:
                     e, "a retry of this request", self._observer
                 )
         rows: dict[int, bytes] = {}
+        answered: dict[tuple[str, str, str], set[int]] = {}
         for slot in stored.slots:
             key = ("round", slot.client_id, slot.table_id, slot.round_id)
+            answered.setdefault((slot.client_id, slot.table_id, slot.round_id), set()).add(
+                slot.index
+            )
             if key in tainted or (slot.slot is not None and rounds.is_lab_slot(slot.slot)):
                 continue  # a lab entry (batch, stream) is no slot of a round: never relied on
             try:
-                rows[slot.index] = self._checked_slot(slot)
+                rows[slot.index] = self._checked_slot(slot, writer_map)
             except LookupIntegrityError as e:
                 tainted[key] = edited(e, "this round", self._observer)
-        self._checked_heads(stored, tables, tainted)
+        for round_key in rounds_wanted:
+            key = ("round", *round_key)
+            if key in tainted:
+                continue
+            chain = (round_key[0], round_key[1])
+            try:
+                tail = writer_map.tail(chain)
+            except IntegrityError as e:
+                tainted[("table", *chain)] = edited(
+                    _as_lookup(e, writer_map, chain), "this table's next entry", self._observer
+                )
+                continue
+            if tail is None or tail.round_id != round_key[2]:
+                continue
+            found = answered.get(round_key, set())
+            missing = [i for i in tail.indexes if i not in found]
+            if missing:
+                tainted[key] = edited(
+                    LookupIntegrityError(
+                        f"round {round_key[2]!r} of table {round_key[1]!r} of client "
+                        f"{round_key[0]!r}: the table's committed chain ends with entries "
+                        f"{sorted(tail.indexes)} of this round, but the store's round lookup "
+                        f"does not return entry {missing[-1]}: its columns were changed",
+                        check="chain",
+                        index=missing[-1],
+                    ),
+                    "this round",
+                    self._observer,
+                )
         return tainted, rows
 
-    def _checked_slot(self, slot: SlotRecord) -> bytes:
+    def _checked_slot(self, slot: SlotRecord, writer_map: WriterMap) -> bytes:
         """The bytes of a filled slot's row, after checking that they are of that round and
-        slot."""
+        slot, and in its table's committed chain."""
         found = self._storage.entries(slot.index, slot.index + 1)
         check_range(found, slot.index, slot.index + 1)
         signed = check_record(found[0])
@@ -293,52 +362,29 @@ class RowChecks:
                 check="columns",
                 index=slot.index,
             )
+        if signed.table_seq is not None:  # format 1 entries are in no chain
+            head = writer_map.heads.get((signed.client, signed.table_id))
+            if head is None or slot.index > head[0] or signed.table_seq > head[1]:
+                raise LookupIntegrityError(
+                    f"entry {slot.index} (seq {signed.table_seq}) was found in round "
+                    f"{slot.round_id!r} of table {slot.table_id!r}, but the table's committed "
+                    f"chain ends at "
+                    f"{'no entry' if head is None else f'entry {head[0]} (seq {head[1]})'}: "
+                    f"the row is not part of the log",
+                    check="chain",
+                    index=slot.index,
+                )
         return found[0].data
 
-    def _checked_heads(
-        self,
-        stored: GroupState,
-        tables: Mapping[tuple[str, str], None],
-        tainted: dict[tuple[str, ...], IntegrityError],
-    ) -> None:
-        """Each table's head against the one this writer knows: the same, nothing to read;
-        further on (another replica appended), its row is checked once; further back, or gone,
-        the chain lost its newest entries in the store."""
-        known_heads = self.known_heads
-        for table in tables:
-            head = stored.heads.get(table)
-            known = known_heads.get(table)
-            now = None if head is None else (head.table_seq, head.index)
-            if now == known:
-                continue
-            try:
-                if now is None or (known is not None and now[0] < known[0]):
-                    raise LookupIntegrityError(
-                        f"the chain of table {table[1]!r} of client {table[0]!r} ends in the "
-                        f"store at {'no entry' if now is None else f'seq {now[0]}'}, but this "
-                        f"writer appended or checked its seq {known and known[0]} at entry "
-                        f"{known and known[1]}: rows of the chain were deleted or their columns "
-                        f"changed",
-                        check="chain",
-                        index=known[1] if known is not None else 0,
-                    )
-                found = self._storage.entries(now[1], now[1] + 1)
-                check_range(found, now[1], now[1] + 1)
-                signed = check_record(found[0])
-                if (signed.client, signed.table_id, signed.table_seq) != (*table, now[0]):
-                    raise LookupIntegrityError(
-                        f"entry {now[1]} was found as seq {now[0]} of table {table[1]!r} of "
-                        f"client {table[0]!r}, but its signed bytes say seq {signed.table_seq} "
-                        f"of table {signed.table_id!r} of client {signed.client!r}",
-                        check="chain",
-                        index=now[1],
-                    )
-            except LookupIntegrityError as e:
-                tainted[("table", *table)] = edited(e, "this table's next entry", self._observer)
-                continue
-            if len(known_heads) >= _KNOWN_HEADS:
-                known_heads.clear()
-            known_heads[table] = now
+
+def _as_lookup(
+    e: IntegrityError, writer_map: WriterMap, chain: tuple[str, str]
+) -> LookupIntegrityError:
+    """``e`` (a failure reading a chain's committed entries) as a LookupIntegrityError."""
+    if isinstance(e, LookupIntegrityError):
+        return e
+    head = writer_map.heads.get(chain)
+    return LookupIntegrityError(str(e), check="node", index=head[0] if head else 0)
 
 
 def answered(plan: Plan, draft: Draft, p: Pending) -> bool:
@@ -410,19 +456,24 @@ def add_entry(
     outcome: Mapping[str, JsonValue],
     gen: GeneratorRef,
 ) -> None:
-    """The request's log entry at the next index: its place in its table's chain, the
-    slot it fills for later requests of the group, and its canonical bytes."""
+    """The request's log entry at the next index: its place in its table's chain, the root
+    of the table map with its head (format 3), the slot it fills for later requests of the
+    group, and its canonical bytes."""
     req = p.request
     index = draft.next_index
     chain = (req.client_id, req.table_id)
     head = draft.chains.get(chain)
     table_seq = 1 if head is None else head[0] + 1
+    table_map = draft.table_map
+    table_map.set(req.client_id, req.table_id, index, table_seq)
     entry = new_entry(
         index, draft.now, req.kind, params, outcome, req.client_id, req.table_id,
         req.round_id, req.session_id, req.request_id, gen, req.profile_sha256, slot_name,
         table_seq, None if head is None else head[1], WRITE_VERSION, draft.time_text,
+        table_map.root() if WRITE_VERSION >= 3 else None,  # (a test writes format 2 as before)
     )  # fmt: skip
     draft.chains[chain] = (table_seq, index)
+    draft.moved[chain] = (index, table_seq)
     round_key = (req.client_id, req.table_id, req.round_id)
     if round_key in draft.repeated and not rounds.is_lab_slot(slot_name):
         # Another request of this group is for the same round: it must see this one.
@@ -464,8 +515,6 @@ def conflict(req: DrawRequest) -> AlreadyExists:
 
 
 _NO_LINKS: Mapping[str, JsonValue] = MappingProxyType({})
-#: Table heads kept by :meth:`RowChecks._checked_heads` (forgotten all at once beyond it).
-_KNOWN_HEADS = 100_000
 
 
 def _tainted(

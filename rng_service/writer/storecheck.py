@@ -13,7 +13,12 @@ Protocol only (entries as opaque bytes, complete-subtree nodes, signed checkpoin
 3. every stored complete-subtree node is the hash the entries give (the tree is recomputed
    from the entries' bytes, as :class:`~rng_service.writer.tree.MerkleTree` appends them), and
    no node exists for a leaf beyond the stored tree;
-4. every stored checkpoint is a C2SP signed note that one of the configured keys signed (the
+4. the table map (issue 40; docs/log-format.md, "Table map"): the heads the entries' signed
+   bytes give, in log order (:class:`~rng_service.writer.heads.MapReplay`), reproduce the
+   root every format 3 entry carries (the first wrong one is named), every chain link follows
+   (``table_seq`` and ``table_prev``), format 3 never goes back to 2, and the store's
+   ``table_map`` rows are those heads (the first table whose row differs is named);
+5. every stored checkpoint is a C2SP signed note that one of the configured keys signed (the
    active, co-signing and retired keys: C2SP signed-note), a C2SP tlog-checkpoint of the
    configured origin, for the size its row says, whose root is the root the entries give at
    that size; so all stored checkpoints are prefixes of one tree, i.e. pairwise consistent
@@ -28,7 +33,10 @@ same database would prove nothing; a signed note does, as long as the stored nod
 it. A record beyond the stored tree means that entries were deleted (or the store was
 restored from an older backup): that refuses the start at once. A record that is missing or
 does not verify, or whose root the stored tree no longer reproduces, makes the check run in
-full, which then names the first bad index or checkpoint.
+full, which then names the first bad index or checkpoint. The table map resumes from the heads
+as of the record's size (``LogStorage.map_heads_at``), which must reproduce the root signed in
+the entry before it; if they do not, or that entry carries no root while a newer one does (the
+first checks after an upgrade to format 3), the check runs in full.
 
 **Keys.** The check also records which configured keys signed the checkpoints it verified (meta
 key :data:`CHECKPOINT_SIGNERS_KEY`, each as ``name+key ID``, accumulated across starts). The
@@ -59,9 +67,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rng_service.errors import IntegrityError, InvalidArgument
+from rng_service.log.merkle import leaf_hash as merkle_leaf_hash
+from rng_service.log.merkle import verify_inclusion
 from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, open_note, parse_note
+from rng_service.log.table_map import MapHead, TableMap
 from rng_service.storage.base import CheckpointRecord, LogStorage, NodeRecord
-from rng_service.writer.columns import LookupIntegrityError, check_record
+from rng_service.writer.columns import LookupIntegrityError, check_record, signed_fields
+from rng_service.writer.heads import MapReplay, TableMapMismatch, describe_difference
 from rng_service.writer.tree import MerkleTree
 
 __all__ = [
@@ -132,6 +144,10 @@ class StoreCheckReport:
     signers: frozenset[str] = frozenset()
     """Every key (``name+key ID``) known to have signed a stored checkpoint: the recorded ones
     and those of the checkpoints verified now (to record)."""
+    tables: int = 0
+    """Table chains in the map the check rebuilt (0 when it did not: no format 3 entry)."""
+    map_roots: int = 0
+    """Format 3 entries whose ``table_map`` root the check recomputed."""
 
 
 def _when(timestamp_ns: int) -> str:
@@ -204,6 +220,9 @@ class _Check:
         self.signers: set[str] = set()
         self.last_ok = 0  # the size of the last checkpoint that matched
         self.size = 0  # the stored tree size being checked
+        #: The table map replayed from the entries checked (None: not checked, see run_map)
+        self.replay: MapReplay | None = None
+        self.map_roots = 0
 
     def new_tree(self, size: int) -> MerkleTree:
         # No node cache: the check reads each node once.
@@ -260,9 +279,15 @@ class _Check:
             # The leaf hash, then every lookup column against the signed bytes: a row whose
             # columns were changed would hide from (or be answered by) the lookups.
             try:
-                check_record(record)
+                signed = check_record(record)
             except LookupIntegrityError as e:
                 raise StoreCheckFailed(str(e), index=index) from e
+            if self.replay is not None:
+                try:
+                    self.replay.apply(index, signed)
+                except TableMapMismatch as e:
+                    raise StoreCheckFailed(str(e), index=index) from e
+                self.map_roots += signed.version >= 3
             leaves.append(record.leaf_hash)
         if len(records) < end - start:
             index = start + len(records)
@@ -327,6 +352,15 @@ class _Check:
             position = end
         return tree
 
+    def check_map_rows(self, size: int) -> None:
+        """The store's table map rows (as of ``size``: a service beside the check may have
+        moved some since) against the heads the signed entries gave."""
+        if self.replay is None:
+            return
+        why = describe_difference(self.storage.map_heads_at(size), self.replay.heads)
+        if why:
+            raise StoreCheckFailed(why)
+
     def check_beyond(self, size: int) -> None:
         """Nothing of the log may lie beyond its stored entries: no checkpoint, no node."""
         beyond = self.storage.checkpoints(min_size=size + 1)
@@ -384,9 +418,21 @@ def check_store(
     if recorded is not None:
         _check_signers_configured(recorded, verifiers)
     tree, start, reason = _resume(check, record, recorded, size, full=full)
+    if tree is not None and not _resume_map(check, tree, start, size):
+        tree, start, reason = (
+            None,
+            0,
+            (
+                f"full check: the table map's heads as of the verified checkpoint of tree size "
+                f"{start} do not reproduce the root signed in entry {start - 1}, or that entry "
+                f"carries none while a newer one does"
+            ),
+        )
     if tree is None:
         tree = check.new_tree(0)
+        check.replay = MapReplay()
     tree = check.run(tree, start, size)
+    check.check_map_rows(size)
     check.check_beyond(size)
     return StoreCheckReport(
         tree_size=size,
@@ -400,7 +446,46 @@ def check_store(
         root=tree.root(),
         seconds=time.perf_counter() - started,
         signers=frozenset(check.signers | (recorded if start and recorded else set())),
+        tables=len(check.replay.heads) if check.replay is not None else 0,
+        map_roots=check.map_roots,
     )
+
+
+def _resume_map(check: _Check, tree: MerkleTree, start: int, size: int) -> bool:
+    """The table map as of ``start`` for an incremental check (``check.replay``), from the
+    store's heads at that size checked against the root signed in entry ``start - 1``;
+    False if the check must run in full instead. A log without any format 3 entry has no
+    root to check (the writer compares its rows with the signed bytes at start-up)."""
+    if start == 0:
+        check.replay = MapReplay()
+        return True
+    try:
+        record = check.storage.entries(start - 1, start)[0]
+        # Its bytes (whatever its columns say: the row is not read again here) are the ones
+        # the verified checkpoint commits to: an inclusion proof of their leaf against the
+        # tree that reproduced it.
+        before = signed_fields(record.data, index=start - 1)
+        leaf, proof = tree.leaf_and_inclusion_proof(start - 1, start)
+        verify_inclusion(leaf, start - 1, start, proof, tree.root())
+        if leaf != merkle_leaf_hash(record.data):
+            return False
+        last = check.storage.entries(size - 1, size)[0]
+        newest = signed_fields(last.data, index=size - 1)
+    except (IndexError, IntegrityError):
+        return False
+    if before.version < 3:
+        return newest.version < 3  # no root anywhere: nothing of the map to check
+    heads = check.storage.map_heads_at(start)
+    table_map = TableMap(MapHead(r.client_id, r.table_id, r.head_index, r.head_seq) for r in heads)
+    if table_map.root() != before.table_map:
+        return False
+    replay = MapReplay()
+    replay.map = table_map
+    replay.heads = {(r.client_id, r.table_id): (r.head_index, r.head_seq) for r in heads}
+    replay.size = start
+    replay.format3_from = start - 1
+    check.replay = replay
+    return True
 
 
 def _resume(

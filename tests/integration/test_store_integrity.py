@@ -288,8 +288,17 @@ def test_deleted_middle_row(log: tuple[Path, Path], capsys: pytest.CaptureFixtur
 
 
 def truncate(db: Path, size: int) -> None:
-    """Deletes the newest entries, their nodes and the checkpoints that covered them."""
+    """Deletes the newest entries, their nodes and the checkpoints that covered them, and
+    winds the table map's rows back to the chains' newest entries left (a consistent
+    rollback)."""
     sql(db, "DELETE FROM entries WHERE idx >= ?", size)
+    sql(db, "DELETE FROM table_map")
+    sql(
+        db,
+        "INSERT INTO table_map SELECT e.client_id, e.table_id, e.idx, e.table_seq FROM entries "
+        "AS e WHERE e.table_seq = (SELECT MAX(x.table_seq) FROM entries AS x WHERE "
+        "x.client_id = e.client_id AND x.table_id = e.table_id)",
+    )
     sql(db, "DELETE FROM nodes WHERE ((idx + 1) << level) > ?", size)
     sql(db, "DELETE FROM checkpoints WHERE size > ?", size)
 
@@ -528,39 +537,157 @@ def test_a_row_moved_out_of_its_round_lets_the_round_be_drawn_again_which_verify
     assert audit_main(["verify", "--fast", str(export), "--key", vkey]) == 0  # rules need entries
 
 
-@pytest.mark.parametrize(
-    ("edit", "check", "says"),
-    [
-        ("table_seq = 99", "columns", "entry 44: the store's lookup columns say table_seq 99"),
-        (
-            "table_id = 'T9'",
-            "chain",
-            "the chain of table 'T1' of client 'default' ends in the store at seq 44, but this "
-            "writer appended or checked its seq 45 at entry 44",
-        ),
-    ],
-)
-def test_a_table_head_the_sequencer_did_not_write_is_checked(
-    log: tuple[Path, Path], edit: str, check: str, says: str
+def _spin_on(served: Served, table: str, round_id: str, request_id: str) -> Any:
+    with RngClient(served.target) as client:
+        return client.spin(wheel="double_zero", table_id=table, round_id=round_id,
+                           request_id=request_id)  # fmt: skip
+
+
+def _signed(db: Path, index: int) -> Any:
+    conn = sqlite3.connect(db)
+    try:
+        return json.loads(
+            conn.execute("SELECT data FROM entries WHERE idx = ?", (index,)).fetchone()[0]
+        )
+    finally:
+        conn.close()
+
+
+def _integrity_events(stderr: str) -> list[tuple[str, str, int]]:
+    events = [json.loads(x) for x in stderr.splitlines() if "log_integrity_error" in x]
+    return [(e["method"], e["check"], e["index"]) for e in events]
+
+
+@pytest.mark.parametrize("edit", ["table_seq = 99", "table_id = 'T9'", "client_id = 'x'"])
+def test_a_table_head_edited_in_its_columns_changes_nothing_the_writer_decides(
+    log: tuple[Path, Path], edit: str
 ) -> None:
-    """The sequencer numbers a table's next entry after its head. Entry 44 (T1's head, which
-    this service appended) edited while it runs: its table_seq raised (the next entry would
-    skip numbers), or moved to another table (the next entry would number seq 45 again): the
-    next draw on T1 is refused with DATA_LOSS, nothing logged."""
+    """The sequencer numbers a table's next entry after the head in its committed table map,
+    not in the columns (issue 40): entry 44 (T1's head, seq 45) edited while the service runs
+    (its table_seq raised, or moved to another table or client): the next spin on T1 is seq 46
+    after entry 44, as the signed chain requires, and nothing is refused."""
     config, db = log
     served = Served(config)
     try:
-        served.spins("c", 1)  # entry 44: T1's head, as this writer appended it
+        served.spins("c", 1)  # entry 44: T1's head
         sql(db, f"UPDATE entries SET {edit} WHERE idx = 44")
+        served.spins("d", 1)  # entry 45
+    finally:
+        served.stop()
+    signed = _signed(db, 45)
+    assert (signed["table_seq"], signed["table_prev"], signed["v"]) == (46, 44, 3)
+    assert _integrity_events(served.stderr) == []
+
+
+@pytest.mark.parametrize("column", ["round_id", "table_id", "client_id"])
+def test_the_newest_round_hidden_by_its_columns_is_not_drawn_again(
+    log: tuple[Path, Path], column: str
+) -> None:
+    """Issue 34, break 4 (the table's newest round): round c0's spin (entry 44, the tail of
+    T1's committed chain) moved out of its round's lookup while the service runs; its spin
+    asked again under a new request id is refused with DATA_LOSS before anything is drawn
+    (the round's answer lacks the chain's tail), counted under check="chain"."""
+    config, db = log
+    served = Served(config)
+    try:
+        served.spins("c", 1)
+        sql(db, f"UPDATE entries SET {column} = 'hidden' WHERE idx = 44")
         with pytest.raises(ClientError) as info:
-            served.spins("d", 1)
+            _spin_on(served, "T1", "c0", "c0-again")
         assert _entry_count(db) == 45
     finally:
         served.stop()
     assert info.value.code == "DATA_LOSS", info.value
-    assert says in info.value.details
-    events = [json.loads(x) for x in served.stderr.splitlines() if "log_integrity_error" in x]
-    assert [(e["method"], e["check"], e["index"]) for e in events] == [("sequencer", check, 44)]
+    assert (
+        "round 'c0' of table 'T1' of client 'default': the table's committed chain ends with "
+        "entries [44] of this round, but the store's round lookup does not return entry 44"
+    ) in info.value.details
+    assert _integrity_events(served.stderr) == [("sequencer", "chain", 44)]
+
+
+def test_the_newest_round_hidden_while_stopped_is_not_drawn_again_after_a_restart(
+    log: tuple[Path, Path],
+) -> None:
+    """The same edit made while no service runs, on an entry in the verified part (which the
+    incremental start-up check does not read again): the service starts, its table heads from
+    the table map checked against the newest signed root; the round's spin asked again is
+    refused (the chain's tail, read back from the committed head, is the hidden entry, whose
+    row then fails its check: T1 takes no entry until it is investigated; T2 goes on)."""
+    config, db = log
+    for run in (True, False):  # c0 = entry 44, z0 = 45; the second start records them verified
+        served = Served(config)
+        try:
+            if run:
+                served.spins("c", 1)
+                _spin_on(served, "T2", "z0", "z0")
+        finally:
+            served.stop()
+    sql(db, "UPDATE entries SET round_id = 'hidden' WHERE idx = 44")
+    served = Served(config)
+    try:
+        with pytest.raises(ClientError) as info:
+            _spin_on(served, "T1", "c0", "c0-again")
+        assert _entry_count(db) == 46
+        _spin_on(served, "T2", "z1", "z1")  # another table: drawn, after its committed head
+    finally:
+        served.stop()
+    assert info.value.code == "DATA_LOSS", info.value
+    assert "entry 44: the store's lookup columns say round_id 'hidden'" in info.value.details
+    assert (_signed(db, 46)["table_seq"], _signed(db, 46)["table_prev"]) == (2, 45)
+    assert _integrity_events(served.stderr) == [("sequencer", "columns", 44)]
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (
+            "UPDATE table_map SET head_index = 42, head_seq = 43",
+            "the table map's row of table 'T1' of client 'default' says its head is entry 42 "
+            "(seq 43), but the signed entries say entry 43 (seq 44)",
+        ),
+        (
+            "DELETE FROM table_map",
+            "the table map's row of table 'T1' of client 'default' says its head is no row, "
+            "but the signed entries say entry 43 (seq 44)",
+        ),
+        (
+            "INSERT INTO table_map VALUES ('default', 'T7', 3, 1)",
+            "the table map's row of table 'T7' of client 'default' says its head is entry 3 "
+            "(seq 1), but the signed entries say no entry",
+        ),
+    ],
+)
+def test_an_edited_table_map_row_refuses_the_start_naming_the_table(
+    log: tuple[Path, Path], capsys: pytest.CaptureFixture[str], edit: str, says: str
+) -> None:
+    """A row of the table map (the heads the sequencer starts from) edited while no service
+    runs: its root is not the one signed in the newest entry; the start is refused naming the
+    table, and check-store names it too."""
+    config, db = log
+    sql(db, edit)
+    failed = serve_refused(config)
+    assert says in failed["error"], failed
+    code, out = check_store(config, capsys)
+    assert code == 1
+    assert says in out
+
+
+def test_a_table_map_row_edited_while_running_refuses_the_next_start(
+    log: tuple[Path, Path],
+) -> None:
+    """The running writer keeps its map in memory (a row edited under it changes nothing it
+    decides); the edit is refused at the next start."""
+    config, db = log
+    served = Served(config)
+    try:
+        sql(db, "UPDATE table_map SET head_index = 40, head_seq = 41")
+        served.spins("f", 1)  # after the committed head, and the row upserted with it
+        sql(db, "INSERT INTO table_map VALUES ('default', 'T8', 1, 1)")
+    finally:
+        served.stop()
+    assert (_signed(db, 44)["table_seq"], _signed(db, 44)["table_prev"]) == (45, 43)
+    failed = serve_refused(config)
+    assert "the table map's row of table 'T8' of client 'default'" in failed["error"]
 
 
 # --- Served bytes against the committed tree (issue 34, break 3) ----------------------------

@@ -27,8 +27,9 @@ from rng_service.cli.audit import main as audit_main
 from rng_service.cli.service import main as cli_main
 from rng_service.config import Config, load_config
 from rng_service.log.entry import LogEntry
+from rng_service.log.table_map import MapHead, map_root
 from rng_service.process.app import Service, StartupError
-from rng_service.storage import sqlite as sqlite_driver
+from rng_service.writer import sequencer as sequencer_module
 from tests.fakes import CounterEntropy
 from tests.integration.conftest import Running, start
 
@@ -104,13 +105,14 @@ def test_a_release_1_log_upgraded_keeps_its_rounds_and_verifies(
         asyncio.run(service.start())
     asyncio.run(service.stop(0))  # releases the log's lock, as the process's exit would
     assert cli_main(["migrate-store", "--config", str(path)]) == 0
-    # Both steps in one run: 2 (round slots, table chains) and 3 (witness cosignatures).
-    assert "migrated from schema version 1 to 3 (its 9 entries are unchanged)" in (
+    # Every step in one run: 2 (round slots, table chains), 3 (witness cosignatures), 4 (the
+    # table map: no rows, format 1 entries are in no chain).
+    assert "migrated from schema version 1 to 4 (its 9 entries are unchanged)" in (
         capsys.readouterr().out
     )
-    assert _schema_of(tmp_path / "log.sqlite3") == ("3", {"slot", "table_seq"}, True)
+    assert _schema_of(tmp_path / "log.sqlite3") == ("4", {"slot", "table_seq"}, True)
     assert cli_main(["migrate-store", "--config", str(path)]) == 0
-    assert "already at schema version 3" in capsys.readouterr().out
+    assert "already at schema version 4" in capsys.readouterr().out
 
     r = start(_config(path))
     try:
@@ -147,10 +149,17 @@ def test_a_release_1_log_upgraded_keeps_its_rounds_and_verifies(
         other = LogEntry.decode(  # type: ignore[attr-defined]
             _spin(r, "new-2", "R10", table="T2").receipt.entry  # type: ignore[attr-defined]
         )
-        # Format 2 from here; each table's chain starts at its first format-2 entry.
+        # Format 3 from here; each table's chain starts at its first new entry, and each
+        # entry carries the table map's root after it (the reference, from the definition).
         assert [(e.version, e.index, e.slot, e.table_seq, e.table_prev) for e in
-                (r4, later, other)] == [(2, 9, "spin", 1, None), (2, 10, "spin", 2, 9),
-                                       (2, 11, "spin", 1, None)]  # fmt: skip
+                (r4, later, other)] == [(3, 9, "spin", 1, None), (3, 10, "spin", 2, 9),
+                                       (3, 11, "spin", 1, None)]  # fmt: skip
+        c = r4.client
+        assert [e.table_map for e in (r4, later, other)] == [
+            map_root([MapHead(c, "T1", 9, 1)]),
+            map_root([MapHead(c, "T1", 10, 2)]),
+            map_root([MapHead(c, "T1", 10, 2), MapHead(c, "T2", 11, 1)]),
+        ]
         export = tmp_path / "upgraded.jsonl"
         target = f"127.0.0.1:{r.port}"
         assert audit_main(["export", "--target", target, "--out", str(export)]) == 0
@@ -169,27 +178,40 @@ def test_a_release_1_log_upgraded_keeps_its_rounds_and_verifies(
     assert json.loads(export.read_text().splitlines()[0])["format"] == "rng-audit-export/v2"
 
 
-def test_a_schema_2_log_is_brought_to_3_by_migrate_store(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A log of the release before witnessing (schema 2: the release-1 fixture migrated by that
-    release's steps, then format-2 entries written) gets schema 3 from migrate-store alone."""
-    path = _config_file(tmp_path)
-    db = tmp_path / "log.sqlite3"
-    # That release: the schema steps up to 2 (never edited once released), version 2.
-    monkeypatch.setattr(
-        sqlite_driver, "MIGRATIONS", {v: sqlite_driver.MIGRATIONS[v] for v in (1, 2)}
-    )
-    monkeypatch.setattr(sqlite_driver, "SCHEMA_VERSION", 2)
+def release_2_log(path: Path, monkeypatch: pytest.MonkeyPatch) -> object:
+    """The log of the release before witnessing (schema 2, entry format 2): the release-1
+    fixture migrated, then one format-2 spin (round R20 of T1) written; the tables of the later
+    schemas dropped and the version set back to 2, as that release left the database (its
+    entries, nodes and checkpoints are the same bytes). Returns the spin's answer."""
+    db = path.parent / "log.sqlite3"
     assert cli_main(["migrate-store", "--config", str(path)]) == 0
-    assert "migrated from schema version 1 to 2" in capsys.readouterr().out
+    monkeypatch.setattr(sequencer_module, "WRITE_VERSION", 2)
     r = start(_config(path))
     try:
         first = _spin(r, "v2-spin", "R20")
     finally:
         r.stop()
-    assert _schema_of(db) == ("2", {"slot", "table_seq"}, False)
     monkeypatch.undo()
+    assert LogEntry.decode(first.receipt.entry).version == 2  # type: ignore[attr-defined]
+    raw = sqlite3.connect(db, isolation_level=None)
+    raw.execute("DROP TABLE table_map")
+    raw.execute("DROP TABLE cosignatures")
+    raw.execute("UPDATE meta SET value = CAST('2' AS BLOB) WHERE key = 'schema_version'")
+    raw.close()
+    return first
+
+
+def test_a_schema_2_log_is_brought_to_4_by_migrate_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log of the release before witnessing (schema 2: the release-1 fixture migrated by that
+    release's steps, then format-2 entries written) gets schema 4 from migrate-store alone,
+    and its table chains in the table map; the next entry is format 3."""
+    path = _config_file(tmp_path)
+    db = tmp_path / "log.sqlite3"
+    first = release_2_log(path, monkeypatch)
+    capsys.readouterr()
+    assert _schema_of(db) == ("2", {"slot", "table_seq"}, False)
 
     service = Service(_config(path), entropy=CounterEntropy())
     with pytest.raises(StartupError, match=r"schema version 2.*migrate-store"):
@@ -197,10 +219,10 @@ def test_a_schema_2_log_is_brought_to_3_by_migrate_store(
     asyncio.run(service.stop(0))
     assert _schema_of(db) == ("2", {"slot", "table_seq"}, False)  # refusing changed nothing
     assert cli_main(["migrate-store", "--config", str(path)]) == 0
-    assert "migrated from schema version 2 to 3 (its 10 entries are unchanged)" in (
+    assert "migrated from schema version 2 to 4 (its 10 entries are unchanged)" in (
         capsys.readouterr().out
     )
-    assert _schema_of(db) == ("3", {"slot", "table_seq"}, True)
+    assert _schema_of(db) == ("4", {"slot", "table_seq"}, True)
     r = start(_config(path))
     try:
         replay = _spin(r, "v2-spin", "R20")  # the schema-2 entry is still the round's spin
@@ -214,10 +236,16 @@ def test_a_schema_2_log_is_brought_to_3_by_migrate_store(
         latest = r.log.GetLatestCheckpoint(log_pb2.GetLatestCheckpointRequest(), timeout=30)
         assert latest.size == 10
         assert len(latest.note.split("\n\n", 1)[1].splitlines()) == 1  # the log's signature
+        # The first format 3 entry: the chain continues from the format 2 head, and its root
+        # commits to the map of both (from the definition, not the writer's map).
+        nxt = LogEntry.decode(_spin(r, "v3-spin", "R21").receipt.entry)  # type: ignore[attr-defined]
+        v2 = LogEntry.decode(first.receipt.entry)  # type: ignore[attr-defined]
+        assert (nxt.version, nxt.index, nxt.table_seq, nxt.table_prev) == (3, 10, 2, 9)
+        assert nxt.table_map == map_root([MapHead(v2.client, "T1", 10, 2)])
         export = tmp_path / "upgraded.jsonl"
         assert audit_main(["export", "--target", f"127.0.0.1:{r.port}", "--out", str(export)]) == 0
     finally:
         r.stop()
     capsys.readouterr()
     assert audit_main(["verify", str(export), "--key", VKEY]) == 0
-    assert capsys.readouterr().out.startswith("OK: 10 entries of v1-fixture.example/log")
+    assert capsys.readouterr().out.startswith("OK: 11 entries of v1-fixture.example/log")

@@ -114,13 +114,14 @@ def test_format_3_encoding_is_byte_exact() -> None:
     assert LogEntry.decode(data).table_map == ROOT
 
 
-def test_the_writer_writes_format_2_until_it_fills_table_map() -> None:
-    """The constant the log writer writes with, and what a LogEntry defaults to."""
+def test_the_writer_writes_format_3() -> None:
+    """The constant the log writer writes with, and what a LogEntry defaults to (format 2:
+    one built without a table_map)."""
     from rng_service.log import entry
 
     assert entry.FORMAT_VERSION == 3
     assert entry.KNOWN_VERSIONS == (1, 2, 3)
-    assert entry.WRITE_VERSION == 2
+    assert entry.WRITE_VERSION == 3
     assert make_entry().version == 2
 
 
