@@ -12,6 +12,7 @@ and proofs of presence and absence with their verification. Pure: no store, no c
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -58,9 +59,22 @@ class MapProofError(IntegrityError):
 def map_key(client_id: str, table_id: str) -> bytes:
     """The 32-byte key of the (client, table) chain: SHA-256(0x04 || RFC 8785 canonical JSON
     of ``[client_id, table_id]``). ValueError for what is not a string of Unicode text."""
+    return _key_of(client_id, table_id)[0]
+
+
+def _key_of(client_id: str, table_id: str) -> tuple[bytes, int]:
+    """The chain's key and its bits as an integer."""
     if type(client_id) is not str or type(table_id) is not str:
         raise ValueError("a map key is made of two strings (client_id, table_id)")
-    return _sha256(KEY_PREFIX + canonical.dumps([client_id, table_id])).digest()
+    return _cached_key(client_id, table_id)
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _cached_key(client_id: str, table_id: str) -> tuple[bytes, int]:
+    """Cached: the writer sets the heads of the same tables over and over (a pure function
+    of the two strings; ValueError, never cached, for text that is not Unicode)."""
+    key = _sha256(KEY_PREFIX + canonical.dumps([client_id, table_id])).digest()
+    return key, int.from_bytes(key, "big")
 
 
 def head_leaf(key: bytes, index: int, seq: int) -> bytes:
@@ -252,16 +266,18 @@ class TableMap:
         self._root: _Tree = None
         self._count = 0
         for h in heads:
-            if self.head(h.client_id, h.table_id) is not None:
+            if not self._set(h.client_id, h.table_id, h.index, h.seq):
                 raise ValueError(f"two heads for the chain ({h.client_id!r}, {h.table_id!r})")
-            self.set(h.client_id, h.table_id, h.index, h.seq)
 
     def set(self, client_id: str, table_id: str, index: int, seq: int) -> None:
         """Makes (index, seq) the head of the chain (client_id, table_id)."""
+        self._set(client_id, table_id, index, seq)
+
+    def _set(self, client_id: str, table_id: str, index: int, seq: int) -> bool:
+        """:meth:`set`; True if the chain is new to the map."""
         _check_u64("index", index)
         _check_u64("seq", seq)
-        key = map_key(client_id, table_id)
-        key_int = int.from_bytes(key, "big")
+        key, key_int = _key_of(client_id, table_id)
         leaf = _Leaf(key, key_int, MapHead(client_id, table_id, index, seq))
         path: list[tuple[_Node, int]] = []
         node = self._root
@@ -272,23 +288,18 @@ class TableMap:
             node = node.right if bit else node.left
             depth += 1
         found = None if isinstance(node, _Node) else node  # (the loop ends on no _Node)
-        new: _Node | _Leaf
-        if found is None:
-            new = leaf
-            self._count += 1
-        elif found.key == key:
-            new = leaf
-        else:
-            new = _join(found, leaf, depth)
-            self._count += 1
+        added = found is None or found.key != key
+        # An empty place or the chain's own leaf takes the new leaf; another chain's splits.
+        new: _Node | _Leaf = leaf if found is None or not added else _join(found, leaf, depth)
         for parent, bit in reversed(path):
             new = _Node(parent.left, new) if bit else _Node(new, parent.right)
         self._root = new
+        self._count += added
+        return added
 
-    def _find(self, key: bytes) -> tuple[list[bytes], _Leaf | None]:
-        """The siblings (root's child first) of the path to ``key``'s place, and what is
-        there: None, the chain's leaf, or another chain's."""
-        key_int = int.from_bytes(key, "big")
+    def _find(self, key_int: int) -> tuple[list[bytes], _Leaf | None]:
+        """The siblings (root's child first) of the path to the place of the key ``key_int``,
+        and what is there: None, the chain's leaf, or another chain's."""
         siblings: list[bytes] = []
         node = self._root
         depth = 0
@@ -304,8 +315,8 @@ class TableMap:
 
     def head(self, client_id: str, table_id: str) -> MapHead | None:
         """The chain's head, None if the map has none."""
-        key = map_key(client_id, table_id)
-        _, found = self._find(key)
+        key, key_int = _key_of(client_id, table_id)
+        _, found = self._find(key_int)
         return found.head if found is not None and found.key == key else None
 
     def root(self) -> bytes:
@@ -314,8 +325,8 @@ class TableMap:
 
     def prove(self, client_id: str, table_id: str) -> MapProof:
         """The proof of the chain's head, or of its absence, against :meth:`root`."""
-        key = map_key(client_id, table_id)
-        siblings, found = self._find(key)
+        key, key_int = _key_of(client_id, table_id)
+        siblings, found = self._find(key_int)
         path = tuple(reversed(siblings))
         if found is None:
             return MapProof(siblings=path)

@@ -1,4 +1,5 @@
-"""An independent reader of docs/random-core.md and docs/outcomes.md (test-only code).
+"""An independent reader of docs/random-core.md and docs/outcomes.md, and of docs/log-format.md's
+map of table heads (``table_map``), test-only code.
 
 It re-derives every outcome kind from the documents alone: its own SP 800-90A CTR_DRBG for the
 lab stream, the documented byte consumption of the sampling primitives, and each kind's

@@ -471,6 +471,9 @@
         "request_id", "round_id", "session_id", "table_id", "time", "v"],
   };
   ENTRY_FIELDS[2] = ENTRY_FIELDS[1].concat(["slot", "table_prev", "table_seq"]).sort();
+  // Format 3 adds the root of the map of table heads (docs/log-format.md, "Table map").
+  ENTRY_FIELDS[3] = ENTRY_FIELDS[2].concat(["table_map"]).sort();
+  var MAP_ROOT = /^[0-9a-f]{64}$/;
 
   function decodeEntry(bytes) {
     var text = utf8(bytes, "the entry");
@@ -486,10 +489,14 @@
     if (!equalBytes(enc.encode(canonicalJson(entry)), bytes)) {
       throw new VerifyError("the entry is not written in the log's canonical form");
     }
-    var fields = ENTRY_FIELDS[entry.v];
+    var fields = Number.isSafeInteger(entry.v) && ENTRY_FIELDS.hasOwnProperty(entry.v) ? ENTRY_FIELDS[entry.v] : null;
     if (!fields) throw new VerifyError("the entry has an unknown format version " + JSON.stringify(entry.v));
     if (Object.keys(entry).sort().join(",") !== fields.join(",")) {
       throw new VerifyError("the entry's fields are not those of entry format " + entry.v);
+    }
+    if (entry.v === 3 && !(typeof entry.table_map === "string" && MAP_ROOT.test(entry.table_map))) {
+      throw new VerifyError("the entry's table_map (format 3: the root of the map of table heads) " +
+        "is not 64 lowercase hex characters: " + JSON.stringify(entry.table_map));
     }
     return entry;
   }

@@ -251,6 +251,7 @@
       ["Request id", entry.request_id],
       ["Client", entry.client],
       ["Table sequence", entry.table_seq !== undefined ? entry.table_seq + (entry.table_prev === null ? " (the table's first entry)" : " (previous entry of this table: " + entry.table_prev + ")") : ""],
+      ["Table map root", entry.table_map || ""],
       ["Game profile", entry.profile_sha256 ? (params_name(entry) + " sha256 " + entry.profile_sha256) : ""],
     ]));
     return nodes;

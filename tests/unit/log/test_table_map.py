@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import json
 import random
+from typing import Any
 
 import pytest
 
@@ -275,3 +276,33 @@ def test_malformed_proofs_and_roots_are_refused() -> None:
     with pytest.raises(MapProofError, match="no other chain"):
         verify_map_proof(root, client, table, both)
     assert issubclass(MapProofError, IntegrityError)
+
+
+def test_a_set_hashes_one_path_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer sets one head per entry: a set (and the root after it) costs the leaf, the
+    nodes of the head's path and those of a split, never a pass over the map (counted, not
+    timed: every hash of the module goes through ``_sha256``)."""
+    from rng_service.log import table_map as module
+
+    m = TableMap(MapHead("c", f"T{i}", i, 1) for i in range(4096))
+    calls = 0
+    real = module._sha256
+
+    def counting(data: bytes = b"") -> Any:
+        nonlocal calls
+        calls += 1
+        return real(data)
+
+    monkeypatch.setattr(module, "_sha256", counting)
+    for i, table in enumerate(["T7", "T4000", "new-1", "new-2", "T7"]):
+        depth = len(m.prove("c", table).siblings)
+        calls = 0
+        m.set("c", table, 5000 + i, 2)
+        root = m.root()
+        hashed = calls
+        after = len(m.prove("c", table).siblings)
+        # the key (unless cached), the leaf, and one node a level of the new path (which for
+        # a new key may go deeper than the old one, where it splits another chain's leaf)
+        assert 1 + after <= hashed <= 2 + after, (table, hashed, depth, after)
+        assert root == m.root()
+    assert 8 < depth < 30  # a map of 4096 random keys is about log2(4096) = 12 deep
