@@ -107,7 +107,7 @@ def _time(fn: Callable[[], object], calls: int) -> float:
 
 def run(*, short: bool) -> list[Row]:
     tables = 1_000 if short else 10_000
-    n = 2 * tables if short else 500_000
+    n = 2 * tables if short else 200_000
     rounds = 1 if short else 5
     calls = 20 if short else 200
     with tempfile.TemporaryDirectory(prefix="rng-bench-table-proofs-") as tmp:
