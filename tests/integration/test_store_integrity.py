@@ -383,8 +383,8 @@ def test_rewritten_lookup_columns_are_flagged_by_the_lookups_and_named_by_the_ch
         vkey = str(pristine.key) + ".vkey"
         code = audit_main(["dispute", "--target", served.target, "--client", "default",
                            "--table", "T1", "--round", "a9", "--key", vkey])  # fmt: skip
-        assert code == 1
-        assert "it has no seq 11 in the tree" in capsys.readouterr().err
+        assert code == 1  # the dispute reads T1's whole chain: it meets the hole
+        assert "after seq 10 (entry 9) the store gives seq 12 (entry 11" in capsys.readouterr().err
         channel.close()
     finally:
         served.stop()
