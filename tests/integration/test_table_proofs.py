@@ -379,3 +379,32 @@ def test_an_edited_leaf_node_fails_after_a_restart(
         assert code == 1
     finally:
         running.stop()
+
+
+def test_usage_errors_of_the_proof_options(log: Log, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each a one-line usage error, exit 2, nothing fetched or written."""
+    saved = log.tmp / "usage.proof"
+    code, out = run(["dispute", "--target", log.target, "--client", "default", "--table", "T1",
+                     "--round", "G1", "--key", log.vkey, "--out", str(saved)], capsys)  # fmt: skip
+    assert code == 0, out
+    bad = log.tmp / "bad.proof"
+    bad.write_text('{"format": "rng-audit-table-proof/v1", "origin": 1}\n')
+    witness = "w.test/w+01020304+BA" + "A" * 42 + "="
+    for args, message in (
+        (["dispute", str(saved), "--target", log.target], "give one of: a table proof FILE"),
+        (["dispute", "--target", log.target, "--client", "default", "--table", "T1", "--round",
+          "G1", "--out", str(log.tmp / "no-such" / "x.proof")], "--out"),
+        (["dispute", str(saved), "--out", str(log.tmp / "again.proof")],
+         "--out saves what --target fetched"),
+        (["dispute", str(bad)], f"table proof {bad}: line 1: origin"),
+        (["dispute", str(saved), "--client", "someone"], "--client 'someone', but the file is"),
+        (["table-history", "--target", log.target, "--table", "T1", "--tree-size", "3",
+          "--witness", witness], "--tree-size and --witness"),
+        (["dispute", "--target", log.target, "--table", "T1", "--round", "G1"],
+         "--client is needed"),
+    ):  # fmt: skip
+        code, out = run([*args, "--key", log.vkey], capsys)
+        assert code == 2, (args, out)
+        assert message in out, (args, out)
+        assert "Traceback" not in out
+    assert not (log.tmp / "again.proof").exists()
