@@ -19,7 +19,10 @@ The writer groups exactly 32 requests (``max_group_size`` 32, and a group wait l
 that every group fills), so each run makes the same groups. ``--gc``: leave the cyclic
 garbage collector on (off by default: its passes land at different calls from run to run);
 ``--defaults``: the writer's default grouping instead (what the service does; the groups then
-depend on timing, so use it for CPU figures, not instruction counts).
+depend on timing, so use it for CPU figures, not instruction counts). ``--tables K``: the
+calls go round-robin to K tables (30 by default). ``--no-map``: the writer's table map work
+taken out (issue 40's A/B, ``bench/bench_table_map.py``): no map path rehashed per entry (the
+root stays that of the empty map), no round tail check, no map rows in the append.
 """
 
 from __future__ import annotations
@@ -53,7 +56,29 @@ def _config(tmp: Path, defaults: bool) -> object:
     return config
 
 
-async def _run(n: int, tmp: Path, defaults: bool) -> tuple[os.times_result, tuple[float, float]]:
+def _without_the_map() -> None:
+    """The writer's table map work taken out (``--no-map``), for the A/B of its cost."""
+    from rng_service.log.table_map import TableMap
+    from rng_service.storage.base import AppendBatch
+    from rng_service.writer import committer, heads
+
+    def no_set(self: object, *args: object) -> None:
+        return None
+
+    def no_tail(self: object, chain: object) -> None:
+        return None
+
+    def no_rows(entries: object, nodes: object, checkpoint: object, rows: object) -> AppendBatch:
+        return AppendBatch(entries, nodes, checkpoint)  # type: ignore[arg-type]
+
+    TableMap.set = no_set  # type: ignore[method-assign]
+    heads.WriterMap.tail = no_tail  # type: ignore[method-assign,assignment]
+    committer.AppendBatch = no_rows  # type: ignore[assignment,misc]
+
+
+async def _run(
+    n: int, tmp: Path, defaults: bool, tables: int = 30
+) -> tuple[os.times_result, tuple[float, float]]:
     from rng_service._proto.rng.v1 import common_pb2, outcomes_pb2
     from rng_service.process.app import Service
     from rng_service.rpc.drain import Drain
@@ -80,7 +105,7 @@ async def _run(n: int, tmp: Path, defaults: bool) -> tuple[os.times_result, tupl
 
     def body(i: int) -> bytes:
         ctx = common_pb2.RequestContext(
-            request_id=f"req-{i}", table_id=f"T{i % 30}", round_id=f"R{i}"
+            request_id=f"req-{i}", table_id=f"T{i % tables}", round_id=f"R{i}"
         )
         return outcomes_pb2.SpinRouletteRequest(context=ctx, wheel=wheel).SerializeToString()
 
@@ -155,14 +180,18 @@ def main() -> int:
         action="store_true",
         help="the log writer's default grouping (2 ms wait, up to 512): timing-dependent groups",
     )
+    parser.add_argument("--tables", type=int, default=30, help="tables the calls go to")
+    parser.add_argument("--no-map", action="store_true", help="the table map's work taken out")
     args = parser.parse_args()
+    if args.no_map:
+        _without_the_map()
     if not args.gc:
         gc.disable()
     sys.setswitchinterval(0.0005)  # as rng_service.process.app's serve does
     import uvloop
 
     with tempfile.TemporaryDirectory(prefix="rng-hotpath-") as tmp:
-        used, wused = uvloop.run(_run(args.n, Path(tmp), args.defaults))
+        used, wused = uvloop.run(_run(args.n, Path(tmp), args.defaults, args.tables))
     per = 1e6 / max(args.n, 1)
     user, system = used.user * per, used.system * per
     wuser, wsystem = wused[0] * per, wused[1] * per

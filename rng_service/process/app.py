@@ -94,6 +94,8 @@ class MigrationReport:
     migrated_from: int | None
     schema_version: int
     entries: int
+    tables: int = 0
+    """Rows of the table map (one per table chain) after the migration."""
 
 
 def migrate_store(config: Config) -> MigrationReport:
@@ -120,6 +122,7 @@ def migrate_store(config: Config) -> MigrationReport:
                 migrated_from=getattr(storage, "migrated_from", None),
                 schema_version=_schema_version(config),
                 entries=storage.tree_size(),
+                tables=len(storage.map_rows()),
             )  # fmt: skip
         except RngServiceError as e:
             raise StartupError(f"cannot read the log store: {e}") from e

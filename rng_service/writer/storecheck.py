@@ -432,8 +432,8 @@ def check_store(
         tree = check.new_tree(0)
         check.replay = MapReplay()
     tree = check.run(tree, start, size)
-    check.check_map_rows(size)
     check.check_beyond(size)
+    check.check_map_rows(size)
     return StoreCheckReport(
         tree_size=size,
         start=start,

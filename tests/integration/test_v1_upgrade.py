@@ -107,9 +107,10 @@ def test_a_release_1_log_upgraded_keeps_its_rounds_and_verifies(
     assert cli_main(["migrate-store", "--config", str(path)]) == 0
     # Every step in one run: 2 (round slots, table chains), 3 (witness cosignatures), 4 (the
     # table map: no rows, format 1 entries are in no chain).
-    assert "migrated from schema version 1 to 4 (its 9 entries are unchanged)" in (
-        capsys.readouterr().out
-    )
+    assert (
+        "migrated from schema version 1 to 4 (its 9 entries are unchanged); the table map holds "
+        "0 chains, checked against the signed entries at the next start"
+    ) in capsys.readouterr().out
     assert _schema_of(tmp_path / "log.sqlite3") == ("4", {"slot", "table_seq"}, True)
     assert cli_main(["migrate-store", "--config", str(path)]) == 0
     assert "already at schema version 4" in capsys.readouterr().out
@@ -219,9 +220,10 @@ def test_a_schema_2_log_is_brought_to_4_by_migrate_store(
     asyncio.run(service.stop(0))
     assert _schema_of(db) == ("2", {"slot", "table_seq"}, False)  # refusing changed nothing
     assert cli_main(["migrate-store", "--config", str(path)]) == 0
-    assert "migrated from schema version 2 to 4 (its 10 entries are unchanged)" in (
-        capsys.readouterr().out
-    )
+    assert (
+        "migrated from schema version 2 to 4 (its 10 entries are unchanged); the table map holds "
+        "1 chain, checked"
+    ) in capsys.readouterr().out
     assert _schema_of(db) == ("4", {"slot", "table_seq"}, True)
     r = start(_config(path))
     try:

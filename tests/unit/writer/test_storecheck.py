@@ -10,6 +10,7 @@ checkpoint roots come from the reference definitions of RFC 6962 section 2.1
 from __future__ import annotations
 
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,15 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from rng_service.log import merkle
 from rng_service.log.note import Checkpoint, Ed25519NoteSigner, NoteVerifier, sign_note
-from rng_service.storage.base import CheckpointRecord, EntryRecord, LogStorage, NodeRecord
+from rng_service.log.table_map import MapHead, map_root
+from rng_service.storage.base import (
+    AppendBatch,
+    CheckpointRecord,
+    EntryRecord,
+    LogStorage,
+    MapRow,
+    NodeRecord,
+)
 from rng_service.storage.sqlite import SqliteStorage
 from rng_service.writer.storecheck import (
     CHECKPOINT_SIGNERS_KEY,
@@ -100,7 +109,11 @@ def fill(store: LogStorage, n: int = N) -> list[bytes]:
         if group % EVERY == 0 or end == n:
             signer = OLD if end <= n // 2 else SIGNER
             cp = checkpoint(end, leaves, signer=signer, ts=end)
-        store.append(records, reference_nodes(leaves, start, end), cp)
+        # The table map's row of the chain (c, T) moves with each append, as the writer's do.
+        batch = AppendBatch(
+            records, reference_nodes(leaves, start, end), cp, [MapRow("c", "T", end - 1, end)]
+        )
+        store.sequence(lambda _size, b=batch: b)
     return leaves
 
 
@@ -421,3 +434,56 @@ def test_the_keys_that_signed_stored_checkpoints_are_recorded_and_required(db: P
         assert failure(db, full=False, keys=[SIGNER.verifier()]).checkpoint_size == 6
     finally:
         store.close()
+
+
+def test_a_signed_chain_link_that_does_not_follow_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Entry 13 signed with table_prev 11 (its chain's head before it is entry 12): a log the
+    writer never writes; the full check names it (the table map's replay of the chain)."""
+    real = data
+
+    def broken(i: int, outcome: str = "") -> bytes:
+        text = real(i, outcome)
+        return text.replace(b'"table_prev":12,', b'"table_prev":11,') if i == 13 else text
+
+    monkeypatch.setattr(sys.modules[__name__], "data", broken)
+    store = SqliteStorage(tmp_path / "broken.sqlite3")
+    try:
+        fill(store)
+        with pytest.raises(StoreCheckFailed) as info:
+            check_store(store, KEYS, origin=ORIGIN, full=True)
+    finally:
+        store.close()
+    assert info.value.index == 13
+    assert (
+        "entry 13 is seq 14 of table 'T' of client 'c' after entry 11, but the chain's head "
+        "before it is seq 13 at entry 12"
+    ) in str(info.value)
+
+
+def test_format_3_going_back_to_format_2_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Entries 20-29 of format 3 (each with the root of the map of the chain's head, from the
+    definition), entry 30 of format 2 again: the full check names entry 30."""
+    real = data
+
+    def mixed(i: int, outcome: str = "") -> bytes:
+        text = real(i, outcome)
+        if 20 <= i < 30:
+            root = map_root([MapHead("c", "T", i, i + 1)]).hex()
+            text = text.replace(b'"table_prev"', b'"table_map":"%s","table_prev"' % root.encode())
+            text = text.replace(b'"v":2}', b'"v":3}')
+        return text
+
+    monkeypatch.setattr(sys.modules[__name__], "data", mixed)
+    store = SqliteStorage(tmp_path / "mixed.sqlite3")
+    try:
+        fill(store)
+        with pytest.raises(StoreCheckFailed) as info:
+            check_store(store, KEYS, origin=ORIGIN, full=True)
+    finally:
+        store.close()
+    assert info.value.index == 30
+    assert "entry 30 is of format 2, but format 3 started at entry 20" in str(info.value)
