@@ -43,6 +43,7 @@ from rng_service.rpc.table_maps import (
     CommittedMap,
     CommittedMaps,
     proof_to_proto,
+    walk_chain,
 )
 from rng_service.storage.base import (
     CheckpointRecord,
@@ -417,18 +418,22 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         try:
             return read()
         except LookupIntegrityError as e:
-            _log.error(
-                {
-                    "event": "log_integrity_error",
-                    "method": method,
-                    "check": e.check,
-                    "index": e.index,
-                    "message": str(e),
-                }
-            )
-            if self._integrity_observer is not None:
-                self._integrity_observer.integrity_error(method, e.check)
+            self._integrity_error(method, e)
             raise
+
+    def _integrity_error(self, method: str, e: LookupIntegrityError) -> None:
+        """Logs and counts a failed check of stored data."""
+        _log.error(
+            {
+                "event": "log_integrity_error",
+                "method": method,
+                "check": e.check,
+                "index": e.index,
+                "message": str(e),
+            }
+        )
+        if self._integrity_observer is not None:
+            self._integrity_observer.integrity_error(method, e.check)
 
     def _proven(
         self, records: Sequence[EntryRecord], size: int, *, proofs: bool = True
@@ -533,6 +538,45 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
                 raise InvalidArgument(field, f"{value} is out of range", allowed=_SIZE_ALLOWED)
         limit = _limit(request.limit)
         size = self._size(request.tree_size, "tree_size")
+        committed = self._maps.at(size)
+        try:
+            records = self._history_rows(request, client, first, limit, size, committed)
+        except LookupIntegrityError as e:
+            if committed is None or committed.table_map.head(client, request.table_id) is None:
+                raise
+            # The store's index of the chain is damaged, but the committed map proves the
+            # head: the chain walked back from it by index and the signed table_prev is the
+            # signed truth. The damage is logged and counted all the same.
+            self._integrity_error("GetTableHistory", e)
+            records = walk_chain(
+                self._storage, committed, client, request.table_id, first_seq=first,
+                last_seq=request.last_seq or None, limit=limit,
+            )  # fmt: skip
+        entries, note = self._proven(records[:limit], size)
+        return log_pb2.GetTableHistoryResponse(
+            client=client,
+            table_id=request.table_id,
+            entries=entries,
+            truncated=len(records) > limit,
+            tree_size=size,
+            checkpoint=note,
+            map_proof=(
+                None if committed is None else self._map_proof(committed, client, request.table_id)
+            ),
+        )
+
+    def _history_rows(
+        self,
+        request: log_pb2.GetTableHistoryRequest,
+        client: str,
+        first: int,
+        limit: int,
+        size: int,
+        committed: CommittedMap | None,
+    ) -> list[EntryRecord]:
+        """The chain's rows by the store's index (its columns), each checked against its
+        signed bytes, the rows against one another and against the committed head; at most
+        ``limit + 1``."""
         found = self._storage.table_history(
             client, request.table_id, first_seq=first, last_seq=request.last_seq or None,
             limit=limit + 1,
@@ -548,24 +592,12 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         last = records[-1].table_seq if records else first - 1
         if last is None:  # not reached: check_chain proved every record has a table_seq
             raise RuntimeError("a chain record without table_seq")
-        committed = self._maps.at(size)
         reaches_end = len(records) <= limit and (not request.last_seq or last < request.last_seq)
         if committed is not None:
             _check_committed_end(committed, client, request.table_id, records, reaches_end, first)
         elif reaches_end:
             self._check_chain_end(client, request.table_id, last, size)
-        entries, note = self._proven(records[:limit], size)
-        return log_pb2.GetTableHistoryResponse(
-            client=client,
-            table_id=request.table_id,
-            entries=entries,
-            truncated=len(records) > limit,
-            tree_size=size,
-            checkpoint=note,
-            map_proof=(
-                None if committed is None else self._map_proof(committed, client, request.table_id)
-            ),
-        )
+        return records
 
     def _map_proof(
         self, committed: CommittedMap, client: str, table_id: str

@@ -43,6 +43,7 @@ __all__ = [
     "WireMapProof",
     "proof_from_proto",
     "proof_to_proto",
+    "walk_chain",
 ]
 
 MAP_CHECK = "map"
@@ -205,6 +206,74 @@ def _set_heads(table_map: TableMap, records: Sequence[EntryRecord]) -> None:
         client, table, seq = fields.get("client"), fields.get("table_id"), fields.get("table_seq")
         if type(seq) is int and type(client) is str and type(table) is str:
             table_map.set(client, table, record.index, seq)
+
+
+def walk_chain(
+    storage: LogStorage,
+    committed: CommittedMap,
+    client_id: str,
+    table_id: str,
+    *,
+    first_seq: int,
+    last_seq: int | None,
+    limit: int,
+) -> list[EntryRecord]:
+    """The chain of (client, table) from ``first_seq`` to ``last_seq`` (None: its head) in
+    the tree of ``committed``, read by index from the head the map proves, each entry's
+    signed ``table_prev`` naming the next one to read: the store's lookup columns are not
+    used. At most ``limit + 1`` rows, by seq. Raises :class:`LookupIntegrityError` when the
+    walk meets bytes that are not the chain's (``leaf_hash``, ``chain``) or a missing row
+    (``gap``)."""
+    head = committed.table_map.head(client_id, table_id)
+    out: list[EntryRecord] = []
+    if head is None:
+        return out
+    stop = head.seq if last_seq is None else min(head.seq, last_seq)
+    index: int | None = head.index
+    seq = head.seq
+    while seq >= first_seq and index is not None:
+        records = storage.entries(index, index + 1)
+        check_range(records, index, index + 1)
+        record = records[0]
+        if hashlib.sha256(LEAF_PREFIX + record.data).digest() != record.leaf_hash:
+            raise LookupIntegrityError(
+                f"entry {index}: its bytes do not hash to its stored leaf hash",
+                check="leaf_hash",
+                index=index,
+            )
+        try:
+            fields: Any = json.loads(record.data)
+        except ValueError:
+            fields = None
+        if type(fields) is not dict:
+            raise LookupIntegrityError(
+                f"entry {index}: its stored bytes are not a log entry", check="entry", index=index
+            )
+        if (fields.get("client"), fields.get("table_id"), fields.get("table_seq")) != (
+            client_id,
+            table_id,
+            seq,
+        ):
+            raise LookupIntegrityError(
+                f"entry {index}, on the chain of table {table_id!r} of client {client_id!r} "
+                f"walked back from its committed head (entry {head.index}, seq {head.seq}), "
+                f"is not its seq {seq}",
+                check="chain",
+                index=index,
+            )
+        if seq <= stop:
+            out.append(record)
+        prev = fields.get("table_prev")
+        index, seq = (prev if type(prev) is int else None), seq - 1
+    if seq >= first_seq:
+        raise LookupIntegrityError(
+            f"the chain of table {table_id!r} of client {client_id!r} walked back from its "
+            f"committed head ends before seq {first_seq}",
+            check="chain",
+            index=head.index,
+        )
+    out.reverse()
+    return out[: limit + 1]
 
 
 # -- proofs on the wire (rng.v1.TableMapProof) ----------------------------------------------
