@@ -72,6 +72,7 @@ from rng_service.cli.audit_commands import (
     _positive,
     _verifiers,
     _write_atomically,
+    witnessed_by,
 )
 from rng_service.cli.support import (
     EXIT_USAGE,
@@ -359,6 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
             usage_error=UsageError,
             command=_command,
             export_total=_export_lines_total,
+            witness_options=_witness_options,
+            witnessed_by=witnessed_by,
         ),
         key_help=key_help,
         origin_help=origin_help,

@@ -131,6 +131,27 @@ def _max_age(args: argparse.Namespace) -> int | None:
     return seconds
 
 
+def witnessed_by(args: argparse.Namespace, source: str, note: str, cover: int) -> str | None:
+    """With ``--witness``: checks that ``note`` (a signed checkpoint whose log signature the
+    caller verified, of tree size ``cover``) carries ``--min-witnesses`` valid cosignatures,
+    no older than ``--max-witness-age``, and names them; None without ``--witness``. Raises
+    :class:`WitnessFailure` otherwise (``rng-audit table-history``, ``dispute``)."""
+    witnesses, min_witnesses = _witnesses(args)
+    max_age = _max_age(args)
+    if not witnesses:
+        return None
+    report = check_witnesses(
+        [(source, note.encode("utf-8"))], witnesses, min_witnesses=max(min_witnesses, 1),
+        now=_now(args), cover=cover, cover_what=f"{source} (tree size {cover})",
+        max_age_seconds=max_age,
+    )  # fmt: skip
+    best = report.best
+    if best is None:  # not reached: check_witnesses raised
+        raise WitnessFailure(f"{source} is not witnessed")
+    names = ", ".join(v.witness.name for v in best.cosignatures)
+    return f"cosigned by {names}"
+
+
 def _age(seconds: int) -> str:
     if seconds < 0:
         return "in the future"

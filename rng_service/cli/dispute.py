@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rng_service.audit import VerificationFailure, VerifiedHead
 from rng_service.audit.dispute import DisputeReport, judge_dispute, span_of
-from rng_service.audit.history import (
-    prove_entries,
-)
+from rng_service.audit.history import HistoryFormatError, ProvenItem, prove_entries
+from rng_service.audit.table_proof import TableProofFile, read_table_proof, write_table_proof
 from rng_service.audit.verify import PinnedOrigin
-from rng_service.cli.support import Output
+from rng_service.cli.support import Output, writable_file
+from rng_service.cli.tables_live import LiveChain, check_saved, read_chain, reading_tree
 from rng_service.log.entry import LogEntry
 
 if TYPE_CHECKING:
@@ -40,8 +41,15 @@ __all__: list[str] = []
 
 
 def _dispute_output(
-    args: argparse.Namespace, report: DisputeReport, proven_by: str, *, export: bool = False
+    args: argparse.Namespace,
+    report: DisputeReport,
+    proven_by: str,
+    *,
+    export: bool = False,
+    live: LiveChain | None = None,
 ) -> int:
+    committed = None if live is None else live.committed
+    complete = export or committed is not None
     chained = [e for r in report.rounds for e in r.chained]
     format_1 = [e for r in report.rounds for e in r.entries if e.table_seq is None]
     if chained:
@@ -59,6 +67,8 @@ def _dispute_output(
             if report.following is not None
             else "the end of the table's chain in the export (no later entry of the table)"
             if export
+            else "the table's committed head (no later entry of the table as of this checkpoint)"
+            if committed is not None
             else "the end of the table's chain as the log gives it (no later entry of the "
             "table as of this checkpoint; that none was hidden from its index is shown only by "
             "a full export, --against)"
@@ -66,8 +76,8 @@ def _dispute_output(
         chain_text = (
             f"Nothing of table {report.table_id!r} between {before} and {after} is missing: "
             f"its chain runs unbroken from seq {report.span[0].table_seq} to seq "
-            f"{report.span[-1].table_seq}, each entry naming the one before"
-            if export
+            f"{report.span[-1].table_seq}, each entry naming the one before" + _walk_note(live)
+            if complete
             else f"Between {before} and {after}, the chain of table {report.table_id!r} as the "
             f"log gave it runs unbroken from seq {report.span[0].table_seq} to seq "
             f"{report.span[-1].table_seq}, each entry naming the one before"
@@ -78,8 +88,9 @@ def _dispute_output(
             "chain, so nothing is said about entries around them"
         )
     data = {
-        "ok": export,
-        "proven_complete": export,
+        "ok": complete,
+        "proven_complete": complete,
+        "witnessed": None if live is None else live.witnessed,
         "client": report.client,
         "table_id": report.table_id,
         "sessions": list(report.sessions),
@@ -101,14 +112,33 @@ def _dispute_output(
         "chain": chain_text,
         "format_1_entries": [e.index for e in format_1],
     }
+    as_of = "" if committed is None or live is None else " " + live.as_of()
     Output(args.json).result(
-        data, lambda: _dispute_text(report, proven_by, chain_text, proven_complete=export)
+        data,
+        lambda: _dispute_text(report, proven_by, chain_text, proven_complete=complete, as_of=as_of),
     )
-    return 0 if export else FOUND_UNPROVEN
+    return 0 if complete else FOUND_UNPROVEN
+
+
+def _walk_note(live: LiveChain | None) -> str:
+    committed = None if live is None else live.committed
+    if committed is None or committed.proven.head is None:
+        return ""
+    head = committed.proven.head
+    return (
+        f"; the table's whole chain (seq 1 to {head.seq}) was walked back from its committed "
+        f"head (log index {head.index}), proven by the map root signed in entry "
+        f"{committed.proven.root_entry.index}, and every entry of the rounds in it is listed"
+    )
 
 
 def _dispute_text(
-    report: DisputeReport, proven_by: str, chain_text: str, *, proven_complete: bool
+    report: DisputeReport,
+    proven_by: str,
+    chain_text: str,
+    *,
+    proven_complete: bool,
+    as_of: str = "",
 ) -> str:
     names = ", ".join(repr(r.round_id) for r in report.rounds)
     format_1 = [e for r in report.rounds for e in r.entries if e.table_seq is None]
@@ -123,7 +153,7 @@ def _dispute_text(
     counted = f"{total} entr{'y' if total == 1 else 'ies'}, every one {proven_by}"
     of_table = f"of table {report.table_id!r} (client {report.client!r})"
     lines = [
-        f"OK: these are all the outcomes of {rounds} {of_table}: {counted}"
+        f"OK: these are all the outcomes of {rounds} {of_table}{as_of}: {counted}"
         if proven_complete
         else f"FOUND: the outcomes of {rounds} {of_table} that the log gave: {counted}. These "
         "entries are proven; that none is missing rests on the store's index (an entry of "
@@ -171,8 +201,15 @@ def _dispute_text(
 
 def _cmd_dispute(shared: Shared, args: argparse.Namespace) -> int:
     usage = shared.usage_error
-    if (args.target is None) == (args.against is None):
-        raise usage("give one of --target HOST:PORT and --against EXPORT")
+    sources = [x for x in (args.proof, args.target, args.against) if x is not None]
+    if len(sources) != 1:
+        raise usage("give one of: a table proof FILE, --target HOST:PORT, --against EXPORT")
+    if args.out is not None and args.target is None:
+        raise usage("--out saves what --target fetched (a file or an export is already saved)")
+    if args.proof is not None:
+        return _dispute_saved(shared, args)
+    if args.client is None:
+        raise usage("--client is needed (a round is (client, table, round))")
     if not args.round and not args.request_id and not args.session:
         raise usage("give the disputed round(s) with --round, --request-id or --session")
     if args.round and args.table is None:
@@ -185,24 +222,30 @@ def _cmd_dispute(shared: Shared, args: argparse.Namespace) -> int:
     kept = shared.kept(args.checkpoint)
     if args.against is not None:
         return _dispute_against(shared, args, verifiers, origin, kept)
+    out_file = None if args.out is None else writable_file(args.out, "--out")
     from rng_service.rpc.log_servicer import LogClient
 
     with LogClient(args.target, tls=tls, timeout=args.timeout) as client:
-        head: VerifiedHead | None = None
-        size = args.tree_size
+        tree = reading_tree(shared, args, client, verifiers=verifiers, origin=origin, kept=kept)
+        head: VerifiedHead | None = None if tree is None else tree[0]
+        note, witnessed = ("", None) if tree is None else (tree[1], tree[2])
+        size = args.tree_size if head is None else head.checkpoint.size
+        looked_up: dict[int, ProvenItem] = {}
 
         def proven(page: ProvenPage, what: str) -> list[LogEntry]:
-            nonlocal head, size
+            nonlocal head, size, note
             if head is None:
                 head = _live_head(
                     shared, client, page.checkpoint, target=args.target, verifiers=verifiers,
                     origin=origin, kept=kept,
                 )  # fmt: skip
-                size = head.checkpoint.size
+                size, note = head.checkpoint.size, page.checkpoint
             _same_tree(page, head, what)
             if page.truncated:
                 raise usage(f"{what}: more than 1000 entries; that is not one game round")
-            return prove_entries(_items(page), head, what=f"{args.target}'s answer to {what}")
+            items = _items(page)
+            looked_up.update((item.index, item) for item in items)
+            return prove_entries(items, head, what=f"{args.target}'s answer to {what}")
 
         table = args.table
         rounds = list(dict.fromkeys(args.round))
@@ -253,23 +296,148 @@ def _cmd_dispute(shared: Shared, args: argparse.Namespace) -> int:
                 ),
                 f"round {round_id!r}",
             )
-        bounds = span_of(found)
-        span: list[LogEntry] = []
-        if bounds is not None and found and all(found.values()):
-            page = client.table_history(
-                table, client=args.client, first_seq=bounds[0], last_seq=bounds[1],
-                tree_size=size,
-            )  # fmt: skip
-            span = proven(page, f"the history of table {table!r}")
-    if head is None:  # not reached: a head was verified above
-        raise RuntimeError("no verified checkpoint")
+        if head is None:  # not reached: a head was verified above
+            raise RuntimeError("no verified checkpoint")
+        # The table's whole chain as of this checkpoint: with a committed map, walked back
+        # from the proven head, so every entry of the rounds is found by its signed bytes.
+        live = read_chain(
+            shared, args, client, table_id=table, whose=args.client, first_seq=1,
+            verifiers=verifiers, origin=origin, kept=kept, tree=(head, note, witnessed),
+        )  # fmt: skip
+    if live.committed is not None:
+        found, rounds = _from_chain(live.committed.chain, found, rounds, args.session)
+        chain: Sequence[LogEntry] = live.committed.chain
+    else:
+        chain = live.entries if found and all(found.values()) else ()
+    bounds = span_of(found)
+    span = [] if bounds is None else [
+        e for e in chain if e.table_seq is not None and bounds[0] <= e.table_seq <= bounds[1]
+    ]  # fmt: skip
     report = judge_dispute(
         client=args.client, table_id=table, found=found, span=span, sessions=args.session
     )
+    if out_file is not None:
+        _save_proof(shared, out_file, live, rounds, args.session, looked_up)
     return _dispute_output(
         args, report,
         f"proven in the checkpoint of tree size {head.checkpoint.size} signed by "
-        f"{_signers(head)}",
+        f"{_signers(head)}" + (f" (saved to {args.out})" if args.out else ""),
+        live=live,
+    )  # fmt: skip
+
+
+def _from_chain(
+    chain: Sequence[LogEntry],
+    found: Mapping[str, Sequence[LogEntry]],
+    rounds: list[str],
+    sessions: Sequence[str],
+) -> tuple[dict[str, list[LogEntry]], list[str]]:
+    """The rounds' entries as the committed chain holds them (every one, by its signed
+    bytes), with the format 1 entries the lookups found (in no chain); the rounds of the
+    disputed sessions added. An entry a lookup proved in the log that claims a place in the
+    chain but is not on it is a second signed entry of that place: a failure."""
+    on_chain = {e.index for e in chain}
+    for round_id, entries in found.items():
+        for entry in entries:
+            if entry.table_seq is not None and entry.index not in on_chain:
+                raise VerificationFailure(
+                    f"log index {entry.index} (seq {entry.table_seq} of round {round_id!r}) is "
+                    "in the log, but not on the table's chain walked back from its committed "
+                    "head: two signed entries claim one place in the chain",
+                    index=entry.index,
+                )
+    rounds = list(rounds)
+    for entry in chain:
+        if entry.session_id and entry.session_id in sessions and entry.round_id not in rounds:
+            rounds.append(entry.round_id)
+    out: dict[str, list[LogEntry]] = {}
+    for round_id in rounds:
+        unchained = [e for e in found.get(round_id, ()) if e.table_seq is None]
+        out[round_id] = sorted(
+            [*unchained, *(e for e in chain if e.round_id == round_id)], key=lambda e: e.index
+        )
+    return out, rounds
+
+
+def _save_proof(
+    shared: Shared,
+    out_file: Path,
+    live: LiveChain,
+    rounds: Sequence[str],
+    sessions: Sequence[str],
+    looked_up: Mapping[int, ProvenItem],
+) -> None:
+    """``--out``: the table proof file (a log with a committed map only)."""
+    committed = live.committed
+    if committed is None:
+        raise shared.usage_error(
+            f"--out: nothing saved: the log has no committed map at tree size "
+            f"{live.head.checkpoint.size} (its newest entry is of format 1 or 2), so there is "
+            "no proof of completeness to save; dispute --against a full export instead"
+        )
+    on_chain = {item.index for item in live.items}
+    unchained = tuple(
+        item for index, item in sorted(looked_up.items())
+        if index not in on_chain and LogEntry.decode(item.data).table_seq is None
+    )  # fmt: skip
+    saved = TableProofFile(
+        origin=live.head.checkpoint.origin, client=live.client, table_id=live.table_id,
+        first_seq=1, tree_size=live.head.checkpoint.size, checkpoint=live.note,
+        root=committed.root, proof=committed.proof, items=live.items, rounds=tuple(rounds),
+        sessions=tuple(sessions), extra=unchained,
+    )  # fmt: skip
+    shared.write_atomically(out_file, lambda fh: write_table_proof(fh, saved))
+
+
+def _dispute_saved(shared: Shared, args: argparse.Namespace) -> int:
+    """``rng-audit dispute FILE``: a saved table proof checked with the keys alone; the
+    rounds (``--round``, ``--request-id``, ``--session``, else the saved ones) answered from
+    the chain it proves."""
+    usage = shared.usage_error
+    if args.tree_size:
+        raise usage("--tree-size is for --target")
+    verifiers = shared.verifiers(args.key)
+    origin = shared.pinned(verifiers, args.origin)
+    try:
+        with shared.export_lines(args.proof) as lines:
+            saved = read_table_proof(lines)
+    except HistoryFormatError as e:
+        raise usage(f"table proof {args.proof}: {e}") from e
+    for option, value, there in (("--client", args.client, saved.client),
+                                 ("--table", args.table, saved.table_id)):  # fmt: skip
+        if value is not None and value != there:
+            raise usage(f"{option} {value!r}, but the file is of {there!r}")
+    live, extra = check_saved(shared, args, saved, args.proof, verifiers, origin)
+    if live.committed is None:  # not reached: check_saved proves the map
+        raise RuntimeError("no committed map")
+    chain = live.committed.chain
+    rounds = list(dict.fromkeys(args.round))
+    for request_id in args.request_id:
+        match = [e for e in (*chain, *extra) if e.request_id == request_id]
+        if not match:
+            raise VerificationFailure(
+                f"request {request_id!r} is not in the chain of table {saved.table_id!r} that "
+                f"{args.proof} proves complete"
+            )
+        if match[0].round_id not in rounds:
+            rounds.append(match[0].round_id)
+    sessions = list(args.session)
+    if not rounds and not sessions:
+        rounds, sessions = list(saved.rounds), list(saved.sessions)
+    lookups = {r: [e for e in extra if e.round_id == r] for r in rounds}
+    found, rounds = _from_chain(chain, lookups, rounds, sessions)
+    bounds = span_of(found)
+    span = [] if bounds is None else [
+        e for e in chain if e.table_seq is not None and bounds[0] <= e.table_seq <= bounds[1]
+    ]  # fmt: skip
+    report = judge_dispute(
+        client=saved.client, table_id=saved.table_id, found=found, span=span, sessions=sessions
+    )
+    return _dispute_output(
+        args, report,
+        f"proven in the checkpoint of tree size {live.head.checkpoint.size} signed by "
+        f"{_signers(live.head)} (saved in {args.proof})",
+        live=live,
     )  # fmt: skip
 
 

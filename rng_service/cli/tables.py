@@ -24,7 +24,10 @@ input, an unreachable service).
 from __future__ import annotations
 
 import argparse
+import json
 import textwrap
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rng_service.audit import VerificationFailure, open_head
@@ -37,7 +40,14 @@ from rng_service.audit.history import (
     read_history,
     write_history,
 )
+from rng_service.audit.table_proof import (
+    PROOF_FORMAT,
+    TableProofFile,
+    read_table_proof,
+    write_table_proof,
+)
 from rng_service.cli.support import Output, writable_file
+from rng_service.cli.tables_live import LiveChain, check_saved, read_chain, reading_tree
 from rng_service.log.entry import LogEntry
 
 if TYPE_CHECKING:
@@ -52,10 +62,7 @@ from rng_service.cli.tables_common import (
     _entry_json,
     _entry_line,
     _export_entries,
-    _items,
-    _live_head,
     _of_table,
-    _same_tree,
     _signers,
     _verified_export,
 )
@@ -74,12 +81,24 @@ def _history_output(
     proven_by: str,
     asked_to: int | None,
     export: bool = False,
+    live: LiveChain | None = None,
 ) -> int:
-    """Prints the history; exit status 0 only for an export (``export``), which proves that
-    no entry of the table is missing; else 4 (FOUND: proven entries, completeness unproven)."""
+    """Prints the history; exit status 0 only for an export (``export``) or a chain the
+    committed map proves (``live.committed``), which prove that no entry of the table is
+    missing; else 4 (FOUND: proven entries, completeness unproven)."""
     entries = report.entries
+    committed = None if live is None else live.committed
+    complete = export or committed is not None
     end_note = ""
-    if entries and asked_to is None and export:
+    if committed is not None and committed.proven.head is not None:
+        head = committed.proven.head
+        end_note = (
+            f"the chain's head as of checkpoint {committed.proven.tree_size} is seq "
+            f"{head.seq} (log index {head.index}), proven by the map root signed in entry "
+            f"{committed.proven.root_entry.index}; the history was walked back from it by "
+            "each entry's signed predecessor, so no entry of it can be hidden"
+        )
+    elif entries and asked_to is None and export:
         end_note = (
             f"the export holds no entry of this table after seq {report.last_seq}: the chain "
             f"ends there in its {tree_size} entries (every entry read by its signed bytes)"
@@ -100,14 +119,21 @@ def _history_output(
         )
     notes = [n for n in (start_note, end_note) if n]
     data = {
-        "ok": export,
-        "proven_complete": export,
+        "ok": complete,
+        "proven_complete": complete,
         "client": report.client,
         "table_id": report.table_id,
         "first_seq": report.first_seq,
         "last_seq": report.last_seq,
-        "complete": export,
+        "complete": complete,
         "tree_size": tree_size,
+        "witnessed": None if live is None else live.witnessed,
+        "head": None
+        if committed is None or committed.proven.head is None
+        else {
+            "index": committed.proven.head.index,
+            "seq": committed.proven.head.seq,
+        },
         "proven_by": proven_by,
         "starts_chain": report.starts_chain,
         "notes": notes,
@@ -121,8 +147,10 @@ def _history_output(
         )
         first = (
             f"OK: the history of table {report.table_id!r} (client {report.client!r}) is "
-            f"complete from seq {report.first_seq} to seq {report.last_seq}: {found}"
-            if export
+            f"complete from seq {report.first_seq} to seq {report.last_seq}"
+            + ("" if live is None else " " + live.as_of())
+            + f": {found}"
+            if complete
             else f"FOUND: the history of table {report.table_id!r} (client {report.client!r}) "
             f"from seq {report.first_seq} to seq {report.last_seq} as the log gave it: {found}. "
             f"These entries are proven; that none is missing rests on the store's index (a "
@@ -137,7 +165,69 @@ def _history_output(
         return "\n".join(lines)
 
     Output(args.json).result(data, text)
-    return 0 if export else FOUND_UNPROVEN
+    return 0 if complete else FOUND_UNPROVEN
+
+
+def _proven_none(args: argparse.Namespace, live: LiveChain, first: int) -> int:
+    """The committed map proves that the chain has no entry (from ``first`` on): exit 0."""
+    committed = live.committed
+    if committed is None:  # not reached: the caller checked it
+        raise RuntimeError("no committed map")
+    head = committed.proven.head
+    root = committed.proven.root_entry.index
+    name = f"table {live.table_id!r} (client {live.client!r})"
+    if head is None:
+        text = (
+            f"OK: table {live.table_id!r} has no entries (client {live.client!r}) "
+            f"{live.as_of()}: the map root signed in entry {root} proves that no chain of "
+            "this client and table is in the log"
+        )
+    else:
+        text = (
+            f"OK: {name} has no entries from seq {first} {live.as_of()}: its chain ends at "
+            f"seq {head.seq} (log index {head.index}), proven by the map root signed in entry "
+            f"{root}"
+        )
+    data = {
+        "ok": True, "proven_complete": True, "complete": True, "client": live.client,
+        "table_id": live.table_id, "first_seq": None, "last_seq": None,
+        "tree_size": live.head.checkpoint.size, "witnessed": live.witnessed,
+        "head": None if head is None else {"index": head.index, "seq": head.seq},
+        "notes": [text.removeprefix("OK: ")], "entries": [],
+    }  # fmt: skip
+    Output(args.json).result(data, lambda: text)
+    return 0
+
+
+def _live_history(
+    args: argparse.Namespace, live: LiveChain, first: int, last: int | None, saved_to: str
+) -> int:
+    """The verdict on a chain read live (or from a saved proof file)."""
+    size = live.head.checkpoint.size
+    proven_by = f"in the checkpoint of tree size {size} signed by {_signers(live.head)}" + saved_to
+    committed = live.committed
+    if committed is None:
+        entries = [e for e in live.entries if last is None or (e.table_seq or 0) <= last]
+        if not entries:
+            raise _no_history(live.client, live.table_id, first, size)
+        report = check_history(
+            entries, client=live.client, table_id=live.table_id, first_seq=first, last_seq=last
+        )
+        return _history_output(args, report, tree_size=size, proven_by=proven_by,
+                               asked_to=last, live=live)  # fmt: skip
+    head = committed.proven.head
+    if head is None or head.seq < first:
+        if last is not None:
+            check_history([], client=live.client, table_id=live.table_id, first_seq=first,
+                          last_seq=last)  # fmt: skip
+        return _proven_none(args, live, first)
+    chain = [e for e in committed.chain if last is None or (e.table_seq or 0) <= last]
+    report = check_history(
+        chain if last is None or last <= head.seq else committed.chain,
+        client=live.client, table_id=live.table_id, first_seq=first, last_seq=last,
+    )  # fmt: skip
+    return _history_output(args, report, tree_size=size, proven_by=proven_by, asked_to=last,
+                           live=live)  # fmt: skip
 
 
 def _no_history(client: str, table_id: str, first: int, tree_size: int) -> VerificationFailure:
@@ -146,6 +236,21 @@ def _no_history(client: str, table_id: str, first: int, tree_size: int) -> Verif
         f"(tree size {tree_size}): nothing is proven (check the client and table ids, and "
         "--from)"
     )
+
+
+def _is_table_proof(lines: Sequence[str]) -> bool:
+    try:
+        header = json.loads(lines[0]) if lines else None
+    except json.JSONDecodeError:
+        return False
+    return isinstance(header, dict) and header.get("format") == PROOF_FORMAT
+
+
+def _same_names(shared: Shared, args: argparse.Namespace, client: str, table_id: str) -> None:
+    for option, value, there in (("--client", args.client, client), ("--table", args.table,
+                                                                       table_id)):  # fmt: skip
+        if value is not None and value != there:
+            raise shared.usage_error(f"{option} {value!r}, but the file is of {there!r}")
 
 
 def _cmd_table_history(shared: Shared, args: argparse.Namespace) -> int:
@@ -169,14 +274,17 @@ def _cmd_table_history(shared: Shared, args: argparse.Namespace) -> int:
     if args.history is not None:
         try:
             with shared.export_lines(args.history) as lines:
-                saved = read_history(lines)
+                text = list(lines)
+            if _is_table_proof(text):
+                proof = read_table_proof(text)
+                _same_names(shared, args, proof.client, proof.table_id)
+                live, _ = check_saved(shared, args, proof, args.history, verifiers, origin)
+                return _live_history(args, live, proof.first_seq, last,
+                                     f" (saved in {args.history})")  # fmt: skip
+            saved = read_history(text)
         except HistoryFormatError as e:
             raise usage(f"table history {args.history}: {e}") from e
-        for option, value, there in (
-            ("--client", args.client, saved.client), ("--table", args.table, saved.table_id)
-        ):  # fmt: skip
-            if value is not None and value != there:
-                raise usage(f"{option} {value!r}, but the file is of {there!r}")
+        _same_names(shared, args, saved.client, saved.table_id)
         origin.check(saved.origin, f"table history {args.history}")
         head = open_head(
             saved.checkpoint, verifiers, source=f"the checkpoint of {args.history}",
@@ -233,37 +341,42 @@ def _cmd_table_history(shared: Shared, args: argparse.Namespace) -> int:
     from rng_service.rpc.log_servicer import LogClient
 
     with LogClient(args.target, tls=tls, timeout=args.timeout) as client:
-        page = client.table_history(
-            args.table, client=args.client or "", first_seq=first, last_seq=last or 0,
-            tree_size=args.tree_size,
+        tree = reading_tree(shared, args, client, verifiers=verifiers, origin=origin, kept=kept)
+        live = read_chain(
+            shared, args, client, table_id=args.table, whose=args.client or "", first_seq=first,
+            verifiers=verifiers, origin=origin, kept=kept, tree=tree,
         )  # fmt: skip
-        head = _live_head(
-            shared, client, page.checkpoint, target=args.target, verifiers=verifiers,
-            origin=origin, kept=kept,
+    if out_file is not None:
+        _save_live(shared, out_file, live, first, last)
+    return _live_history(args, live, first, last, f" (saved to {args.out})" if args.out else "")
+
+
+def _save_live(
+    shared: Shared, out_file: Path, live: LiveChain, first: int, last: int | None
+) -> None:
+    """``--out``: a table proof file when a map proved the chain, else (a log without a
+    committed map) the table-history file of the entries up to ``last``."""
+    origin = live.head.checkpoint.origin
+    committed = live.committed
+    if committed is not None:
+        proof = TableProofFile(
+            origin=origin, client=live.client, table_id=live.table_id, first_seq=first,
+            tree_size=live.head.checkpoint.size, checkpoint=live.note, root=committed.root,
+            proof=committed.proof, items=live.items,
         )  # fmt: skip
-    _same_tree(page, head, "the table history")
-    entries = prove_entries(_items(page), head, what=f"{args.target}'s table history")
-    if args.out is not None:
-        seqs = [e.table_seq or 0 for e in entries]
-        saved = HistoryFile(
-            origin=head.checkpoint.origin, client=page.client, table_id=args.table,
-            first_seq=first, last_seq=max(seqs, default=0), tree_size=page.tree_size,
-            checkpoint=page.checkpoint, items=tuple(_items(page)),
-        )  # fmt: skip
-        if out_file is None:  # not reached: set with the pages
-            raise RuntimeError("no output file")
-        shared.write_atomically(out_file, lambda fh: write_history(fh, saved))
-    if not entries:
-        raise _no_history(page.client, args.table, first, page.tree_size)
-    report = check_history(
-        entries, client=page.client, table_id=args.table, first_seq=first, last_seq=last
-    )
-    return _history_output(
-        args, report, tree_size=page.tree_size,
-        proven_by=f"in the checkpoint of tree size {page.tree_size} signed by {_signers(head)}"
-        + (f" (saved to {args.out})" if args.out else ""),
-        asked_to=last,
+        shared.write_atomically(out_file, lambda fh: write_table_proof(fh, proof))
+        return
+    items = [
+        item for item, entry in zip(live.items, live.entries, strict=True)
+        if last is None or (entry.table_seq or 0) <= last
+    ]  # fmt: skip
+    seqs = [e.table_seq or 0 for e in live.entries if last is None or (e.table_seq or 0) <= last]
+    saved = HistoryFile(
+        origin=origin, client=live.client, table_id=live.table_id, first_seq=first,
+        last_seq=max(seqs, default=0), tree_size=live.head.checkpoint.size,
+        checkpoint=live.note, items=tuple(items),
     )  # fmt: skip
+    shared.write_atomically(out_file, lambda fh: write_history(fh, saved))
 
 
 # -- parsers ---------------------------------------------------------------------------------
@@ -305,6 +418,7 @@ def add_commands(sub: Any, shared: Shared, *, key_help: str, origin_help: str) -
             "--json", action="store_true",
             help="print one JSON document (a failure too, with \"ok\": false) instead of text",
         )  # fmt: skip
+        shared.witness_options(p)
 
     p = shared.command(
         sub, "table-history",
@@ -314,9 +428,14 @@ def add_commands(sub: Any, shared: Shared, *, key_help: str, origin_help: str) -
         "Checks that the entries of one (client, table) chain from seq A to seq B are all "
         "there: each entry names the one before (entry format 2), and each is proven in one "
         "signed checkpoint (--target, or a FILE saved with --out) or in a verified full export "
-        "(--against). Exit status 0: complete, proven against a full export (--against); 4: "
-        "FOUND: the entries shown are proven, but that none is missing rests on the store's "
-        "index (--target, or a FILE it saved); 1: a break or a failed proof (named); 2: "
+        "(--against). On a log with a committed map of table heads (entry format 3), the "
+        "chain's head is proven by the map root signed in the checkpoint's newest entry and "
+        "the chain is walked back from it: complete as of that checkpoint (with --witness, "
+        "the newest witnessed one), or 'table T has no entries'. Exit status 0: complete, "
+        "proven by the map (--target, or a FILE it saved) or against a full export "
+        "(--against); 4: FOUND: the entries shown are proven, but the log has no committed "
+        "map yet (its newest entry is of format 1 or 2), so that none is missing rests on the "
+        "store's index; 1: a break or a failed proof, a map proof among them (named); 2: "
         "nothing was checked (usage, unreadable input, an unreachable service)."
     )
     p.add_argument(
@@ -334,8 +453,9 @@ def add_commands(sub: Any, shared: Shared, *, key_help: str, origin_help: str) -
     )  # fmt: skip
     p.add_argument(
         "--out", metavar="FILE",
-        help="with --target: save what was fetched, to check it again offline (checked to be "
-        "writable before anything is fetched; default: not saved)",
+        help="with --target: save what was fetched, to check it again offline (a table proof "
+        "file when the log has a committed map; checked to be writable before anything is "
+        "fetched; default: not saved)",
     )  # fmt: skip
     common(
         p, client_required=False,
@@ -354,11 +474,25 @@ def add_commands(sub: Any, shared: Shared, *, key_help: str, origin_help: str) -
         "rounds of one client's table, proves each one, and checks the table's chain from the "
         "entry before the rounds to the entry after: these are all the outcomes of the rounds, "
         "in their slots' order, with any voids, and nothing of the table between the previous "
-        "and the next round is missing. Exit status 0: answered and proven complete against a "
-        "full export (--against); 4: FOUND: the entries shown are proven, but that none is "
-        "missing rests on the store's index (--target); 1: something did not verify (named); "
-        "2: nothing was checked (usage, unreadable input, an unreachable service)."
+        "and the next round is missing. On a log with a committed map of table heads (entry "
+        "format 3), --target walks the table's whole chain back from its proven head and lists "
+        "every entry of the rounds it holds; --out saves that proof as a file that 'rng-audit "
+        "dispute FILE --key K' checks offline. Exit status 0: answered and proven complete (by "
+        "the committed map, or against a full export); 4: FOUND: the entries shown are proven, "
+        "but the log has no committed map yet, so that none is missing rests on the store's "
+        "index (--target); 1: something did not verify, a map proof among them (named); 2: "
+        "nothing was checked (usage, unreadable input, an unreachable service)."
     )
+    p.add_argument(
+        "proof", nargs="?",
+        help="a table proof file saved with --out (instead of --target or --against)",
+    )  # fmt: skip
+    p.add_argument(
+        "--out", metavar="FILE",
+        help="with --target: save the proof (checkpoint, map proof, the table's whole chain) "
+        "as a table proof file, to check offline (checked to be writable before anything is "
+        "fetched; default: not saved)",
+    )  # fmt: skip
     p.add_argument("--table", help="the table id (needed with --round)")
     p.add_argument(
         "--round", action="append", default=[],
@@ -377,8 +511,8 @@ def add_commands(sub: Any, shared: Shared, *, key_help: str, origin_help: str) -
         "unfound",
     )  # fmt: skip
     common(
-        p, client_required=True,
-        client_help="the client (game server identity) whose rounds (required: a round is "
-        "(client, table, round))",
+        p, client_required=False,
+        client_help="the client (game server identity) whose rounds (required with --target "
+        "and --against: a round is (client, table, round))",
     )  # fmt: skip
     p.set_defaults(fn=lambda a: _cmd_dispute(shared, a))

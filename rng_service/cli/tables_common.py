@@ -59,6 +59,11 @@ class Shared:
     formatter and the mTLS options (before or after the command)."""
     export_total: Callable[[str], int | None]
     """The lines an export's header declares (for progress only)."""
+    witness_options: Callable[[argparse.ArgumentParser], None]
+    """Adds ``--witness``, ``--min-witnesses`` and ``--max-witness-age`` to a parser."""
+    witnessed_by: Callable[[argparse.Namespace, str, str, int], str | None]
+    """``witnessed_by(args, source, note, size)``: with ``--witness``, the witnesses that
+    cosigned ``note`` (else a WitnessFailure); None without ``--witness``."""
 
 
 # -- output --------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """gRPC adapters of ``rng.v1.LogService``: reading the log (auditors, dispute lookup).
 
 :class:`LogServicer` is the server side, :class:`LogClient` a small synchronous client that the
-``rng-audit`` command uses (it returns plain values, so its callers never touch protobuf types).
+``rng-audit`` command uses (in :mod:`rng_service.rpc.log_client`, re-exported here).
 Both translate between proto and domain values; nothing more. Proofs come from the
 service's :class:`~rng_service.writer.tree.MerkleTree` (RFC 6962 sections 2.1.1 and 2.1.2), entries
 and published checkpoints from the :class:`~rng_service.storage.base.LogStorage`, signed
@@ -28,18 +28,24 @@ import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
-import grpc
 from grpc import aio
 
 from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc
-from rng_service.errors import IntegrityError, InvalidArgument, NotFound, OutOfRange, Unavailable
+from rng_service.errors import InvalidArgument, NotFound, OutOfRange
 from rng_service.log.merkle import HASH_SIZE
 from rng_service.log.note import Checkpoint, parse_note
 from rng_service.rpc.auth import Authorizer, caller_id
-from rng_service.rpc.client import ClientTls, connection_hint
 from rng_service.rpc.errors import RpcObserver, rpc
+from rng_service.rpc.log_client import LogClient, ProvenEntry, ProvenPage
+from rng_service.rpc.table_maps import (
+    MAP_CHECK,
+    CommittedMap,
+    CommittedMaps,
+    proof_to_proto,
+    walk_chain,
+)
 from rng_service.storage.base import (
     CheckpointRecord,
     CosignatureRecord,
@@ -61,6 +67,8 @@ __all__ = [
     "IntegrityObserver",
     "LogClient",
     "LogServicer",
+    "ProvenEntry",
+    "ProvenPage",
     "PublicKeyInfo",
     "TreeReader",
 ]
@@ -187,6 +195,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         sync: Callable[[], int] | None = None,
         integrity_observer: IntegrityObserver | None = None,
         client_id: str = "default",
+        maps: CommittedMaps | None = None,
     ) -> None:
         """``checkpoint_note(size)`` signs the checkpoint of the tree at ``size``;
         ``publish()`` stores the current one as published and returns it; ``sync()``, if
@@ -195,7 +204,8 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         ``authorizer`` every call is authorized first (``rpc``): log reads are auditors' only
         (and a game server's own table histories). ``client_id``: the caller outside an
         authorized call (as the outcome servicer's). ``integrity_observer`` counts entries
-        that fail their checks on the way out."""
+        that fail their checks on the way out. ``maps``: the committed table maps the
+        proofs of table heads come from (default: rebuilt from the store's entries)."""
         self._keys = tuple(keys)
         self._storage = storage
         self._tree = tree
@@ -204,6 +214,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         self._sync = sync
         self._integrity_observer = integrity_observer
         self._client_id = client_id
+        self._maps = maps if maps is not None else CommittedMaps(storage, tree)
         self.rpc_observer = rpc_observer
         self.authorizer = authorizer
 
@@ -417,18 +428,22 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         try:
             return read()
         except LookupIntegrityError as e:
-            _log.error(
-                {
-                    "event": "log_integrity_error",
-                    "method": method,
-                    "check": e.check,
-                    "index": e.index,
-                    "message": str(e),
-                }
-            )
-            if self._integrity_observer is not None:
-                self._integrity_observer.integrity_error(method, e.check)
+            self._integrity_error(method, e)
             raise
+
+    def _integrity_error(self, method: str, e: LookupIntegrityError) -> None:
+        """Logs and counts a failed check of stored data."""
+        _log.error(
+            {
+                "event": "log_integrity_error",
+                "method": method,
+                "check": e.check,
+                "index": e.index,
+                "message": str(e),
+            }
+        )
+        if self._integrity_observer is not None:
+            self._integrity_observer.integrity_error(method, e.check)
 
     def _proven(
         self, records: Sequence[EntryRecord], size: int, *, proofs: bool = True
@@ -500,9 +515,15 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
             signed = check_record(record)
             _check_filters(record.index, signed, filters)
         entries, note = self._proven(records[:limit], size)
+        map_proof = None
+        if request.client and request.table_id:
+            committed = self._maps.at(size)
+            if committed is not None:
+                map_proof = self._map_proof(committed, request.client, request.table_id)
         return log_pb2.FindEntriesResponse(
-            entries=entries, truncated=len(records) > limit, tree_size=size, checkpoint=note
-        )
+            entries=entries, truncated=len(records) > limit, tree_size=size, checkpoint=note,
+            map_proof=map_proof,
+        )  # fmt: skip
 
     @rpc("FindEntries")
     async def FindEntries(
@@ -527,6 +548,45 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
                 raise InvalidArgument(field, f"{value} is out of range", allowed=_SIZE_ALLOWED)
         limit = _limit(request.limit)
         size = self._size(request.tree_size, "tree_size")
+        committed = self._maps.at(size)
+        try:
+            records = self._history_rows(request, client, first, limit, size, committed)
+        except LookupIntegrityError as e:
+            if committed is None or committed.table_map.head(client, request.table_id) is None:
+                raise
+            # The store's index of the chain is damaged, but the committed map proves the
+            # head: the chain walked back from it by index and the signed table_prev is the
+            # signed truth. The damage is logged and counted all the same.
+            self._integrity_error("GetTableHistory", e)
+            records = walk_chain(
+                self._storage, committed, client, request.table_id, first_seq=first,
+                last_seq=request.last_seq or None, limit=limit,
+            )  # fmt: skip
+        entries, note = self._proven(records[:limit], size)
+        return log_pb2.GetTableHistoryResponse(
+            client=client,
+            table_id=request.table_id,
+            entries=entries,
+            truncated=len(records) > limit,
+            tree_size=size,
+            checkpoint=note,
+            map_proof=(
+                None if committed is None else self._map_proof(committed, client, request.table_id)
+            ),
+        )
+
+    def _history_rows(
+        self,
+        request: log_pb2.GetTableHistoryRequest,
+        client: str,
+        first: int,
+        limit: int,
+        size: int,
+        committed: CommittedMap | None,
+    ) -> list[EntryRecord]:
+        """The chain's rows by the store's index (its columns), each checked against its
+        signed bytes, the rows against one another and against the committed head; at most
+        ``limit + 1``."""
         found = self._storage.table_history(
             client, request.table_id, first_seq=first, last_seq=request.last_seq or None,
             limit=limit + 1,
@@ -542,17 +602,17 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         last = records[-1].table_seq if records else first - 1
         if last is None:  # not reached: check_chain proved every record has a table_seq
             raise RuntimeError("a chain record without table_seq")
-        if len(records) <= limit and (not request.last_seq or last < request.last_seq):
+        reaches_end = len(records) <= limit and (not request.last_seq or last < request.last_seq)
+        if committed is not None:
+            _check_committed_end(committed, client, request.table_id, records, reaches_end, first)
+        elif reaches_end:
             self._check_chain_end(client, request.table_id, last, size)
-        entries, note = self._proven(records[:limit], size)
-        return log_pb2.GetTableHistoryResponse(
-            client=client,
-            table_id=request.table_id,
-            entries=entries,
-            truncated=len(records) > limit,
-            tree_size=size,
-            checkpoint=note,
-        )
+        return records
+
+    def _map_proof(
+        self, committed: CommittedMap, client: str, table_id: str
+    ) -> log_pb2.TableMapProof:
+        return proof_to_proto(committed, client, table_id)
 
     def _check_chain_end(self, client: str, table_id: str, last: int, size: int) -> None:
         """The answer ends at seq ``last``: the chain's next row in the store must be seq
@@ -591,6 +651,47 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         )
 
 
+def _check_committed_end(
+    committed: CommittedMap,
+    client: str,
+    table_id: str,
+    records: Sequence[EntryRecord],
+    reaches_end: bool,
+    first_seq: int,
+) -> None:
+    """The rows read by the chain's columns against its committed head: none when the map
+    has no head for it; the head itself last when the answer reaches the chain's end. A row
+    hidden (or moved in) by edited columns fails here, before anything is served."""
+    head = committed.table_map.head(client, table_id)
+    name = f"table {table_id!r} of client {client!r}"
+    if head is None:
+        if records:
+            raise LookupIntegrityError(
+                f"the store's rows give entry {records[0].index} as of the {name}, but the "
+                f"map committed in entry {committed.size - 1} has no head for it: the log "
+                "signed a map that leaves this chain out",
+                check=MAP_CHECK,
+                index=records[0].index,
+            )
+        return
+    last = records[-1] if records else None
+    if last is None and head.seq < first_seq:
+        return  # the chain ends before the range asked: nothing to give
+    if reaches_end and (last is None or last.index != head.index):
+        if last is not None and last.table_seq is not None and last.table_seq >= head.seq:
+            where = "ends at"
+        else:
+            where = "stops short at"
+        shown = "no row" if last is None else f"entry {last.index} (seq {last.table_seq})"
+        raise LookupIntegrityError(
+            f"the store's rows of the {name} {where} {shown}, but its committed head in the "
+            f"tree of {committed.size} entries is entry {head.index} (seq {head.seq}): an "
+            "entry of the chain was deleted, or hidden by its changed lookup columns",
+            check="chain",
+            index=head.index,
+        )
+
+
 def _check_filters(index: int, signed: SignedFields, filters: dict[str, str | None]) -> None:
     """A found entry's signed fields against the filters it was selected by (its columns
     already equal its signed fields: this holds a driver to its query)."""
@@ -609,166 +710,3 @@ def _check_filters(index: int, signed: SignedFields, filters: dict[str, str | No
                 check="columns",
                 index=index,
             )
-
-
-@dataclass(frozen=True, slots=True)
-class ProvenEntry:
-    """An entry as a log read returns it: index, canonical bytes, leaf hash and its inclusion
-    proof in the response's tree (empty when proofs were omitted)."""
-
-    index: int
-    data: bytes
-    leaf_hash: bytes
-    proof: tuple[bytes, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ProvenPage:
-    """Entries with proofs against one tree: its size and signed checkpoint (unverified: the
-    caller verifies the note, then each proof)."""
-
-    entries: tuple[ProvenEntry, ...]
-    tree_size: int
-    checkpoint: str
-    truncated: bool = False
-    client: str = ""
-
-
-def _proven_entries(entries: Any) -> tuple[ProvenEntry, ...]:
-    return tuple(
-        ProvenEntry(e.index, bytes(e.entry), bytes(e.leaf_hash), tuple(e.inclusion_proof))
-        for e in entries
-    )
-
-
-class LogClient:
-    """A synchronous LogService client: mTLS with ``tls`` (an auditor's certificate; log reads
-    are auditors' only), else plaintext (a development service on loopback). Nothing it returns
-    needs trusting, the caller verifies it. DATA_LOSS (the service found its store's entries
-    failing their checks) becomes :class:`~rng_service.errors.IntegrityError`, other gRPC errors
-    :class:`~rng_service.errors.Unavailable`, with the status code and details."""
-
-    def __init__(self, target: str, *, timeout: float = 30.0, tls: ClientTls | None = None) -> None:
-        self._channel = (
-            grpc.insecure_channel(target)
-            if tls is None
-            else grpc.secure_channel(target, tls.credentials())
-        )
-        self._stub = log_pb2_grpc.LogServiceStub(self._channel)
-        self._target = target
-        self._timeout = timeout
-        self._tls = tls is not None
-
-    def close(self) -> None:
-        self._channel.close()
-
-    def __enter__(self) -> LogClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _call(self, method: str, request: object) -> Any:
-        try:
-            return getattr(self._stub, method)(request, timeout=self._timeout)
-        except grpc.RpcError as e:
-            code, details = e.code().name, e.details() or ""
-            where = f"{self._target}: {method}: {code}: {details}"
-            if e.code() == grpc.StatusCode.DATA_LOSS:
-                raise IntegrityError(where) from None
-            hint = connection_hint(code, details, tls=self._tls)
-            raise Unavailable(where + (f" (hint: {hint})" if hint else "")) from None
-
-    def latest_checkpoint(self, *, witnessed: bool = False) -> str:
-        """The signed note of the log's current tree (with any witness cosignatures), or with
-        ``witnessed`` of the newest checkpoint that witnesses cosigned."""
-        reply = self._call(
-            "GetLatestCheckpoint", log_pb2.GetLatestCheckpointRequest(witnessed=witnessed)
-        )
-        return str(reply.note)
-
-    def published_checkpoints(self) -> list[tuple[str, int]]:
-        """Every published checkpoint as (signed note, published_at_ns), by size."""
-        reply = self._call("GetCheckpoints", log_pb2.GetCheckpointsRequest())
-        return [(c.note, c.published_at_ns) for c in reply.checkpoints]
-
-    def entries(self, start: int, end: int) -> list[tuple[int, bytes, bytes]]:
-        """Entries [start, end) as (index, leaf hash, entry bytes), paging as needed, without
-        proofs (an export recomputes the tree)."""
-        out: list[tuple[int, bytes, bytes]] = []
-        while start + len(out) < end:
-            reply = self._call(
-                "GetEntries",
-                log_pb2.GetEntriesRequest(start=start + len(out), end=end, omit_proofs=True),
-            )
-            if not reply.entries:
-                break
-            out.extend((e.index, e.leaf_hash, e.entry) for e in reply.entries)
-        return out
-
-    def find_entries(
-        self,
-        *,
-        client: str = "",
-        table_id: str = "",
-        round_id: str = "",
-        request_id: str = "",
-        session_id: str = "",
-        tree_size: int = 0,
-        limit: int = 0,
-    ) -> ProvenPage:
-        """``FindEntries``: the matching entries with proofs in one tree (0: the current)."""
-        reply = self._call(
-            "FindEntries",
-            log_pb2.FindEntriesRequest(
-                client=client, table_id=table_id, round_id=round_id, request_id=request_id,
-                session_id=session_id, tree_size=tree_size, limit=limit,
-            ),
-        )  # fmt: skip
-        return ProvenPage(
-            _proven_entries(reply.entries), reply.tree_size, reply.checkpoint, reply.truncated
-        )
-
-    def table_history(
-        self,
-        table_id: str,
-        *,
-        client: str = "",
-        first_seq: int = 1,
-        last_seq: int = 0,
-        tree_size: int = 0,
-    ) -> ProvenPage:
-        """``GetTableHistory`` from ``first_seq`` to ``last_seq`` (0: the chain's end), paging
-        as needed, every page in the tree of the first (``tree_size``, 0: the current)."""
-        entries: list[ProvenEntry] = []
-        size, note, whose = tree_size, "", client
-        seq = first_seq
-        while True:
-            reply = self._call(
-                "GetTableHistory",
-                log_pb2.GetTableHistoryRequest(
-                    client=client, table_id=table_id, first_seq=seq, last_seq=last_seq,
-                    tree_size=size,
-                ),
-            )  # fmt: skip
-            size, note, whose = reply.tree_size, reply.checkpoint, reply.client
-            entries.extend(_proven_entries(reply.entries))
-            if not reply.truncated or not reply.entries:
-                break
-            seq += len(reply.entries)
-        return ProvenPage(tuple(entries), size, note, client=whose)
-
-    def consistency_proof(self, first: int, second: int) -> list[bytes]:
-        if first == second:
-            return []
-        reply = self._call(
-            "GetConsistencyProof",
-            log_pb2.GetConsistencyProofRequest(first_size=first, second_size=second),
-        )
-        return list(reply.proof)
-
-    def inclusion_proof(self, index: int, size: int) -> list[bytes]:
-        reply = self._call(
-            "GetInclusionProof", log_pb2.GetInclusionProofRequest(index=index, tree_size=size)
-        )
-        return list(reply.proof)

@@ -56,12 +56,14 @@ __all__ = [
     "signed_fields",
 ]
 
-CHECKS = ("leaf_hash", "entry", "columns", "gap", "chain", "node")
+CHECKS = ("leaf_hash", "entry", "columns", "gap", "chain", "node", "map")
 """The ``check`` values of :class:`LookupIntegrityError` (the metric's label values):
 ``leaf_hash`` the bytes do not hash to the stored leaf hash; ``entry`` the bytes are not an
 entry; ``columns`` a lookup column differs from the signed field; ``gap`` an index of a range is
 missing; ``chain`` the rows of a table's chain do not follow one another; ``node`` the row's
-leaf hash is not the tree's level-0 node of its index."""
+leaf hash is not the tree's level-0 node of its index; ``map`` the map of table heads rebuilt
+from the store does not reproduce the root signed in the tree's newest entry
+(``rng_service.rpc.table_maps``)."""
 
 
 class LookupIntegrityError(IntegrityError):

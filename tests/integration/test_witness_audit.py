@@ -250,3 +250,35 @@ def test_the_witness_rule() -> None:
     with pytest.raises(WitnessFailure, match="in the future"):
         check_witnesses([("cp", cosigned)], keys, min_witnesses=1, now=2000)
     assert body_sha256(cosigned) == body_sha256(note)
+
+
+def test_a_table_history_and_a_dispute_as_of_a_witnessed_checkpoint(
+    setup: tuple[Running, list[InProcessWitness], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--witness`` on a live table-history or dispute: read in the newest checkpoint the
+    witnesses cosigned, proven complete by the committed map as of that checkpoint."""
+    running, (w1, w2), vkey = setup
+    target = f"127.0.0.1:{running.port}"
+    with RngClient(target) as client:
+        for i in range(1, 4):
+            client.spin(wheel="double_zero", table_id="TW", round_id=f"W{i}",
+                        request_id=f"w{i}")  # fmt: skip
+    _wait_witnessed(running, 3)
+    witness_args = ["--witness", str(w1.vkey), str(w2.vkey), "--min-witnesses", "2"]
+    code = audit_main(["table-history", "--target", target, "--table", "TW", "--key",
+                       str(vkey), *witness_args])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "is complete from seq 1 to seq 3 as of witnessed checkpoint" in out
+    assert "cosigned by w1.test/w, w2.test/w" in out or "cosigned by w2.test/w, w1.test/w" in out
+    code = audit_main(["dispute", "--target", target, "--client", "default", "--table", "TW",
+                       "--round", "W2", "--key", str(vkey), *witness_args, "--json"])  # fmt: skip
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, report
+    assert report["witnessed"] is not None
+    # a witness key that cosigned nothing: not witnessed, exit 1
+    other = CosignatureSigner("w9.test/w", Ed25519PrivateKey.generate()).verifier()
+    code = audit_main(["table-history", "--target", target, "--table", "TW", "--key",
+                       str(vkey), "--witness", other.verifier_key()])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 1, captured.out + captured.err

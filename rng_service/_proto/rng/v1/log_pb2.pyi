@@ -1,4 +1,5 @@
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
@@ -177,16 +178,18 @@ class FindEntriesRequest(_message.Message):
     def __init__(self, client: _Optional[str] = ..., request_id: _Optional[str] = ..., table_id: _Optional[str] = ..., round_id: _Optional[str] = ..., session_id: _Optional[str] = ..., since_ns: _Optional[int] = ..., until_ns: _Optional[int] = ..., limit: _Optional[int] = ..., tree_size: _Optional[int] = ...) -> None: ...
 
 class FindEntriesResponse(_message.Message):
-    __slots__ = ("entries", "truncated", "tree_size", "checkpoint")
+    __slots__ = ("entries", "truncated", "tree_size", "checkpoint", "map_proof")
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    MAP_PROOF_FIELD_NUMBER: _ClassVar[int]
     entries: _containers.RepeatedCompositeFieldContainer[LogEntry]
     truncated: bool
     tree_size: int
     checkpoint: str
-    def __init__(self, entries: _Optional[_Iterable[_Union[LogEntry, _Mapping]]] = ..., truncated: _Optional[bool] = ..., tree_size: _Optional[int] = ..., checkpoint: _Optional[str] = ...) -> None: ...
+    map_proof: TableMapProof
+    def __init__(self, entries: _Optional[_Iterable[_Union[LogEntry, _Mapping]]] = ..., truncated: _Optional[bool] = ..., tree_size: _Optional[int] = ..., checkpoint: _Optional[str] = ..., map_proof: _Optional[_Union[TableMapProof, _Mapping]] = ...) -> None: ...
 
 class GetTableHistoryRequest(_message.Message):
     __slots__ = ("client", "table_id", "first_seq", "last_seq", "limit", "tree_size")
@@ -205,17 +208,49 @@ class GetTableHistoryRequest(_message.Message):
     def __init__(self, client: _Optional[str] = ..., table_id: _Optional[str] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., limit: _Optional[int] = ..., tree_size: _Optional[int] = ...) -> None: ...
 
 class GetTableHistoryResponse(_message.Message):
-    __slots__ = ("client", "table_id", "entries", "truncated", "tree_size", "checkpoint")
+    __slots__ = ("client", "table_id", "entries", "truncated", "tree_size", "checkpoint", "map_proof")
     CLIENT_FIELD_NUMBER: _ClassVar[int]
     TABLE_ID_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    MAP_PROOF_FIELD_NUMBER: _ClassVar[int]
     client: str
     table_id: str
     entries: _containers.RepeatedCompositeFieldContainer[LogEntry]
     truncated: bool
     tree_size: int
     checkpoint: str
-    def __init__(self, client: _Optional[str] = ..., table_id: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[LogEntry, _Mapping]]] = ..., truncated: _Optional[bool] = ..., tree_size: _Optional[int] = ..., checkpoint: _Optional[str] = ...) -> None: ...
+    map_proof: TableMapProof
+    def __init__(self, client: _Optional[str] = ..., table_id: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[LogEntry, _Mapping]]] = ..., truncated: _Optional[bool] = ..., tree_size: _Optional[int] = ..., checkpoint: _Optional[str] = ..., map_proof: _Optional[_Union[TableMapProof, _Mapping]] = ...) -> None: ...
+
+class TableMapProof(_message.Message):
+    __slots__ = ("root_entry", "siblings", "terminal", "head_index", "head_seq", "other_key", "other_index", "other_seq")
+    class Terminal(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        TERMINAL_UNSPECIFIED: _ClassVar[TableMapProof.Terminal]
+        TERMINAL_PRESENT: _ClassVar[TableMapProof.Terminal]
+        TERMINAL_ABSENT_EMPTY: _ClassVar[TableMapProof.Terminal]
+        TERMINAL_ABSENT_OTHER: _ClassVar[TableMapProof.Terminal]
+    TERMINAL_UNSPECIFIED: TableMapProof.Terminal
+    TERMINAL_PRESENT: TableMapProof.Terminal
+    TERMINAL_ABSENT_EMPTY: TableMapProof.Terminal
+    TERMINAL_ABSENT_OTHER: TableMapProof.Terminal
+    ROOT_ENTRY_FIELD_NUMBER: _ClassVar[int]
+    SIBLINGS_FIELD_NUMBER: _ClassVar[int]
+    TERMINAL_FIELD_NUMBER: _ClassVar[int]
+    HEAD_INDEX_FIELD_NUMBER: _ClassVar[int]
+    HEAD_SEQ_FIELD_NUMBER: _ClassVar[int]
+    OTHER_KEY_FIELD_NUMBER: _ClassVar[int]
+    OTHER_INDEX_FIELD_NUMBER: _ClassVar[int]
+    OTHER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    root_entry: LogEntry
+    siblings: _containers.RepeatedScalarFieldContainer[bytes]
+    terminal: TableMapProof.Terminal
+    head_index: int
+    head_seq: int
+    other_key: bytes
+    other_index: int
+    other_seq: int
+    def __init__(self, root_entry: _Optional[_Union[LogEntry, _Mapping]] = ..., siblings: _Optional[_Iterable[bytes]] = ..., terminal: _Optional[_Union[TableMapProof.Terminal, str]] = ..., head_index: _Optional[int] = ..., head_seq: _Optional[int] = ..., other_key: _Optional[bytes] = ..., other_index: _Optional[int] = ..., other_seq: _Optional[int] = ...) -> None: ...

@@ -158,6 +158,8 @@ class LogServiceServicer:
         with its inclusion proof against ONE signed checkpoint, so that anyone can check offline
         that the history between two entries is complete (rng-audit table-history). Auditors read
         any client's tables; a game server its own (client empty or itself) within its tables.
+        With the map proof of the chain's head (entry format 3), the history from first_seq to
+        the head is proven complete by the signed bytes alone: nothing hidden by the store.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
