@@ -132,6 +132,9 @@ class LogSettings:
     #: Under concurrent load, how long the writer waits for more requests before committing a
     #: group (a lone request never waits): fewer, bigger groups cost fewer fsyncs and signatures.
     group_wait_seconds: float = 0.002
+    #: Within that wait, the writer closes the group at the first lull this long in which no
+    #: request arrives (``>= group_wait_seconds``: it always waits the whole wait).
+    group_lull_seconds: float = 0.0003
     #: The store's own check at start-up (docs/operations/running.md, "The log store's own check"):
     #: "incremental" checks what was stored since the last verified checkpoint, "full" all.
     startup_check: str = "incremental"
@@ -194,6 +197,12 @@ class LogSettings:
             "log.group_wait_seconds",
             "0 to 0.1",
             self.group_wait_seconds,
+        )
+        _require(
+            0 <= self.group_lull_seconds <= 0.1,
+            "log.group_lull_seconds",
+            "0 to 0.1",
+            self.group_lull_seconds,
         )
 
     def retired_key_items(self) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from rng_service.errors import Overloaded, ShuttingDown, StorageUnavailable
@@ -97,27 +97,41 @@ class _Takes(Protocol):
 
 
 def gather_group(
-    first: Pending, waiting: _Takes, *, max_group: int, company: bool, wait: float
+    first: Pending,
+    waiting: _Takes,
+    *,
+    max_group: int,
+    company: bool,
+    wait: float,
+    lull: float,
+    clock: Callable[[], float] = time.monotonic,
 ) -> tuple[list[Pending], bool]:
     """A commit group: ``first`` and the requests after it on ``waiting``, and whether the
     stop marker was taken.
 
-    Every group costs one transaction, one fsync and one signature, and each of those hands
-    the GIL back and forth with the event loop, so under concurrent load a few bigger groups
-    beat many small ones: when the last group had ``company`` (more than one request), the
-    writer waits up to ``wait`` seconds for the requests that are on their way (up to
-    ``max_group``). A lone request after a lone request never waits; whatever is already
-    queued joins the group either way. (Closing the group early, once as many requests as the
-    last group held are in, halves the wait of a few callers in a loop but makes the groups
-    of 32 callers smaller and each spin dearer: docs/performance.md.)"""
+    As in a database's group commit, the group is first what queued while the previous group
+    was committed: it joins at once, and a writer that was idle adds no wait. Every group
+    costs one transaction, one fsync and one signature, and each of those hands the GIL back
+    and forth with the event loop, so under concurrent load a few bigger groups beat many
+    small ones: when the last group had ``company`` (more than one request), the writer also
+    takes the requests still on their way while they keep coming, and closes the group at the
+    first ``lull`` seconds in which none arrives, ``wait`` seconds after it began gathering,
+    or at ``max_group``. A lone request after a lone request never waits. (A few callers in a
+    loop are all in after a short lull; a fixed wait, ``lull >= wait``, made each of their
+    spins wait it out: docs/performance.md.)"""
     group = [first]
-    deadline = time.monotonic() + wait if company else 0.0
+    deadline = clock() + wait if company else 0.0
     while len(group) < max_group:
         try:
-            remaining = deadline - time.monotonic()
-            nxt = waiting.get(timeout=remaining) if remaining > 0 else waiting.get_nowait()
+            nxt = waiting.get_nowait()
         except queue.Empty:
-            break
+            timeout = min(lull, deadline - clock())
+            if timeout <= 0:
+                break
+            try:
+                nxt = waiting.get(timeout=timeout)
+            except queue.Empty:
+                break
         if nxt is STOP:
             return group, True
         group.append(nxt)  # type: ignore[arg-type]
