@@ -129,11 +129,13 @@ class LogSettings:
     max_group_size: int = 512
     #: Most requests waiting for the writer; beyond it callers get RESOURCE_EXHAUSTED.
     max_queue: int = 10_000
-    #: Under concurrent load, how long the writer waits for more requests before committing a
-    #: group (a lone request never waits): fewer, bigger groups cost fewer fsyncs and signatures.
+    #: Under concurrent load (the last group had company), how long at most the writer waits
+    #: for more requests before committing a group (after a lone group it never waits): fewer,
+    #: bigger groups cost fewer fsyncs and signatures.
     group_wait_seconds: float = 0.002
-    #: Within that wait, the writer closes the group at the first lull this long in which no
-    #: request arrives (``>= group_wait_seconds``: it always waits the whole wait).
+    #: Within that wait, once the group holds as many requests as the last one, the writer
+    #: commits at the first lull this long with none arriving (``>= group_wait_seconds``: it
+    #: always waits the whole wait; ``writer.queue.gather_group``).
     group_lull_seconds: float = 0.0003
     #: The store's own check at start-up (docs/operations/running.md, "The log store's own check"):
     #: "incremental" checks what was stored since the last verified checkpoint, "full" all.

@@ -229,7 +229,7 @@ class Appender:
                 item,  # type: ignore[arg-type]
                 waiting.items,
                 max_group=self._max_group,
-                company=self._last_group > 1,
+                last=self._last_group,
                 wait=self._group_wait,
                 lull=self._group_lull,
             )

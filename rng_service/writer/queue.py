@@ -101,31 +101,33 @@ def gather_group(
     waiting: _Takes,
     *,
     max_group: int,
-    company: bool,
+    last: int,
     wait: float,
     lull: float,
     clock: Callable[[], float] = time.monotonic,
 ) -> tuple[list[Pending], bool]:
     """A commit group: ``first`` and the requests after it on ``waiting``, and whether the
-    stop marker was taken.
+    stop marker was taken. ``last`` is the size of the previous group.
 
     As in a database's group commit, the group is first what queued while the previous group
-    was committed: it joins at once, and a writer that was idle adds no wait. Every group
-    costs one transaction, one fsync and one signature, and each of those hands the GIL back
-    and forth with the event loop, so under concurrent load a few bigger groups beat many
-    small ones: when the last group had ``company`` (more than one request), the writer also
-    takes the requests still on their way while they keep coming, and closes the group at the
-    first ``lull`` seconds in which none arrives, ``wait`` seconds after it began gathering,
-    or at ``max_group``. A lone request after a lone request never waits. (A few callers in a
-    loop are all in after a short lull; a fixed wait, ``lull >= wait``, made each of their
-    spins wait it out: docs/performance.md.)"""
+    was committed: it joins at once, and after a lone group the writer adds no wait. Every
+    group costs one transaction, one fsync and one signature, and each of those hands the GIL
+    back and forth with the event loop, so under concurrent load a few bigger groups beat many
+    small ones: after a group with company the writer waits, ``wait`` seconds at most from
+    the start, for as many requests as that group held (its callers, on their way back with
+    their next requests), then goes on taking arrivals until ``lull`` seconds pass with none;
+    ``max_group`` ends the group too. So a few callers in a loop are all in and committed one
+    lull later, where a fixed wait (``lull >= wait``) made each of their spins wait it out,
+    and the groups of many callers do not shrink while they trickle in (docs/performance.md,
+    "The log writer's group rule")."""
     group = [first]
-    deadline = clock() + wait if company else 0.0
+    deadline = clock() + wait if last > 1 else 0.0
     while len(group) < max_group:
         try:
             nxt = waiting.get_nowait()
         except queue.Empty:
-            timeout = min(lull, deadline - clock())
+            remaining = deadline - clock()
+            timeout = remaining if len(group) < last else min(lull, remaining)
             if timeout <= 0:
                 break
             try:
