@@ -25,15 +25,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import statistics
-import subprocess
 import tempfile
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 from bench._common import Row
-from bench.bench_service import PY, ROOT, SPIN, _load, _measured, _stop
+from bench.bench_service import SPIN, _load, _measured, _stop, start_service
 
 #: The rules, as the service's configuration (environment variables) selects them.
 RULES: dict[str, dict[str, str]] = {
@@ -45,40 +45,12 @@ LEVELS = (("32", 32), ("4", 4), ("1", 1))
 LONE_ROUNDS = 60
 
 
-def _start(tmp: Path, rule_env: dict[str, str]) -> tuple[subprocess.Popen[str], int, int]:
-    """``rng-service serve`` with the rule, a fresh key and log in ``tmp``, the metrics on a
-    free loopback port; returns the process, its gRPC port and its metrics port."""
-    key = tmp / "key.pem"
-    subprocess.run(
-        [PY, "-m", "rng_service.cli.service", "keygen", "--out", str(key), "--name", "bench"],
-        cwd=ROOT, check=True, capture_output=True,
-    )  # fmt: skip
-    env = {
-        **os.environ,
-        "PYTHONUNBUFFERED": "1",
-        "RNG_SERVICE__SERVER__PORT": "0",
-        "RNG_SERVICE__METRICS__ENABLED": "true",
-        "RNG_SERVICE__METRICS__HOST": "127.0.0.1",
-        "RNG_SERVICE__METRICS__PORT": "0",
-        "RNG_SERVICE__STORAGE__PATH": str(tmp / "log.sqlite3"),
-        "RNG_SERVICE__LOG__KEY_FILE": str(key),
-        "RNG_SERVICE__LOG__KEY_NAME": "bench",
-        **rule_env,
-    }
-    proc = subprocess.Popen(
-        [PY, "-m", "rng_service.cli.service", "serve"],
-        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    for _ in range(200):
-        line = proc.stdout.readline()
-        if not line:
-            break
-        if line.startswith('{"event": "listening"'):
-            d = json.loads(line)
-            return proc, int(d["grpc_port"]), int(d["metrics_port"])
-    proc.kill()
-    raise RuntimeError("rng-service serve did not start")
+def _free_port() -> int:
+    """A loopback port free now, for the service's metrics endpoint."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def _groups(metrics_port: int) -> tuple[float, float]:
@@ -97,7 +69,14 @@ def _groups(metrics_port: int) -> tuple[float, float]:
 def one_run(rule: str, seconds: float, lone_rounds: int) -> dict[str, Any]:
     """One service with ``rule``: 32, 4 and 1 in flight, then the lone spin after a burst."""
     with tempfile.TemporaryDirectory(prefix="rng-bench-group-") as tmp:
-        service, port, metrics_port = _start(Path(tmp), RULES[rule])
+        metrics_port = _free_port()
+        metrics = {
+            "RNG_SERVICE__METRICS__ENABLED": "true",
+            "RNG_SERVICE__METRICS__PORT": str(metrics_port),
+        }
+        service, port = start_service(
+            Path(tmp), {**os.environ, "PYTHONUNBUFFERED": "1"}, settings={**metrics, **RULES[rule]}
+        )
         try:
             out: dict[str, Any] = {"rule": rule, "load_start": os.getloadavg()[0]}
             for level, n in LEVELS:
