@@ -13,9 +13,10 @@ more like the service, one part at a time: ``--response FILE`` answers every cal
 bytes (a real ``SpinRouletteResponse``) instead of the request; ``--protobuf`` also parses the
 request as a ``SpinRouletteRequest`` and serializes the response message, as the service's
 handlers do; ``--writer-us N`` hands every call to a writer thread, as the service's log writer
-takes its requests (in groups: what is queued, waiting up to 2 ms for company when the last
-group had some), which holds the GIL for about N microseconds of pure Python a request and
-answers the group with one ``call_soon_threadsafe``.
+takes its requests (in groups: what is queued, and when the last group had company, as many
+as it held and then what arrives until a lull of 0.3 ms, for at most 2 ms:
+``rng_service.writer.queue.gather_group``), which holds the GIL for about N microseconds of
+pure Python a request and answers the group with one ``call_soon_threadsafe``.
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ class _Writer:
 
     MAX_GROUP = 512
     WAIT = 0.002
+    LULL = 0.0003
 
     def __init__(self, loop: asyncio.AbstractEventLoop, micros: float, answer: object) -> None:
         self._loop, self._answer = loop, answer
@@ -101,6 +103,8 @@ class _Writer:
             deadline = time.monotonic() + (self.WAIT if last > 1 else 0.0)
             while len(group) < self.MAX_GROUP:
                 remaining = deadline - time.monotonic()
+                if len(group) >= last:
+                    remaining = min(self.LULL, remaining)
                 try:
                     group.append(
                         self._queue.get(timeout=remaining) if remaining > 0

@@ -23,9 +23,10 @@ Kinds (``--kind``):
 
 ``--lone-after-burst R`` (unary kinds): instead of the steady load, R rounds of a burst of
 ``--concurrency`` calls at once, then, as soon as the burst's last answer arrives, ONE call
-alone, timed (the service's log writer waits for company after a group that had some; this is
-the call that pays it); then a pause of 20 ms so that the next burst starts from idle. The
-latencies reported are those of the lone calls. Bounded by R (at most 1,000) and ``--seconds``.
+alone, timed (after a group that had company the service's log writer waits, at most the
+group wait, for as many requests as that group held: this is the call that pays it); then a
+pause of 20 ms so that the next burst starts from idle. The latencies reported are those of
+the lone calls. Bounded by R (at most 1,000) and ``--seconds``.
 """
 
 from __future__ import annotations

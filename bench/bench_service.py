@@ -144,9 +144,12 @@ def _peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def start_service(tmp: Path, env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], int]:
+def start_service(
+    tmp: Path, env: dict[str, str], *args: str, settings: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], int]:
     """``rng-service serve ARGS`` on its defaults, with a fresh key and SQLite log in ``tmp``
-    (plaintext development mode on a free loopback port, no metrics endpoint)."""
+    (plaintext development mode on a free loopback port, no metrics endpoint); ``settings``
+    (``RNG_SERVICE__...`` variables) change those defaults."""
     key = tmp / "key.pem"
     subprocess.run(
         [PY, "-m", "rng_service.cli.service", "keygen", "--out", str(key), "--name", "bench"],
@@ -159,6 +162,7 @@ def start_service(tmp: Path, env: dict[str, str], *args: str) -> tuple[subproces
         "RNG_SERVICE__STORAGE__PATH": str(tmp / "log.sqlite3"),
         "RNG_SERVICE__LOG__KEY_FILE": str(key),
         "RNG_SERVICE__LOG__KEY_NAME": "bench",
+        **(settings or {}),
     }
     return _start(
         [PY, "-m", "rng_service.cli.service", "serve", *args], senv, '{"event": "listening"'

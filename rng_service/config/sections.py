@@ -129,9 +129,14 @@ class LogSettings:
     max_group_size: int = 512
     #: Most requests waiting for the writer; beyond it callers get RESOURCE_EXHAUSTED.
     max_queue: int = 10_000
-    #: Under concurrent load, how long the writer waits for more requests before committing a
-    #: group (a lone request never waits): fewer, bigger groups cost fewer fsyncs and signatures.
+    #: Under concurrent load (the last group had company), how long at most the writer waits
+    #: for more requests before committing a group (after a lone group it never waits): fewer,
+    #: bigger groups cost fewer fsyncs and signatures.
     group_wait_seconds: float = 0.002
+    #: Within that wait, once the group holds as many requests as the last one, the writer
+    #: commits at the first lull this long with none arriving (``>= group_wait_seconds``: it
+    #: always waits the whole wait; ``writer.queue.gather_group``).
+    group_lull_seconds: float = 0.0003
     #: The store's own check at start-up (docs/operations/running.md, "The log store's own check"):
     #: "incremental" checks what was stored since the last verified checkpoint, "full" all.
     startup_check: str = "incremental"
@@ -194,6 +199,12 @@ class LogSettings:
             "log.group_wait_seconds",
             "0 to 0.1",
             self.group_wait_seconds,
+        )
+        _require(
+            0 <= self.group_lull_seconds <= 0.1,
+            "log.group_lull_seconds",
+            "0 to 0.1",
+            self.group_lull_seconds,
         )
 
     def retired_key_items(self) -> tuple[str, ...]:

@@ -254,6 +254,7 @@ class Service(ServiceSetup):
             max_group_size=cfg.max_group_size,
             max_queue=cfg.max_queue,
             group_wait_seconds=cfg.group_wait_seconds,
+            group_lull_seconds=cfg.group_lull_seconds,
             observer=self._watch_store(storage),
         )
         try:

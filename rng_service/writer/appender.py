@@ -104,6 +104,7 @@ class Appender:
         max_group_size: int = 512,
         max_queue: int = 10_000,
         group_wait_seconds: float = 0.002,
+        group_lull_seconds: float = 0.0003,
         observer: AppendObserver | None = None,
     ) -> None:
         self._storage = storage
@@ -111,6 +112,7 @@ class Appender:
         self._observer = observer
         self._max_group = max_group_size
         self._group_wait = group_wait_seconds
+        self._group_lull = group_lull_seconds
         self._last_group = 0
         self._thread: threading.Thread | None = None
         self._queue = WriterQueue(max_queue)
@@ -244,8 +246,9 @@ class Appender:
                 item,  # type: ignore[arg-type]
                 waiting.items,
                 max_group=self._max_group,
-                company=self._last_group > 1,
+                last=self._last_group,
                 wait=self._group_wait,
+                lull=self._group_lull,
             )
             self._last_group = len(group)
             try:

@@ -16,7 +16,7 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from rng_service.errors import Overloaded, ShuttingDown, StorageUnavailable
@@ -97,27 +97,43 @@ class _Takes(Protocol):
 
 
 def gather_group(
-    first: Pending, waiting: _Takes, *, max_group: int, company: bool, wait: float
+    first: Pending,
+    waiting: _Takes,
+    *,
+    max_group: int,
+    last: int,
+    wait: float,
+    lull: float,
+    clock: Callable[[], float] = time.monotonic,
 ) -> tuple[list[Pending], bool]:
     """A commit group: ``first`` and the requests after it on ``waiting``, and whether the
-    stop marker was taken.
+    stop marker was taken. ``last`` is the size of the previous group.
 
-    Every group costs one transaction, one fsync and one signature, and each of those hands
-    the GIL back and forth with the event loop, so under concurrent load a few bigger groups
-    beat many small ones: when the last group had ``company`` (more than one request), the
-    writer waits up to ``wait`` seconds for the requests that are on their way (up to
-    ``max_group``). A lone request after a lone request never waits; whatever is already
-    queued joins the group either way. (Closing the group early, once as many requests as the
-    last group held are in, halves the wait of a few callers in a loop but makes the groups
-    of 32 callers smaller and each spin dearer: docs/performance.md.)"""
+    As in a database's group commit, the group is first what queued while the previous group
+    was committed: it joins at once, and after a lone group the writer adds no wait. Every
+    group costs one transaction, one fsync and one signature, and each of those hands the GIL
+    back and forth with the event loop, so under concurrent load a few bigger groups beat many
+    small ones: after a group with company the writer waits, ``wait`` seconds at most from
+    the start, for as many requests as that group held (its callers, on their way back with
+    their next requests), then goes on taking arrivals until ``lull`` seconds pass with none;
+    ``max_group`` ends the group too. So a few callers in a loop are all in and committed one
+    lull later, where a fixed wait (``lull >= wait``) made each of their spins wait it out,
+    and the groups of many callers do not shrink while they trickle in (docs/performance.md,
+    "The log writer's group rule")."""
     group = [first]
-    deadline = time.monotonic() + wait if company else 0.0
+    deadline = clock() + wait if last > 1 else 0.0
     while len(group) < max_group:
         try:
-            remaining = deadline - time.monotonic()
-            nxt = waiting.get(timeout=remaining) if remaining > 0 else waiting.get_nowait()
+            nxt = waiting.get_nowait()
         except queue.Empty:
-            break
+            remaining = deadline - clock()
+            timeout = remaining if len(group) < last else min(lull, remaining)
+            if timeout <= 0:
+                break
+            try:
+                nxt = waiting.get(timeout=timeout)
+            except queue.Empty:
+                break
         if nxt is STOP:
             return group, True
         group.append(nxt)  # type: ignore[arg-type]

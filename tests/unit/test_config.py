@@ -80,6 +80,8 @@ def test_profiles_section(tmp_path: Path) -> None:
         ('[log]\nkey_name = "a b"\n', {}, "log.key_name"),
         ('[log]\nstartup_check = "never"\n', {}, "log.startup_check"),
         ("[log]\nmax_group_size = 0\n", {}, "log.max_group_size"),
+        ("[log]\ngroup_lull_seconds = -0.001\n", {}, "log.group_lull_seconds"),
+        ("", {"RNG_SERVICE__LOG__GROUP_LULL_SECONDS": "0.5"}, "log.group_lull_seconds"),
         ("[generator]\nreseed_interval_requests = 0\n", {}, "generator.reseed_interval_requests"),
         ("", {"RNG_SERVICE__SERVER__PORT": "abc"}, "server.port"),
         ("", {"RNG_SERVICE__BOGUS": "1"}, "RNG_SERVICE__BOGUS"),
