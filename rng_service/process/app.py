@@ -152,6 +152,12 @@ class Service(ServiceSetup):
             check_transport(self.config)
         except ConfigError as e:
             raise StartupError(str(e)) from None
+        if len(self.config.logs) > 1 and not self.config.serving:
+            raise StartupError(
+                f"logs: {len(self.config.logs)} [[logs]] are configured, and one service "
+                "instance serves one log in this release (allowed: one [[logs]] entry; run "
+                "one instance per log with its own configuration)"
+            )
         if self.front_ends > 1 and self.config.certification.raw_stream_enabled:
             raise StartupError(
                 "certification.raw_stream_enabled: the raw output stream is served with one "
