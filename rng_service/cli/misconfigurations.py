@@ -227,9 +227,9 @@ MISCONFIGURATIONS: tuple[Misconfiguration, ...] = (
         + '[[clients]]\nidentity = "game-1"\nroles = ["game_server"]\ntables = ["T1"]\n',
     ),
     Misconfiguration(
-        "several `[[logs]]` given to one service instance",
-        "logs",
-        _RUN,
+        "one log's checkpoint-signing key file does not exist (several `[[logs]]`)",
+        "logs[1] (b.test).key_file",
+        ("serve",),
         set=_NO_SINGLE_LOG,
         toml=_two_logs('origin = "b.test"', 'store = "{dir}/b.sqlite3"'),
     ),

@@ -104,9 +104,24 @@ def _front_ends(text: str) -> int:
     return n
 
 
+def _several_logs(config: Config) -> bool:
+    return len(config.logs) > 1 and not config.serving
+
+
+def _supervise(config: Config, front_ends: int) -> int:
+    """Several ``[[logs]]``: a process per log (``rng_service.process.supervisor``)."""
+    from rng_service.process.supervisor import run_supervisor
+
+    return run_supervisor(config, front_ends)
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     config = _serving_config(args.config)
-    return 2 if config is None else _run(config, front_ends=args.front_ends)
+    if config is None:
+        return 2
+    if _several_logs(config):
+        return _supervise(config, args.front_ends)
+    return _run(config, front_ends=args.front_ends)
 
 
 def _cmd_dev_run(args: argparse.Namespace) -> int:
@@ -115,13 +130,18 @@ def _cmd_dev_run(args: argparse.Namespace) -> int:
     config = _serving_config(args.config)
     if config is None:
         return 2
+    logs = [config.for_log(d.origin) for d in config.logs] if _several_logs(config) else [config]
+    for log in logs:
+        key_file = log.log.key_file
+        if not key_file.exists():
+            key_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            generate_key_pair(key_file, name=log.log.key_name, passphrase=None)
+            print(DEV_BANNER.format(path=key_file), file=sys.stderr, flush=True)
+        else:
+            print(f"using signing key {key_file}", file=sys.stderr)
+    if len(logs) > 1:
+        return _supervise(config, 1)
     key_file = config.log.key_file
-    if not key_file.exists():
-        key_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        generate_key_pair(key_file, name=config.log.key_name, passphrase=None)
-        print(DEV_BANNER.format(path=key_file), file=sys.stderr, flush=True)
-    else:
-        print(f"using signing key {key_file}", file=sys.stderr)
 
     def try_it(port: int) -> None:  # once it serves: the port is the bound one (0 resolved)
         target = format_address(config.server.host, port)

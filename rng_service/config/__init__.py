@@ -164,6 +164,22 @@ class Config:
                     "a witness that a [[logs]] entry names in its witnesses",
                     name,
                 )
+        if len(self.logs) > 1 and not self.serving:
+            for i, d in enumerate(self.logs):
+                _require(
+                    not self.metrics.enabled or d.metrics_port is not None,
+                    f"logs[{i}] ({d.origin}).metrics_port",
+                    "a port of its own for each log's metrics when several [[logs]] are "
+                    "configured (or [metrics] enabled = false)",
+                    None,
+                )
+            _require(
+                not self.verify_page.enabled,
+                "verify_page.enabled",
+                "false when several [[logs]] are configured (serve the page from web/verify "
+                "with any static web server: it holds no log data)",
+                True,
+            )
         bound: dict[str, list[tuple[int, ClientSettings]]] = {o: [] for o in origins}
         for i, c in enumerate(self.clients):
             where = f"clients[{i}] ({c.identity}).logs"
@@ -280,6 +296,11 @@ class Config:
                 profiles=dataclasses.replace(self.profiles, names=d.profiles),
                 server=(
                     self.server if d.port is None else dataclasses.replace(self.server, port=d.port)
+                ),
+                metrics=(
+                    self.metrics
+                    if d.metrics_port is None
+                    else dataclasses.replace(self.metrics, port=d.metrics_port)
                 ),
                 serving=d.origin,
             )

@@ -56,6 +56,9 @@ class LogDefinition:
     #: The gRPC port this log is served on when the deployment has several logs
     #: (None: ``server.port``, the only log's).
     port: int | None = None
+    #: Its Prometheus port with several logs and ``[metrics] enabled`` (None: ``metrics.port``,
+    #: the only log's). Each log's series carry the label ``log`` = its origin.
+    metrics_port: int | None = None
 
     @property
     def driver(self) -> str:
@@ -70,6 +73,7 @@ _STRINGS = (
 _LISTS = ("retired_keys", "witnesses", "profiles")
 LOG_KEYS = (
     *_STRINGS, "key_file", *_LISTS, "min_witnesses", "publish_interval_seconds", "port",
+    "metrics_port",
 )  # fmt: skip
 
 
@@ -162,10 +166,11 @@ def _log(index: int, raw: Any) -> LogDefinition:
             0.1 <= interval <= 86400, f"{where}.publish_interval_seconds", "0.1 to 86400", interval
         )
         values["publish_interval_seconds"] = interval
-    if "port" in raw:
-        port = _coerce(f"{where}.port", int, raw["port"], from_env=False)
-        _port(f"{where}.port", port)
-        values["port"] = port
+    for key in ("port", "metrics_port"):
+        if key in raw:
+            port = _coerce(f"{where}.{key}", int, raw[key], from_env=False)
+            _port(f"{where}.{key}", port)
+            values[key] = port
     _require(
         bool(values["store"]),
         f"{where}.store",
@@ -184,7 +189,7 @@ def build_logs(raw: Any, base: Path) -> tuple[LogDefinition, ...]:
     origins: dict[str, int] = {}
     stores: dict[tuple[str, ...], int] = {}
     keys: dict[Path, int] = {}
-    ports: dict[int, int] = {}
+    ports: dict[int, tuple[int, str]] = {}
     for i, log in enumerate(logs):
         where = f"logs[{i}] ({log.origin})"
         if log.origin in origins:
@@ -215,12 +220,14 @@ def build_logs(raw: Any, base: Path) -> tuple[LogDefinition, ...]:
                     f"{where}.port: required when several [[logs]] are configured "
                     "(allowed: a port of its own for each log, 1 to 65535)"
                 )
-            if log.port in ports:
-                j = ports[log.port]
-                raise ConfigError(
-                    f"{where}.port: {log.port} is already the port of logs[{j}] "
-                    f"({logs[j].origin}) (allowed: a port of its own for each log)"
-                )
-            if log.port:
-                ports[log.port] = i
+            for setting, port in (("port", log.port), ("metrics_port", log.metrics_port)):
+                if port is None or port == 0:  # 0: any free port, nobody else's
+                    continue
+                if port in ports:
+                    j, other = ports[port]
+                    raise ConfigError(
+                        f"{where}.{setting}: {port} is already the {other} of logs[{j}] "
+                        f"({logs[j].origin}) (allowed: a port of its own for each log)"
+                    )
+                ports[port] = (i, setting)
     return tuple(logs)

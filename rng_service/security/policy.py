@@ -268,13 +268,14 @@ class Policy:
     def check_log(principal: Principal, origin: str, served: str) -> Denied | None:
         """None when ``principal`` may use the log ``origin`` here, where the log ``served``
         is served. A log that is not served here and a log the caller is not bound to get the
-        same refusal, word for word, so that neither's existence is revealed."""
+        same refusal, word for word whatever log was named (the text does not even echo it),
+        so that neither's existence is revealed."""
         logs = principal.client.logs
         if origin == served and (ANY in logs or origin in logs):
             return None
         return Denied(
             PermissionDenied(
-                f"log {origin!r} is not available to client {principal.identity!r}",
+                f"the requested log is not available to client {principal.identity!r}",
                 cause="log",
             )
         )

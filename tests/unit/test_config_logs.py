@@ -28,6 +28,7 @@ key_file = "keys/a.pem"
 store = "var/a.sqlite3"
 witnesses = ["witness.a/w1"]
 port = 50061
+metrics_port = 9561
 profiles = ["mega-fire-blaze"]
 retired_keys = ["casino-a.example/log+0a0b0c0d+CCCC"]
 
@@ -36,6 +37,7 @@ origin = "casino-b.example/log"
 key_file = "{d}/keys/b.pem"
 store = "{d}/var/b.sqlite3"
 port = 50062
+metrics_port = 9562
 publish_interval_seconds = 2.5
 
 [[logs]]
@@ -46,6 +48,7 @@ postgres_password_env = "RNG_C_DB_PASSWORD"
 witnesses = ["witness.c/w2"]
 min_witnesses = 1
 port = 50063
+metrics_port = 9563
 
 [[clients]]
 identity = "game-a"
@@ -109,6 +112,7 @@ def test_three_logs_each_as_its_own_single_log(tmp_path: Path) -> None:
     assert [w.key for w in a.witnesses] == [W1]
     assert a.witnessing.min_witnesses == 1  # -1: one, as it has a witness
     assert a.server.port == 50061
+    assert a.metrics.port == 9561
     assert a.profiles.names == ("mega-fire-blaze",)
     assert a.log.retired_key_items() == ("casino-a.example/log+0a0b0c0d+CCCC",)
     b = config.for_log("casino-b.example/log")
@@ -193,6 +197,19 @@ def test_a_table_id_may_recur_in_another_log_but_not_in_one(tmp_path: Path) -> N
         (
             ("port = 50062", "port = 50061"),
             "logs[1] (casino-b.example/log).port: 50061 is already the port of logs[0]",
+        ),
+        (
+            ("metrics_port = 9562\n", ""),
+            "logs[1] (casino-b.example/log).metrics_port: None is not allowed (allowed: a port "
+            "of its own for each log's metrics",
+        ),
+        (
+            ("metrics_port = 9562", "metrics_port = 50061"),
+            "logs[1] (casino-b.example/log).metrics_port: 50061 is already the port of logs[0]",
+        ),
+        (
+            ("[[logs]]", "[verify_page]\nenabled = true\n[[logs]]"),
+            "verify_page.enabled: True is not allowed (allowed: false when several [[logs]]",
         ),
         (
             ('logs = ["casino-a.example/log"]', 'logs = ["casino-z.example/log"]'),

@@ -91,13 +91,9 @@ def test_an_unbound_log_is_refused_exactly_as_a_log_that_does_not_exist() -> Non
     nowhere = _refusal(served_b, "game-a", "nowhere.example/log")
     assert unbound == (
         grpc.StatusCode.PERMISSION_DENIED,
-        f"log {B!r} is not available to client 'game-a'",
+        "the requested log is not available to client 'game-a'",
     )
-    assert nowhere == (
-        grpc.StatusCode.PERMISSION_DENIED,
-        "log 'nowhere.example/log' is not available to client 'game-a'",
-    )
-    assert missing[0] == unbound[0]
+    assert nowhere == missing == unbound
     # Named the same, the two cases are indistinguishable: log A asked where B is served
     # (A exists elsewhere in the deployment) and where nothing but a stranger's log is.
     elsewhere = _refusal(served_b, "game-b", A)
@@ -147,5 +143,5 @@ def test_a_log_served_elsewhere_is_refused_even_to_a_caller_bound_to_it() -> Non
     status, details = _refusal(served_b, "auditor-ab", A)  # bound to A, but A is not here
     assert (status, details) == (
         grpc.StatusCode.PERMISSION_DENIED,
-        f"log {A!r} is not available to client 'auditor-ab'",
+        "the requested log is not available to client 'auditor-ab'",
     )
