@@ -2,8 +2,10 @@
 SQLite logs and one PostgreSQL log, served by ``rng-service serve`` as a process per log.
 
 The deployment runs as an operator starts it (the ``rng-service`` command, mTLS, a development
-CA). Each operator's game server draws on its own log; each log's export (``rng-audit export``
-by that log's auditor) verifies alone with its own key and with no other's; no entry of one
+CA, a real ``rng-witness`` for log A's regulator and one for log C's, each trusting its own log
+only). Each operator's game server draws on its own log; each log's export (``rng-audit
+export`` by that log's auditor) verifies alone with its own key and witness, and with no other
+log's key or witness; no entry of one
 operator is in another's log; an identity bound to log A is refused on log B with the same
 status and words as on a log that does not exist. Then one log's process is killed with
 SIGKILL while its game server draws: every outcome it acknowledged is in its log afterwards,
@@ -30,7 +32,10 @@ import pytest
 from rng_service.log.entry import LogEntry
 from rng_service.log.keys import generate_key_pair
 from rng_service.rpc.client import ClientError, ClientTls, RngClient
+from rng_service.rpc.log_servicer import LogClient
 from rng_service.security.certs import write_dev_ca
+from tests.integration.test_witnesses import ORIGIN as WITNESS_TEST_ORIGIN
+from tests.integration.test_witnesses import WitnessProc, free_port
 from tests.postgres_cluster import Cluster
 
 pytestmark = [pytest.mark.postgres, pytest.mark.serial]
@@ -44,20 +49,29 @@ IDENTITIES = [*GAME.values(), *AUDITOR.values(), "operator"]
 WAIT = 120.0
 
 
+#: Each regulator's witness: log A's and log C's (log B has none).
+WITNESSED = {A: "wa", C: "wc"}
+
+
 @dataclass
 class Deployment:
     d: Path
     proc: subprocess.Popen[str]
     ports: dict[str, int]
     stderr: Path
+    witnesses: dict[str, WitnessProc]
     acknowledged: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
-    def client(self, identity: str, origin: str, *, at: str | None = None) -> RngClient:
+    def tls(self, identity: str) -> ClientTls:
         certs = self.d / "certs"
-        tls = ClientTls.from_files(
+        return ClientTls.from_files(
             certs / "ca.pem", certs / f"{identity}.pem", certs / f"{identity}.key"
         )
-        return RngClient(f"127.0.0.1:{self.ports[at or origin]}", tls=tls, origin=origin)
+
+    def client(self, identity: str, origin: str, *, at: str | None = None) -> RngClient:
+        return RngClient(
+            f"127.0.0.1:{self.ports[at or origin]}", tls=self.tls(identity), origin=origin
+        )
 
     def spin(self, origin: str, request_id: str) -> int:
         with self.client(GAME[origin], origin) as c:
@@ -74,9 +88,12 @@ class Deployment:
         return [e for e in found if e.get("event") == name]
 
 
-def _config(d: Path, pg_dsn: str) -> Path:
+def _config(d: Path, pg_dsn: str, witnesses: dict[str, WitnessProc]) -> Path:
     stores = {A: f'"{d}/a.sqlite3"', B: f'"{d}/b.sqlite3"', C: json.dumps(pg_dsn)}
     text = [
+        "[witnessing]",
+        "interval_seconds = 0.3",
+        "timeout_seconds = 2",
         "[server]",
         f'lock_dir = "{d}/run"',
         "shutdown_grace_seconds = 1",
@@ -99,6 +116,11 @@ def _config(d: Path, pg_dsn: str) -> Path:
             "port = 0",
             "metrics_port = 0",
         ]
+        if origin in witnesses:
+            text.append(f'witnesses = ["{WITNESSED[origin]}"]')
+    for origin, w in witnesses.items():
+        text += ["[[witnesses]]", f'url = "{w.url}"', f'key = "{w.vkey_file}"',
+                 f'name = "{WITNESSED[origin]}"']  # fmt: skip
     for origin in (A, B, C):
         text += [
             "[[clients]]", f'identity = "{GAME[origin]}"', 'roles = ["game_server"]',
@@ -129,8 +151,17 @@ def deployment(tmp_path: Path, pg_cluster: Cluster) -> Iterator[Deployment]:
     write_dev_ca(d / "certs", IDENTITIES, now=dt.datetime.now(dt.UTC))
     for origin in (A, B, C):
         generate_key_pair(d / f"{origin.split('.')[0]}.pem", name=origin, passphrase=None)
+    witnesses = {}
+    for origin, name in WITNESSED.items():  # each trusts its own log only
+        log_vkey = d / f"{origin.split('.')[0]}.pem.vkey"
+        w = WitnessProc(d / name, f"{name}.witness.test/w", log_vkey, free_port())
+        w.config.write_text(
+            w.config.read_text().replace(f'"{WITNESS_TEST_ORIGIN}"', f'"{origin}"'),
+            encoding="utf-8",
+        )
+        witnesses[origin] = w.start()
     pg_dsn = pg_cluster.dsn(pg_cluster.database_for(d))
-    config = _config(d, pg_dsn)
+    config = _config(d, pg_dsn, witnesses)
     stderr = d / "stderr.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RNG_SERVICE_", "GRPC_"))}
     with open(stderr, "w", encoding="utf-8") as err:
@@ -144,8 +175,10 @@ def deployment(tmp_path: Path, pg_cluster: Cluster) -> Iterator[Deployment]:
         logs = line["logs"]
         assert isinstance(logs, dict)
         ports = {origin: int(logs[origin]["grpc_port"]) for origin in (A, B, C)}
-        yield Deployment(d=d, proc=proc, ports=ports, stderr=stderr)
+        yield Deployment(d=d, proc=proc, ports=ports, stderr=stderr, witnesses=witnesses)
     finally:
+        for w in witnesses.values():
+            w.stop()
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(WAIT)
@@ -184,24 +217,52 @@ def test_three_operators_three_logs(deployment: Deployment) -> None:
         assert sorted(e.request_id for e in entries) == sorted(
             rid for rid, _ in dep.acknowledged[origin]
         )
-    # Each log's export verifies alone, with its own key, and with no other's.
+    # A and C are witnessed by their own regulator's witness, each up to their last entry.
+    for origin in WITNESSED:
+        size = len(dep.acknowledged[origin])
+        deadline = time.monotonic() + WAIT
+        with LogClient(f"127.0.0.1:{dep.ports[origin]}", tls=dep.tls(AUDITOR[origin])) as c:
+            while time.monotonic() < deadline:
+                try:
+                    note = c.latest_checkpoint(witnessed=True)
+                except Exception:  # NOT_FOUND until the first cosignature
+                    note = ""
+                if note and int(note.splitlines()[1]) >= size:
+                    break
+                time.sleep(0.1)
+            else:
+                pytest.fail(f"no witnessed checkpoint of {origin} covers its {size} entries")
+    # Each log's export verifies alone, with its own key and witness, and with no other's.
     certs = dep.d / "certs"
     for origin in (A, B, C):
         name = origin.split(".")[0]
         out = dep.d / f"{name}.export"
         auditor = AUDITOR[origin]
+        witnessed = ["--witnessed"] if origin in WITNESSED else []
         done = _rng_audit(
             "--ca", str(certs / "ca.pem"), "--cert", str(certs / f"{auditor}.pem"),
             "--tls-key", str(certs / f"{auditor}.key"),
             "export", "--target", f"127.0.0.1:{dep.ports[origin]}", "--out", str(out),
+            *witnessed,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
-        ok = _rng_audit("verify", str(out), "--key", str(dep.d / f"{name}.pem.vkey"))
+        key = ["--key", str(dep.d / f"{name}.pem.vkey")]
+        own = (["--witness", str(dep.witnesses[origin].vkey_file)] if origin in WITNESSED
+               else [])  # fmt: skip
+        ok = _rng_audit("verify", str(out), *key, *own)
         assert ok.returncode == 0, ok.stdout + ok.stderr
         assert ok.stdout.startswith("OK"), ok.stdout
         other = "casino-b" if name != "casino-b" else "casino-c"
         wrong = _rng_audit("verify", str(out), "--key", str(dep.d / f"{other}.pem.vkey"))
         assert wrong.returncode != 0, wrong.stdout
+    # A's checkpoints carry no cosignature of C's witness, and the other way round.
+    for origin, other in ((A, C), (C, A)):
+        name = origin.split(".")[0]
+        foreign = _rng_audit(
+            "verify", str(dep.d / f"{name}.export"), "--key", str(dep.d / f"{name}.pem.vkey"),
+            "--witness", str(dep.witnesses[other].vkey_file),
+        )  # fmt: skip
+        assert foreign.returncode != 0, foreign.stdout
 
 
 def test_a_log_not_bound_is_refused_as_a_log_that_does_not_exist(deployment: Deployment) -> None:
