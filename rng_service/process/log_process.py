@@ -1,6 +1,7 @@
 """One log's process in a deployment of several logs (``rng_service.process.supervisor``).
 
-Started by the supervisor as ``python -m rng_service.process.log_process``, it imports the
+Started by the supervisor as ``python -m rng_service.process.log_process SUPERVISOR_PID``, it
+stops with the supervisor (however the supervisor ends), imports the
 service (the slow part of a start: a standby process waits here, ready), then reads one
 pickled frame from its standard input: its log's view of the validated configuration
 (:meth:`rng_service.config.Config.for_log`) and the number of front ends. It then is that log's
@@ -12,6 +13,7 @@ as one ``startup_failed`` JSON line, which the supervisor reports naming the log
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pickle
 import sys
@@ -25,9 +27,25 @@ def _refused(event: dict[str, str]) -> None:
     print(json.dumps(event), flush=True)
 
 
+def _stop_with_the_supervisor() -> None:
+    """SIGTERM (a graceful stop) to this process when the supervisor dies, however it dies
+    (Linux ``PR_SET_PDEATHSIG``): a log process left behind would keep its log's locks and
+    port, and the supervisor started again could not start that log."""
+    import ctypes
+    import os
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    if len(sys.argv) > 1 and os.getppid() != int(sys.argv[1]):
+        os.kill(os.getpid(), signal.SIGTERM)  # it died before the request took effect
+
+
 def main() -> int:
     from rng_service import jsonlog
 
+    _stop_with_the_supervisor()
     jsonlog.configure()
     # Imported before the frame is read: a standby process (the supervisor keeps one ready
     # per log) has done this slow part before its log needs it.

@@ -14,10 +14,12 @@ environment without the other logs' key passphrases and database passwords.
 
 A log process that exits while the deployment serves (killed, crashed) is logged and started
 again at once (at most once a second); the other logs' processes are not touched and keep
-serving. Nothing acknowledged is lost: a log answers an outcome only after its group committed
-(``rng_service.writer.appender``), and the new process checks the store before it serves. A
-graceful stop (SIGTERM or SIGINT) sends SIGTERM to every log process, each draining for
-``server.shutdown_grace_seconds``, and waits for them.
+serving. If the supervisor itself dies, its log processes stop (gracefully) with it, so that a
+supervisor started again finds every log's locks and ports free. Nothing acknowledged is lost:
+a log answers an outcome only after its group committed (``rng_service.writer.appender``), and
+the new process checks the store before it serves. A graceful stop (SIGTERM or SIGINT) sends
+SIGTERM to every log process, each draining for ``server.shutdown_grace_seconds``, and waits
+for them.
 
 Readiness: once every log serves, one JSON line on standard output, ``{"event": "listening",
 "logs": {ORIGIN: {"grpc_port": ..., "metrics_port": ...}, ...}}``.
@@ -104,7 +106,7 @@ class Supervisor:
 
     def _spawn(self, log: _LogProcess) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            [sys.executable, "-m", "rng_service.process.log_process"],
+            [sys.executable, "-m", "rng_service.process.log_process", str(os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=_stderr(),

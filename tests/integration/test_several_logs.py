@@ -343,3 +343,40 @@ def test_kill_9_of_one_log_loses_nothing_acknowledged_and_others_serve(
     for request_id, index in dep.acknowledged[B]:
         assert logged.get(request_id) == index, request_id
     assert dep.proc.poll() is None  # the supervisor serves on
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_the_log_processes_stop_with_the_supervisor(deployment: Deployment) -> None:
+    dep = deployment
+    (started,) = [e for e in dep.events("started") if "pids" in e]
+    pids = started["pids"]
+    assert isinstance(pids, dict)
+    log_pids = [int(p) for p in pids.values()]
+    assert all(_alive(p) for p in log_pids)
+    dep.proc.kill()  # SIGKILL: the supervisor cannot stop them itself
+    dep.proc.wait(WAIT)
+    deadline = time.monotonic() + WAIT
+    while any(_alive(p) for p in log_pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in log_pids), "log processes outlived their supervisor"
+    # Their locks and ports are free: the same deployment starts again.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RNG_SERVICE_", "GRPC_"))}
+    again = subprocess.Popen(
+        [str(BIN / "rng-service"), "serve", "--config", str(dep.d / "config.toml")], cwd=dep.d,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert _wait_line(again).get("event") == "listening"
+    finally:
+        again.send_signal(signal.SIGTERM)
+        again.wait(WAIT)
+        if again.stdout is not None:
+            again.stdout.close()
