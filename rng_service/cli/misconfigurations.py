@@ -234,6 +234,20 @@ MISCONFIGURATIONS: tuple[Misconfiguration, ...] = (
         toml=_two_logs('origin = "b.test"', 'store = "{dir}/b.sqlite3"'),
     ),
     Misconfiguration(
+        "several `[[logs]]`, one without a port of its own",
+        "logs[1] (b.test).port",
+        _ALL,
+        set=_NO_SINGLE_LOG,
+        toml=_two_logs('origin = "b.test"', 'store = "{dir}/b.sqlite3"').removesuffix("port = 0\n"),
+    ),
+    Misconfiguration(
+        "`[verify_page]` with several `[[logs]]` (serve the static page elsewhere)",
+        "verify_page.enabled",
+        _ALL,
+        set={**_NO_SINGLE_LOG, "verify_page.enabled": True},
+        toml=_two_logs('origin = "b.test"', 'store = "{dir}/b.sqlite3"'),
+    ),
+    Misconfiguration(
         "several `[[logs]]` and no `--origin` naming the one to work on",
         "origin",
         ("check-store", "migrate-store"),

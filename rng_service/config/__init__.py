@@ -155,7 +155,7 @@ class Config:
                     + ")",
                     name,
                 )
-        if len(self.logs) > 1 and not self.serving:
+        if self.logs and not self.serving:  # a witness no log names would be silently idle
             named = {n for d in self.logs for n in d.witnesses}
             for i, name in enumerate(witness_names):
                 _require(

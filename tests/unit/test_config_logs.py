@@ -147,6 +147,19 @@ def test_one_logs_entry_is_served_as_the_log(tmp_path: Path) -> None:
     assert config.select(None) is config
 
 
+def test_a_witness_of_the_only_logs_entry_must_be_named_by_it(tmp_path: Path) -> None:
+    entry = '[[logs]]\norigin = "only.example/log"\nkey_file = "k.pem"\nstore = "o.sqlite3"\n'
+    witness = f'[[witnesses]]\nurl = "http://127.0.0.1:9/a"\nkey = "{W1}"\n'
+    assert _refused(tmp_path, entry + witness).startswith(
+        "witnesses[0]: 'witness.a/w1' is not allowed (allowed: a witness that a [[logs]] entry "
+        "names in its witnesses)"
+    )
+    named = entry.replace(
+        'store = "o.sqlite3"', 'store = "o.sqlite3"\nwitnesses = ["witness.a/w1"]'
+    )
+    assert [w.key for w in _load(tmp_path, named + witness).witnesses] == [W1]
+
+
 def test_clients_default_to_the_only_log(tmp_path: Path) -> None:
     config = _load(
         tmp_path,
