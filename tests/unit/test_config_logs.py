@@ -295,3 +295,22 @@ def test_what_several_logs_cannot_mean_is_refused_naming_the_setting(
     old, new = (part.replace("{d}", str(tmp_path)) for part in change)
     assert old in text
     assert _refused(tmp_path, text.replace(old, new, 1)).startswith(refusal)
+
+
+@pytest.mark.parametrize(
+    ("store", "driver"),
+    [
+        ("var/a.sqlite3", "sqlite"),
+        ("/data/a=b.sqlite3", "sqlite"),  # an "=" in a path is not a connection string
+        ("postgresql://rng@db:5432/rng_a", "postgres"),
+        ("postgres://db/rng_a", "postgres"),
+        ("host=db port=5432 dbname=rng_a", "postgres"),
+        ("dbname=rng_a", "postgres"),
+    ],
+)
+def test_a_store_is_an_sqlite_file_or_a_postgresql_connection_string(
+    store: str, driver: str
+) -> None:
+    from rng_service.config.logs import is_postgres_dsn
+
+    assert ("postgres" if is_postgres_dsn(store) else "sqlite") == driver
