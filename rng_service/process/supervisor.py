@@ -111,6 +111,9 @@ class Supervisor:
             stdout=subprocess.PIPE,
             stderr=_stderr(),
             env=self._environment(log.config),
+            # Its own session: a terminal's Ctrl-C reaches the supervisor only, which stops
+            # the logs in order (SIGTERM each); PR_SET_PDEATHSIG ties them to it still.
+            start_new_session=True,
         )
 
     async def _start(self, log: _LogProcess) -> None:
