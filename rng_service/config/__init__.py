@@ -137,12 +137,16 @@ class Config:
         return tuple(d.origin for d in self.logs) or (self.log.origin,)
 
     def _check_bindings(self) -> None:
-        """Each client bound to configured logs (a game server to exactly one), each witness
-        named by a log, and one game server per table within each log."""
-        from rng_service.security.policy import ANY, Role, shared_table
+        """Each witness named by a log, what several logs need, each client bound to
+        configured logs (a game server to exactly one), and one game server per table within
+        each log."""
+        self._check_log_witnesses()
+        if len(self.logs) > 1 and not self.serving:
+            self._check_several_logs()
+        self._check_one_game_server_a_table(self._check_client_logs())
 
-        origins = self.origins
-        allowed = ", ".join(repr(o) for o in origins)
+    def _check_log_witnesses(self) -> None:
+        """Each ``[[logs]]`` entry names configured witnesses, and each witness is named."""
         witness_names = [w.name or _key_name(w.key) for w in self.witnesses]
         # A log's own view (``serving``) keeps its witnesses only: checked before, on all.
         for i, d in enumerate(() if self.serving else self.logs):
@@ -164,22 +168,31 @@ class Config:
                     "a witness that a [[logs]] entry names in its witnesses",
                     name,
                 )
-        if len(self.logs) > 1 and not self.serving:
-            for i, d in enumerate(self.logs):
-                _require(
-                    not self.metrics.enabled or d.metrics_port is not None,
-                    f"logs[{i}] ({d.origin}).metrics_port",
-                    "a port of its own for each log's metrics when several [[logs]] are "
-                    "configured (or [metrics] enabled = false)",
-                    None,
-                )
+
+    def _check_several_logs(self) -> None:
+        """A metrics port of its own for each log; no verify page."""
+        for i, d in enumerate(self.logs):
             _require(
-                not self.verify_page.enabled,
-                "verify_page.enabled",
-                "false when several [[logs]] are configured (serve the page from web/verify "
-                "with any static web server: it holds no log data)",
-                True,
+                not self.metrics.enabled or d.metrics_port is not None,
+                f"logs[{i}] ({d.origin}).metrics_port",
+                "a port of its own for each log's metrics when several [[logs]] are "
+                "configured (or [metrics] enabled = false)",
+                None,
             )
+        _require(
+            not self.verify_page.enabled,
+            "verify_page.enabled",
+            "false when several [[logs]] are configured (serve the page from web/verify "
+            "with any static web server: it holds no log data)",
+            True,
+        )
+
+    def _check_client_logs(self) -> dict[str, list[tuple[int, ClientSettings]]]:
+        """Each client bound to configured logs; returns the game servers of each log."""
+        from rng_service.security.policy import ANY, Role
+
+        origins = self.origins
+        allowed = ", ".join(repr(o) for o in origins)
         bound: dict[str, list[tuple[int, ClientSettings]]] = {o: [] for o in origins}
         for i, c in enumerate(self.clients):
             where = f"clients[{i}] ({c.identity}).logs"
@@ -210,6 +223,15 @@ class Config:
                     list(logs),
                 )
                 bound[logs[0]].append((i, c))
+        return bound
+
+    def _check_one_game_server_a_table(
+        self, bound: dict[str, list[tuple[int, ClientSettings]]]
+    ) -> None:
+        """One game server per table within each log (table ids are per log)."""
+        from rng_service.security.policy import ANY, shared_table
+
+        origins = self.origins
         for servers in bound.values():
             shared = shared_table([(c.identity, c.tables) for _, c in servers])
             if shared is None:
