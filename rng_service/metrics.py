@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 __all__ = [
     "GAMES",
     "GeneratorCollector",
+    "LogLabelCollector",
     "MergedCollector",
     "Metrics",
     "StoreCollector",
@@ -446,3 +447,28 @@ class MergedCollector(Collector):
         for name, fam in families.items():
             fam.samples = list(merged[name].values())
             yield fam
+
+
+class LogLabelCollector(Collector):
+    """Another collector's series with the label ``log`` = the origin of the log this process
+    serves (several ``[[logs]]``: one log process each, docs/operations/monitoring.md, "Several
+    logs"). The values are the configured origins only, so the label set stays bounded by the
+    configuration. The process's own ``process_*`` and ``python_*`` series are left as they are
+    (they describe the process; Prometheus's ``instance`` tells the processes apart)."""
+
+    def __init__(self, source: Collector, origin: str) -> None:
+        self._source = source
+        self._origin = origin
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.metrics_core import Metric
+
+        for fam in self._source.collect():
+            if fam.name.startswith(("process_", "python_")):
+                yield fam
+                continue
+            out = Metric(fam.name, fam.documentation, fam.type, fam.unit)
+            out.samples = [
+                s._replace(labels={**s.labels, "log": self._origin}) for s in fam.samples
+            ]
+            yield out

@@ -512,7 +512,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
 
     out = Output(args.json)
     tls = client_tls(args.ca, args.cert, args.tls_key)
-    target = resolve_target(args.target, args.config)
+    target = resolve_target(args.target, args.config, origin=args.origin)
     keys = getattr(args, "verifier_key", None) or []
     verifiers = verifier_keys(keys, "--verifier-key") if keys else []
     origin = None
@@ -641,7 +641,9 @@ def _run_draw(args: argparse.Namespace, draw: _Draw) -> int:
     plan = _plan(args)
     request_id = args.request_id or new_request_id()
     plan.out.note(f"request id: {request_id}")
-    with RngClient(plan.target.address, timeout=args.timeout, tls=plan.tls) as client:
+    with RngClient(
+        plan.target.address, timeout=args.timeout, tls=plan.tls, origin=args.origin
+    ) as client:
         try:
             result = draw.call(client, args, _ids(args, request_id))
         except ClientError as e:
@@ -657,7 +659,9 @@ def _run_stream(args: argparse.Namespace) -> int:
     plan.out.note(f"request id: {request_id}")
     chunks = 0
     problems: list[str] = []
-    with RngClient(plan.target.address, timeout=args.timeout, tls=plan.tls) as client:
+    with RngClient(
+        plan.target.address, timeout=args.timeout, tls=plan.tls, origin=args.origin
+    ) as client:
         try:
             for r in client.stream_batch(
                 count=args.count, chunk_size=args.chunk_size, wheel=args.wheel,
@@ -712,7 +716,9 @@ def _run_read(args: argparse.Namespace, read: Read) -> int:
     from rng_service.rpc.client import ClientError, RngClient
 
     plan = _plan(args)
-    with RngClient(plan.target.address, timeout=args.timeout, tls=plan.tls) as client:
+    with RngClient(
+        plan.target.address, timeout=args.timeout, tls=plan.tls, origin=args.origin
+    ) as client:
         try:
             return read.run(client, args, plan.out)
         except ClientError as e:

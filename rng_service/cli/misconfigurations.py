@@ -73,6 +73,20 @@ def _toml_value(value: object) -> str:
     raise TypeError(f"no TOML form for {value!r}")
 
 
+#: The working configuration's single log, removed where a row configures ``[[logs]]``.
+_NO_SINGLE_LOG = {"log.origin": None, "log.key_file": None, "storage.path": None}
+
+
+def _two_logs(second_origin: str, second_store: str) -> str:
+    """Two ``[[logs]]`` entries: the working configuration's log, and a second one."""
+    return (
+        '[[logs]]\norigin = "misconfig.test"\nkey_file = "{dir}/log.pem"\n'
+        'store = "{dir}/log.sqlite3"\nport = 0\n\n'
+        f'[[logs]]\n{second_origin}\nkey_file = "{{dir}}/log-b.pem"\n{second_store}\n'
+        "port = 0\n"
+    )
+
+
 MISCONFIGURATIONS: tuple[Misconfiguration, ...] = (
     # -- the file and the environment (every command) --
     Misconfiguration(
@@ -174,6 +188,71 @@ MISCONFIGURATIONS: tuple[Misconfiguration, ...] = (
         "witnesses[0].key",
         _RUN,
         toml='[[witnesses]]\nurl = "http://127.0.0.1:9/"\nkey = "not-a-key"\n',
+    ),
+    # -- several logs ([[logs]]) --
+    Misconfiguration(
+        "two `[[logs]]` with one origin",
+        "logs[1] (misconfig.test).origin",
+        _ALL,
+        set=_NO_SINGLE_LOG,
+        toml=_two_logs('origin = "misconfig.test"', 'store = "{dir}/b.sqlite3"'),
+    ),
+    Misconfiguration(
+        "two `[[logs]]` in one store",
+        "logs[1] (b.test).store",
+        _ALL,
+        set=_NO_SINGLE_LOG,
+        toml=_two_logs('origin = "b.test"', 'store = "{dir}/log.sqlite3"'),
+    ),
+    Misconfiguration(
+        "`[log]` settings beside `[[logs]]` (which one counts?)",
+        "log.origin",
+        _ALL,
+        set={"log.key_file": None, "storage.path": None},
+        toml=_two_logs('origin = "b.test"', 'store = "{dir}/b.sqlite3"'),
+    ),
+    Misconfiguration(
+        "a client bound to a log that is not configured",
+        "clients[0] (game-1).logs",
+        _ALL,
+        toml='[[clients]]\nidentity = "game-1"\nroles = ["game_server"]\ntables = ["T1"]\n'
+        'logs = ["no-such-log.test"]\n',
+    ),
+    Misconfiguration(
+        "a game server bound to no log when several are configured",
+        "clients[0] (game-1).logs",
+        _ALL,
+        set=_NO_SINGLE_LOG,
+        toml=_two_logs('origin = "b.test"', 'store = "{dir}/b.sqlite3"')
+        + '[[clients]]\nidentity = "game-1"\nroles = ["game_server"]\ntables = ["T1"]\n',
+    ),
+    Misconfiguration(
+        "one log's checkpoint-signing key file does not exist (several `[[logs]]`)",
+        "logs[1] (b.test).key_file",
+        ("serve",),
+        set=_NO_SINGLE_LOG,
+        toml=_two_logs('origin = "b.test"', 'store = "{dir}/b.sqlite3"'),
+    ),
+    Misconfiguration(
+        "several `[[logs]]`, one without a port of its own",
+        "logs[1] (b.test).port",
+        _ALL,
+        set=_NO_SINGLE_LOG,
+        toml=_two_logs('origin = "b.test"', 'store = "{dir}/b.sqlite3"').removesuffix("port = 0\n"),
+    ),
+    Misconfiguration(
+        "`[verify_page]` with several `[[logs]]` (serve the static page elsewhere)",
+        "verify_page.enabled",
+        _ALL,
+        set={**_NO_SINGLE_LOG, "verify_page.enabled": True},
+        toml=_two_logs('origin = "b.test"', 'store = "{dir}/b.sqlite3"'),
+    ),
+    Misconfiguration(
+        "several `[[logs]]` and no `--origin` naming the one to work on",
+        "origin",
+        ("check-store", "migrate-store"),
+        set=_NO_SINGLE_LOG,
+        toml=_two_logs('origin = "b.test"', 'store = "{dir}/b.sqlite3"'),
     ),
     # -- the witness (rng-witness serve) --
     Misconfiguration(

@@ -104,9 +104,24 @@ def _front_ends(text: str) -> int:
     return n
 
 
+def _several_logs(config: Config) -> bool:
+    return len(config.logs) > 1 and not config.serving
+
+
+def _supervise(config: Config, front_ends: int) -> int:
+    """Several ``[[logs]]``: a process per log (``rng_service.process.supervisor``)."""
+    from rng_service.process.supervisor import run_supervisor
+
+    return run_supervisor(config, front_ends)
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     config = _serving_config(args.config)
-    return 2 if config is None else _run(config, front_ends=args.front_ends)
+    if config is None:
+        return 2
+    if _several_logs(config):
+        return _supervise(config, args.front_ends)
+    return _run(config, front_ends=args.front_ends)
 
 
 def _cmd_dev_run(args: argparse.Namespace) -> int:
@@ -115,13 +130,18 @@ def _cmd_dev_run(args: argparse.Namespace) -> int:
     config = _serving_config(args.config)
     if config is None:
         return 2
+    logs = [config.for_log(d.origin) for d in config.logs] if _several_logs(config) else [config]
+    for log in logs:
+        key_file = log.log.key_file
+        if not key_file.exists():
+            key_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            generate_key_pair(key_file, name=log.log.key_name, passphrase=None)
+            print(DEV_BANNER.format(path=key_file), file=sys.stderr, flush=True)
+        else:
+            print(f"using signing key {key_file}", file=sys.stderr)
+    if len(logs) > 1:
+        return _supervise(config, 1)
     key_file = config.log.key_file
-    if not key_file.exists():
-        key_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        generate_key_pair(key_file, name=config.log.key_name, passphrase=None)
-        print(DEV_BANNER.format(path=key_file), file=sys.stderr, flush=True)
-    else:
-        print(f"using signing key {key_file}", file=sys.stderr)
 
     def try_it(port: int) -> None:  # once it serves: the port is the bound one (0 resolved)
         target = format_address(config.server.host, port)
@@ -141,7 +161,7 @@ def _cmd_check_store(args: argparse.Namespace) -> int:
     from rng_service.process.app import StartupError, check_store_offline
     from rng_service.writer.storecheck import StoreCheckFailed
 
-    config = load_config(args.config)
+    config = load_config(args.config).select(args.origin)
     where = str(config.storage.path) if config.storage.driver == "sqlite" else "the PostgreSQL log"
     try:
         report = check_store_offline(config)
@@ -279,7 +299,40 @@ def _toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _client_entry(identity: str, role: str | None, tables: tuple[str, ...]) -> str:
+def _client_logs(
+    given: list[str], specs: list[tuple[str, str | None, tuple[str, ...]]]
+) -> dict[str, tuple[str, ...]]:
+    """``dev-ca --log NAME=ORIGIN[,ORIGIN...]``: the logs each client is bound to (a game
+    server exactly one; docs/security.md, "Logs")."""
+    from rng_service.security.policy import Role
+
+    roles = {name: role for name, role, _ in specs}
+    bound: dict[str, tuple[str, ...]] = {}
+    for item in given:
+        name, sep, origins_text = item.partition("=")
+        origins = tuple(dict.fromkeys(o.strip() for o in origins_text.split(",") if o.strip()))
+        where = f"--log {item!r}"
+        if not sep or not origins:
+            raise SystemExit(f"error: {where}: the form is NAME=ORIGIN[,ORIGIN...]")
+        if roles.get(name) is None:
+            raise SystemExit(
+                f"error: {where}: {name!r} is not a --client with a role (allowed: the NAME of "
+                "a --client NAME:ROLE[:TABLES])"
+            )
+        if name in bound:
+            raise SystemExit(f"error: {where}: the logs of {name!r} are already given")
+        if roles[name] == Role.GAME_SERVER.value and len(origins) != 1:
+            raise SystemExit(
+                f"error: {where}: a game server is bound to exactly one log (allowed: "
+                f"{name}=ORIGIN)"
+            )
+        bound[name] = origins
+    return bound
+
+
+def _client_entry(
+    identity: str, role: str | None, tables: tuple[str, ...], logs: tuple[str, ...] = ()
+) -> str:
     """The least-privilege ``[[clients]]`` entry of one ``dev-ca --client`` (or, without a
     role, a comment saying why there is none)."""
     if role is None:
@@ -295,6 +348,8 @@ def _client_entry(identity: str, role: str | None, tables: tuple[str, ...]) -> s
     ]
     if tables:
         lines.append(f"tables = [{', '.join(_toml_string(t) for t in tables)}]")
+    if logs:
+        lines.append(f"logs = [{', '.join(_toml_string(o) for o in logs)}]")
     return "\n".join(lines)
 
 
@@ -305,7 +360,13 @@ def _cmd_dev_ca(args: argparse.Namespace) -> int:
     from rng_service.security.certs import write_dev_ca
 
     specs = [_client_spec(spec) for spec in args.client or []]
-    _one_game_server_a_table(args.client or [], specs)
+    bound = _client_logs(args.log or [], specs)
+    given = args.client or []
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, (name, _, _) in enumerate(specs):  # table ids are per log: checked per log
+        groups.setdefault(bound.get(name, ()), []).append(i)
+    for members in groups.values():
+        _one_game_server_a_table([given[i] for i in members], [specs[i] for i in members])
     now = dt.datetime.fromtimestamp(SystemClock().now_ns() / 1e9, tz=dt.UTC)
     out = Path(args.out)
     try:
@@ -330,7 +391,7 @@ def _cmd_dev_ca(args: argparse.Namespace) -> int:
         )
     for identity, role, tables in specs:
         print()
-        print(_client_entry(identity, role, tables))
+        print(_client_entry(identity, role, tables, bound.get(identity, ())))
     for identity, (cert, key) in files.clients.items():
         print(f"# {identity}: --ca {files.ca_cert} --cert {cert} --tls-key {key}", file=sys.stderr)
     return 0
@@ -340,7 +401,7 @@ def _cmd_migrate_store(args: argparse.Namespace) -> int:
     from rng_service.process.app import StartupError, migrate_store
 
     try:
-        report = migrate_store(load_config(args.config))
+        report = migrate_store(load_config(args.config).select(args.origin))
     except StartupError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -438,6 +499,11 @@ def build_parser() -> argparse.ArgumentParser:
         "unreadable.",
     )
     p.add_argument("--config", type=Path, metavar="FILE", help=config_help)
+    p.add_argument(
+        "--origin", metavar="ORIGIN",
+        help="the log to work on, by its origin, when [[logs]] configures several (default: "
+        "the only log)",
+    )  # fmt: skip
     p.set_defaults(fn=_cmd_check_store)
 
     env_help = "the environment variable holding the key's passphrase (default: unencrypted)"
@@ -473,6 +539,12 @@ def build_parser() -> argparse.ArgumentParser:
         "[[clients]] entry is printed: game-1:game_server:T1,T2, auditor-1:auditor. A plain "
         "NAME gets a certificate and no entry (health checks only)",
     )
+    p.add_argument(
+        "--log", action="append", metavar="NAME=ORIGIN[,ORIGIN]",
+        help="bind the --client NAME to the logs of these origins in its printed [[clients]] "
+        "entry (repeatable; a game server to exactly one; several [[logs]]: docs/security.md, "
+        "Logs). Without it the entry names no log: the only log, when there is one",
+    )  # fmt: skip
     p.add_argument("--days", type=int, default=365, help="validity in days")
     p.add_argument("--force", action="store_true", help="replace existing files")
     p.set_defaults(fn=_cmd_dev_ca)
@@ -483,6 +555,11 @@ def build_parser() -> argparse.ArgumentParser:
         sub, "migrate-store", "migrate the configured log store to this release's schema"
     )
     p.add_argument("--config", type=Path, metavar="FILE", help=config_help)
+    p.add_argument(
+        "--origin", metavar="ORIGIN",
+        help="the log to work on, by its origin, when [[logs]] configures several (default: "
+        "the only log)",
+    )  # fmt: skip
     p.set_defaults(fn=_cmd_migrate_store)
 
     p = add_command(sub, "verify-receipt", "verify a receipt offline")

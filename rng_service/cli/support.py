@@ -173,6 +173,12 @@ CONNECTION_OPTIONS: tuple[Option, ...] = (
         "(127.0.0.1 for 0.0.0.0, ::1 for ::)",
     ),
     _option(
+        "--origin",
+        metavar="ORIGIN",
+        help="the log to call, by its origin (a deployment of several [[logs]]); default: the "
+        "log served at the target (with --config: the only log of its [[logs]])",
+    ),
+    _option(
         "--timeout",
         type=float,
         default=10.0,
@@ -209,13 +215,17 @@ def format_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def _configured_address(path: str | None) -> str:
-    server = load_config(Path(path) if path is not None else None).server
+def _configured_address(path: str | None, origin: str | None = None) -> str:
+    """The gRPC address ``serve`` binds for the log ``origin`` (None: the only log)."""
+    server = load_config(Path(path) if path is not None else None).select(origin).server
     return format_address(server.host, server.port)
 
 
 def resolve_target(
-    target: str | None, config: str | None, environ: Mapping[str, str] | None = None
+    target: str | None,
+    config: str | None,
+    environ: Mapping[str, str] | None = None,
+    origin: str | None = None,
 ) -> Target:
     """The target rule: ``--target``; else ``--config`` (an option on the command line beats
     the environment); else ``$RNG_TARGET``; else the server address of the default
@@ -226,7 +236,7 @@ def resolve_target(
     if target:
         return Target(target, "--target")
     if config:
-        return Target(_configured_address(config), f"server address of --config {config}")
+        return Target(_configured_address(config, origin), f"server address of --config {config}")
     from_env = environ.get(TARGET_ENV, "").strip()
     if from_env:
         return Target(from_env, TARGET_ENV)

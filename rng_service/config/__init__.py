@@ -25,6 +25,7 @@ from rng_service.config.checks import (
     _require,
     is_loopback,
 )
+from rng_service.config.logs import LogDefinition, build_logs
 from rng_service.config.peers import (
     ClientSettings,
     RateLimitSettings,
@@ -51,6 +52,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "GeneratorSettings",
+    "LogDefinition",
     "LogSettings",
     "MetricsSettings",
     "ProfilesSettings",
@@ -88,8 +90,15 @@ class Config:
     clients: tuple[ClientSettings, ...] = ()
     #: ``[[witnesses]]``: the C2SP tlog-witnesses that cosign published checkpoints.
     witnesses: tuple[WitnessSettings, ...] = ()
+    #: ``[[logs]]``: the deployment's logs (rng_service.config.logs); () = the one log of
+    #: ``[log]`` and ``[storage]``.
+    logs: tuple[LogDefinition, ...] = ()
+    #: The origin of the log that ``[log]``, ``[storage]`` and ``[[witnesses]]`` describe in
+    #: this configuration ("" with several ``[[logs]]``: none yet, see :meth:`for_log`).
+    serving: str = ""
 
     def __post_init__(self) -> None:
+        self._check_bindings()
         page = self.verify_page
         if page.enabled and page.port:
             taken = {"server.port": self.server.port}
@@ -122,14 +131,244 @@ class Config:
             True,
         )
 
+    @property
+    def origins(self) -> tuple[str, ...]:
+        """The origins of the deployment's logs, in configuration order."""
+        return tuple(d.origin for d in self.logs) or (self.log.origin,)
+
+    def _check_bindings(self) -> None:
+        """Each witness named by a log, what several logs need, each client bound to
+        configured logs (a game server to exactly one), and one game server per table within
+        each log."""
+        self._check_log_witnesses()
+        if len(self.logs) > 1 and not self.serving:
+            self._check_several_logs()
+        self._check_one_game_server_a_table(self._check_client_logs())
+
+    def _check_log_witnesses(self) -> None:
+        """Each ``[[logs]]`` entry names configured witnesses, and each witness is named."""
+        witness_names = [w.name or _key_name(w.key) for w in self.witnesses]
+        # A log's own view (``serving``) keeps its witnesses only: checked before, on all.
+        for i, d in enumerate(() if self.serving else self.logs):
+            for name in d.witnesses:
+                _require(
+                    name in witness_names,
+                    f"logs[{i}] ({d.origin}).witnesses",
+                    "names of [[witnesses]] entries ("
+                    + (", ".join(repr(n) for n in witness_names) or "none configured")
+                    + ")",
+                    name,
+                )
+        if self.logs and not self.serving:  # a witness no log names would be silently idle
+            named = {n for d in self.logs for n in d.witnesses}
+            for i, name in enumerate(witness_names):
+                _require(
+                    name in named,
+                    f"witnesses[{i}]",
+                    "a witness that a [[logs]] entry names in its witnesses",
+                    name,
+                )
+
+    def _check_several_logs(self) -> None:
+        """A metrics port of its own for each log; no verify page."""
+        for i, d in enumerate(self.logs):
+            _require(
+                not self.metrics.enabled or d.metrics_port is not None,
+                f"logs[{i}] ({d.origin}).metrics_port",
+                "a port of its own for each log's metrics when several [[logs]] are "
+                "configured (or [metrics] enabled = false)",
+                None,
+            )
+        _require(
+            not self.verify_page.enabled,
+            "verify_page.enabled",
+            "false when several [[logs]] are configured (serve the page from web/verify "
+            "with any static web server: it holds no log data)",
+            True,
+        )
+
+    def _check_client_logs(self) -> dict[str, list[tuple[int, ClientSettings]]]:
+        """Each client bound to configured logs; returns the game servers of each log."""
+        from rng_service.security.policy import ANY, Role
+
+        origins = self.origins
+        allowed = ", ".join(repr(o) for o in origins)
+        bound: dict[str, list[tuple[int, ClientSettings]]] = {o: [] for o in origins}
+        for i, c in enumerate(self.clients):
+            where = f"clients[{i}] ({c.identity}).logs"
+            game = Role.GAME_SERVER.value in c.roles
+            logs = c.logs or ((origins[0],) if len(origins) == 1 else ())
+            if not logs:
+                raise ConfigError(
+                    f"{where}: required when several [[logs]] are configured (allowed: "
+                    + ("one of " if game else "")
+                    + f"{allowed}"
+                    + ("" if game else ' or ["*"]')
+                    + ")"
+                )
+            for origin in logs:
+                if origin == ANY and not game:
+                    continue
+                _require(
+                    origin in origins,
+                    where,
+                    f"origins of the configured logs: {allowed}" + ("" if game else ' or "*"'),
+                    origin,
+                )
+            if game:
+                _require(
+                    len(logs) == 1 and logs[0] != ANY,
+                    where,
+                    "exactly one log for a game_server identity (one of " + allowed + ")",
+                    list(logs),
+                )
+                bound[logs[0]].append((i, c))
+        return bound
+
+    def _check_one_game_server_a_table(
+        self, bound: dict[str, list[tuple[int, ClientSettings]]]
+    ) -> None:
+        """One game server per table within each log (table ids are per log)."""
+        from rng_service.security.policy import ANY, shared_table
+
+        origins = self.origins
+        for servers in bound.values():
+            shared = shared_table([(c.identity, c.tables) for _, c in servers])
+            if shared is None:
+                continue
+            (i, earlier), (j, later), table = servers[shared[0]], servers[shared[1]], shared[2]
+            if table == ANY:
+                what = f'"*" (every table) overlaps the tables of game server clients[{i}]'
+            else:
+                what = f"table {table!r} is also granted to game server clients[{i}]"
+            by = ' by its "*"' if ANY in earlier.tables and table != ANY else ""
+            raise ConfigError(
+                f"clients[{j}] ({later.identity}).tables: {what} ({earlier.identity}){by}; one "
+                "physical table has one game server (allowed: tables no other game_server "
+                + ("client of the same log" if len(origins) > 1 else "client")
+                + " is granted)"
+            )
+
+    def client_logs(self, client: ClientSettings) -> frozenset[str]:
+        """The origins ``client`` is bound to (``"*"`` expanded)."""
+        logs = client.logs
+        if not logs and len(self.origins) == 1:
+            logs = self.origins
+        if "*" in logs:
+            return frozenset(self.origins)
+        return frozenset(logs)
+
+    def select(self, origin: str | None) -> Config:
+        """The configuration of the log a command names (``--origin``); without a name, the
+        only log. Raises ConfigError when several logs leave it open or the name is unknown."""
+        if origin is None:
+            if len(self.logs) > 1 and not self.serving:
+                raise ConfigError(
+                    f"origin: {len(self.logs)} [[logs]] are configured; name one with --origin "
+                    "(allowed: " + ", ".join(repr(o) for o in self.origins) + ")"
+                )
+            return self
+        return self.for_log(origin)
+
+    def for_log(self, origin: str) -> Config:
+        """This configuration as the one log ``origin`` sees it: ``[log]``, ``[storage]``,
+        its witnesses, profiles and port from its ``[[logs]]`` entry, every other setting
+        shared. Raises ConfigError naming the entry."""
+        if not self.logs:
+            if origin != self.log.origin:
+                raise ConfigError(
+                    f"origin: {origin!r} is not a configured log (allowed: {self.log.origin!r})"
+                )
+            return self
+        found = [(i, d) for i, d in enumerate(self.logs) if d.origin == origin]
+        if not found:
+            raise ConfigError(
+                f"origin: {origin!r} is not a configured log (allowed: "
+                + ", ".join(repr(o) for o in self.origins)
+                + ")"
+            )
+        i, d = found[0]
+        where = f"logs[{i}] ({d.origin})"
+        try:
+            log = dataclasses.replace(
+                self.log, origin=d.origin, key_file=d.key_file, key_name=d.key_name,
+                key_passphrase_env=d.key_passphrase_env, retired_keys=",".join(d.retired_keys),
+                cosign_key_file=d.cosign_key_file, cosign_key_name=d.cosign_key_name,
+                cosign_key_passphrase_env=d.cosign_key_passphrase_env,
+                publish_interval_seconds=(
+                    d.publish_interval_seconds
+                    if d.publish_interval_seconds is not None
+                    else self.log.publish_interval_seconds
+                ),
+            )  # fmt: skip
+            sqlite = d.driver == "sqlite"
+            storage = dataclasses.replace(
+                self.storage, driver=d.driver,
+                path=Path(d.store) if sqlite else StorageSettings().path,
+                postgres_dsn="" if sqlite else d.store,
+                postgres_password_env=d.postgres_password_env,
+            )  # fmt: skip
+            names = set(d.witnesses)
+            return dataclasses.replace(
+                self,
+                log=log,
+                storage=storage,
+                witnesses=tuple(w for w in self.witnesses if (w.name or _key_name(w.key)) in names),
+                witnessing=dataclasses.replace(self.witnessing, min_witnesses=d.min_witnesses),
+                profiles=dataclasses.replace(self.profiles, names=d.profiles),
+                server=(
+                    self.server if d.port is None else dataclasses.replace(self.server, port=d.port)
+                ),
+                metrics=(
+                    self.metrics
+                    if d.metrics_port is None
+                    else dataclasses.replace(self.metrics, port=d.metrics_port)
+                ),
+                serving=d.origin,
+            )
+        except ConfigError as e:
+            setting, _, rest = str(e).partition(": ")
+            field_name = _DERIVED.get(setting, setting)
+            raise ConfigError(f"{where}.{field_name}: {rest}") from None
+
+
+def _key_name(key: str) -> str:
+    """The name of a verifier key written inline (``<name>+<id>+<base64>``); "" for a file."""
+    return key.split("+", 1)[0] if key.count("+") >= 2 else ""
+
+
+#: The single-log setting a ``[[logs]]`` entry's setting becomes (:meth:`Config.for_log`), for
+#: errors found in the derived sections.
+_DERIVED = {
+    "log.origin": "origin",
+    "log.key_name": "key_name",
+    "log.retired_keys": "retired_keys",
+    "log.cosign_key_name": "cosign_key_name",
+    "log.publish_interval_seconds": "publish_interval_seconds",
+    "storage.postgres_dsn": "store",
+    "storage.postgres_password_env": "postgres_password_env",
+    "witnessing.min_witnesses": "min_witnesses",
+    "profiles.names": "profiles",
+}
+
+#: Settings of the single-log sections that a ``[[logs]]`` entry sets for its own log: with
+#: ``[[logs]]`` they are refused in ``[log]``, ``[storage]`` and ``[witnessing]`` (two places
+#: for one value would leave the reader guessing which one counts).
+PER_LOG_SETTINGS = {
+    "log": ("origin", "key_name", "key_file", "key_passphrase_env", "retired_keys",
+            "cosign_key_file", "cosign_key_name", "cosign_key_passphrase_env"),
+    "storage": ("driver", "path", "postgres_dsn", "postgres_password_env"),
+    "witnessing": ("min_witnesses",),
+    "profiles": ("names",),
+}  # fmt: skip
 
 #: Top-level keys that are arrays of tables rather than ``[section]`` tables.
-_ARRAYS = ("clients", "witnesses")
+_ARRAYS = ("clients", "witnesses", "logs")
 
 _SECTIONS: dict[str, type[Any]] = {
     f.name: typing.get_type_hints(Config)[f.name]
     for f in dataclasses.fields(Config)
-    if f.name not in _ARRAYS
+    if f.name not in (*_ARRAYS, "serving")
 }
 
 
@@ -207,12 +446,30 @@ def load_config(
         name: _build_section(name, data.get(name, {}), env_keys.get(name, set()))
         for name in _SECTIONS
     }
+    base = base_dir if base_dir is not None else Path.cwd()
+    logs: tuple[LogDefinition, ...] = ()
+    if "logs" in arrays:
+        for section, keys in PER_LOG_SETTINGS.items():
+            for key in keys:
+                if key in data.get(section, {}):
+                    raise ConfigError(
+                        f"{section}.{key}: set in each [[logs]] entry when [[logs]] is "
+                        f"configured (allowed: no {section}.{key} beside [[logs]])"
+                    )
+        logs = build_logs(arrays["logs"], base)
     config = Config(
         **sections,
         clients=_build_clients(arrays.get("clients", [])),
         witnesses=_build_witnesses(arrays.get("witnesses", [])),
+        logs=tuple(
+            dataclasses.replace(
+                d,
+                key_file=_resolve(base, d.key_file),
+                store=d.store if d.driver == "postgres" else str(_resolve(base, Path(d.store))),
+            )
+            for d in logs
+        ),
     )
-    base = base_dir if base_dir is not None else Path.cwd()
     tls = config.tls
     if tls.enabled:
         tls = dataclasses.replace(
@@ -239,7 +496,7 @@ def load_config(
         )
         for w in config.witnesses
     )
-    return dataclasses.replace(
+    config = dataclasses.replace(
         config,
         witnesses=witnesses,
         server=dataclasses.replace(config.server, lock_dir=_resolve(base, config.server.lock_dir)),
@@ -249,6 +506,10 @@ def load_config(
         storage=dataclasses.replace(config.storage, path=_resolve(base, config.storage.path)),
         tls=tls,
     )
+    if not config.logs:
+        return config
+    per_log = [config.for_log(d.origin) for d in config.logs]  # each log's checks, once
+    return per_log[0] if len(per_log) == 1 else config
 
 
 def _env_name_error(name: str) -> str:

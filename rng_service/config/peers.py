@@ -5,7 +5,6 @@ game server a table), and the ``[[witnesses]]`` (docs/security.md, docs/operatio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -175,9 +174,14 @@ class ClientSettings:
     #: This client's own token bucket (both or neither; default: [rate_limit] when enabled).
     rate_per_second: float | None = None
     burst: int | None = None
+    #: The origins of the logs this identity may use (``[[logs]]``): a game server exactly
+    #: one, other roles a set or ``["*"]`` (every log). () = the only log, when there is one.
+    logs: tuple[str, ...] = ()
 
 
-_CLIENT_KEYS = ("identity", "roles", "tables", "kinds", "profiles", "rate_per_second", "burst")
+_CLIENT_KEYS = (
+    "identity", "roles", "tables", "kinds", "profiles", "rate_per_second", "burst", "logs",
+)  # fmt: skip
 
 
 def _string_list(setting: str, value: Any, *, allowed: str) -> tuple[str, ...]:
@@ -257,9 +261,16 @@ def _client(index: int, raw: Any) -> ClientSettings:
         burst = _coerce(f"{where}.burst", int, burst, from_env=False)
         _rate(f"{where}.rate_per_second", rate)
         _burst(f"{where}.burst", burst)
+    logs: tuple[str, ...] = ()
+    if "logs" in raw:
+        logs = _string_list(
+            f"{where}.logs", raw["logs"], allowed='a list of log origins, or ["*"] for every log'
+        )
+        _require(bool(logs), f"{where}.logs", 'log origins, or ["*"] for every log', [])
     return ClientSettings(
         identity=identity,
         roles=roles,
+        logs=logs,
         rate_per_second=rate,
         burst=burst,
         **scopes,
@@ -278,26 +289,4 @@ def _build_clients(raw: Any) -> tuple[ClientSettings, ...]:
                 f"clients[{seen[client.identity]}] (allowed: each identity once)"
             )
         seen[client.identity] = i
-    _one_game_server_a_table(clients)
     return tuple(clients)
-
-
-def _one_game_server_a_table(clients: Sequence[ClientSettings]) -> None:
-    """Refuses a table granted to two game servers (``security.policy.shared_table``)."""
-    from rng_service.security.policy import ANY, Role, shared_table
-
-    servers = [(i, c) for i, c in enumerate(clients) if Role.GAME_SERVER.value in c.roles]
-    shared = shared_table([(c.identity, c.tables) for _, c in servers])
-    if shared is None:
-        return
-    (i, earlier), (j, later), table = servers[shared[0]], servers[shared[1]], shared[2]
-    if table == ANY:
-        what = f'"*" (every table) overlaps the tables of game server clients[{i}]'
-    else:
-        what = f"table {table!r} is also granted to game server clients[{i}]"
-    by = ' by its "*"' if ANY in earlier.tables and table != ANY else ""
-    raise ConfigError(
-        f"clients[{j}] ({later.identity}).tables: {what} ({earlier.identity}){by}; one "
-        "physical table has one game server (allowed: tables no other game_server client "
-        "is granted)"
-    )

@@ -363,8 +363,17 @@ class ProfilesSettings:
     #: documents in ``directory``. Development and lab set-ups only: an example is not an
     #: approved paytable.
     allow_examples: bool = False
+    #: The names of the loaded profiles this log serves ("*" = all); set per log by a
+    #: ``[[logs]]`` entry's ``profiles``.
+    names: tuple[str, ...] = ("*",)
 
     def __post_init__(self) -> None:
+        _require(
+            bool(self.names) and all(n and n == n.strip() for n in self.names),
+            "profiles.names",
+            '["*"] or profile names',
+            list(self.names),
+        )
         _require(
             self.directory == self.directory.strip() and "\n" not in self.directory,
             "profiles.directory",

@@ -24,12 +24,13 @@ from prometheus_client import (
     CollectorRegistry,
     start_http_server,
 )
+from prometheus_client.registry import Collector
 
 from rng_service.config import Config, ConfigError, check_transport
 from rng_service.drbg import OsEntropySource, ProductionGenerator
 from rng_service.errors import IntegrityError, RngServiceError
 from rng_service.log.note import Ed25519NoteSigner
-from rng_service.metrics import GeneratorCollector, MergedCollector
+from rng_service.metrics import GeneratorCollector, LogLabelCollector, MergedCollector
 from rng_service.ownership import InstanceLock
 from rng_service.process.setup import ServiceSetup
 from rng_service.process.startup import (
@@ -155,6 +156,11 @@ class Service(ServiceSetup):
             check_transport(self.config)
         except ConfigError as e:
             raise StartupError(str(e)) from None
+        if len(self.config.logs) > 1 and not self.config.serving:
+            raise StartupError(  # serve runs rng_service.process.supervisor for these
+                f"logs: {len(self.config.logs)} [[logs]] are configured, and a Service serves "
+                "one log (allowed: Config.for_log(origin), one process per log)"
+            )
         if self.front_ends > 1 and self.config.certification.raw_stream_enabled:
             raise StartupError(
                 "certification.raw_stream_enabled: the raw output stream is served with one "
@@ -398,12 +404,22 @@ class Service(ServiceSetup):
             return None
         try:
             self._metrics_server, _ = start_http_server(
-                cfg.port, addr=cfg.host, registry=self.registry
+                cfg.port, addr=cfg.host, registry=self._labelled(self.registry)
             )
         except OSError as e:
             raise StartupError(f"metrics.port: cannot listen on {cfg.host}:{cfg.port}: {e}") from e
         metrics_port: int = self._metrics_server.server_port
         return metrics_port
+
+    def _labelled(self, source: Collector) -> CollectorRegistry:
+        """What the metrics port serves: ``source``, and with several ``[[logs]]`` its series
+        labelled ``log`` = this process's log (``rng_service.metrics.LogLabelCollector``)."""
+        served = CollectorRegistry(auto_describe=True)
+        if len(self.config.logs) > 1:
+            served.register(LogLabelCollector(source, self.config.log.origin))
+        else:
+            served.register(source)
+        return served
 
     def _log_started(
         self,
@@ -530,8 +546,7 @@ class Service(ServiceSetup):
             self.witnessing.start()
         metrics_port: int | None = None
         if cfg.metrics.enabled:
-            served = CollectorRegistry(auto_describe=True)
-            served.register(MergedCollector(self.registry, self._writer.metric_families))
+            served = self._labelled(MergedCollector(self.registry, self._writer.metric_families))
             try:
                 self._metrics_server, _ = start_http_server(
                     cfg.metrics.port, addr=cfg.metrics.host, registry=served
@@ -576,7 +591,10 @@ class Service(ServiceSetup):
 
 
 async def _serve(
-    config: Config, on_ready: Callable[[int], None] | None = None, front_ends: int = 1
+    config: Config,
+    on_ready: Callable[[int], None] | None = None,
+    front_ends: int = 1,
+    on_refusal: Callable[[dict[str, str]], None] | None = None,
 ) -> int:
     service = Service(config, front_ends=front_ends)
     try:
@@ -585,7 +603,10 @@ async def _serve(
         event = {"event": "startup_failed", "error": str(e), "setting": e.setting}
         if e.file:  # only when a file is at fault (a key or TLS file)
             event["file"] = e.file
-        _log.error(event)
+        if on_refusal is None:
+            _log.error(event)
+        else:  # the supervisor of several logs says it, naming the log
+            on_refusal(event)
         await _stop_after_failed_start(service)
         return 2
     except Exception as e:  # anything else: still one JSON event, the traceback in a field
@@ -630,7 +651,12 @@ async def _stop_after_failed_start(service: Service) -> None:
         _log.warning({"event": "stop_after_failed_start_failed"}, exc_info=True)
 
 
-def run(config: Config, on_ready: Callable[[int], None] | None = None, front_ends: int = 1) -> int:
+def run(
+    config: Config,
+    on_ready: Callable[[int], None] | None = None,
+    front_ends: int = 1,
+    on_refusal: Callable[[dict[str, str]], None] | None = None,
+) -> int:
     """Runs the service until SIGTERM or SIGINT; returns the process exit status.
     ``on_ready(grpc_port)`` is called once it serves, after the readiness line.
     ``front_ends`` above 1: this process is the log writer and starts that many gRPC
@@ -641,5 +667,5 @@ def run(config: Config, on_ready: Callable[[int], None] | None = None, front_end
     with contextlib.suppress(ImportError):
         import uvloop
 
-        return uvloop.run(_serve(config, on_ready, front_ends))
-    return asyncio.run(_serve(config, on_ready, front_ends))
+        return uvloop.run(_serve(config, on_ready, front_ends, on_refusal))
+    return asyncio.run(_serve(config, on_ready, front_ends, on_refusal))

@@ -155,6 +155,17 @@ class ServiceSetup:
             raise StartupError(
                 text if text.startswith("profiles.directory:") else f"profiles.directory: {text}"
             ) from e
+        if "*" not in cfg.names:  # a [[logs]] entry's profiles: this log serves these only
+            loaded = {d.id.name for d in registry.all()}
+            for name in cfg.names:
+                if name not in loaded:
+                    raise StartupError(
+                        f"logs ({self.config.log.origin}).profiles: {name!r} is not a loaded "
+                        "profile or paytable (allowed: "
+                        + (", ".join(repr(n) for n in sorted(loaded)) or "none loaded")
+                        + ', or "*")'
+                    )
+            registry = ProfileRegistry(d for d in registry.all() if d.id.name in cfg.names)
         _log.info(
             {
                 "event": "profiles_loaded",
@@ -174,7 +185,10 @@ class ServiceSetup:
         (loopback only): every caller is ``server.default_client_id`` with every role."""
         cfg = self.config
         if cfg.tls.enabled:
-            return Authorizer.mtls(_client_policies(cfg), clock=self.clock, observer=self.metrics)
+            return Authorizer.mtls(
+                _client_policies(cfg), clock=self.clock, observer=self.metrics,
+                origin=cfg.log.origin,
+            )  # fmt: skip
         limit = (
             RateLimit(cfg.rate_limit.rate_per_second, cfg.rate_limit.burst)
             if cfg.rate_limit.enabled
@@ -182,7 +196,7 @@ class ServiceSetup:
         )
         return Authorizer.development(
             cfg.server.default_client_id, rate_limit=limit, clock=self.clock,
-            observer=self.metrics,
+            observer=self.metrics, origin=cfg.log.origin,
         )  # fmt: skip
 
     def _generator_config(self) -> GeneratorConfig:

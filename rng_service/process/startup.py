@@ -116,6 +116,7 @@ def _client_policies(config: Config) -> list[ClientPolicy]:
                 kinds=frozenset(c.kinds),
                 profiles=frozenset(c.profiles),
                 rate_limit=limit,
+                logs=config.client_logs(c),
             )
         )
     return out

@@ -36,6 +36,7 @@ from typing import Any, NoReturn, Protocol
 
 from rng_service.clock import Clock
 from rng_service.errors import Unauthenticated
+from rng_service.rpc.origin import ORIGIN_METADATA
 from rng_service.security.policy import (
     ALL_ROLES,
     ClientPolicy,
@@ -205,6 +206,15 @@ def _names(context: _Context) -> list[str]:
     return list(dict.fromkeys(v.decode("utf-8", "replace") for v in raw))
 
 
+def _requested_origin(context: Any) -> str:
+    """The log a call names in its :data:`ORIGIN_METADATA` ("" when it names none)."""
+    metadata = getattr(context, "invocation_metadata", None)
+    for key, value in (metadata() if metadata is not None else None) or ():
+        if key == ORIGIN_METADATA:
+            return value if isinstance(value, str) else value.decode("utf-8", "replace")
+    return ""
+
+
 #: Per request message class: whether it has a ``context``, a ``profile``, a top-level
 #: ``table_id`` and a ``client`` field.
 _SCOPE_FIELDS: dict[type, tuple[bool, bool, bool, bool]] = {}
@@ -234,10 +244,13 @@ class Authorizer:
         policy: Policy,
         fixed: Principal | None,
         observer: DenialObserver | None = None,
+        origin: str = "",
     ) -> None:
         self._policy = policy
         self._fixed = fixed
         self._observer = observer
+        #: The origin of the log served here ("" = no log check: servicers built alone).
+        self._origin = origin
         self.refusal_log = RefusalLog(_log, monotonic=policy.clock.monotonic)
 
     @classmethod
@@ -247,9 +260,12 @@ class Authorizer:
         *,
         clock: Clock,
         observer: DenialObserver | None = None,
+        origin: str = "",
     ) -> Authorizer:
-        """Callers are identified by their verified client certificate."""
-        return cls(policy=Policy(clients, clock), fixed=None, observer=observer)
+        """Callers are identified by their verified client certificate; with ``origin``, each
+        call names its log (:data:`ORIGIN_METADATA`, default: this one) and must be bound to
+        it."""
+        return cls(policy=Policy(clients, clock), fixed=None, observer=observer, origin=origin)
 
     @classmethod
     def development(
@@ -259,10 +275,15 @@ class Authorizer:
         rate_limit: RateLimit | None,
         clock: Clock,
         observer: DenialObserver | None = None,
+        origin: str = "",
     ) -> Authorizer:
-        """Plaintext on loopback: every caller is ``client_id`` with every role."""
+        """Plaintext on loopback: every caller is ``client_id`` with every role, on the log
+        served here (a call naming another log is refused as in mTLS)."""
         client = ClientPolicy(identity=client_id, roles=ALL_ROLES, rate_limit=rate_limit)
-        return cls(policy=Policy([client], clock), fixed=Principal(client), observer=observer)
+        return cls(
+            policy=Policy([client], clock), fixed=Principal(client), observer=observer,
+            origin=origin,
+        )  # fmt: skip
 
     def admit(self, method: str, context: _Context) -> Principal:
         """The caller, if it may call ``method`` at all now: identity, role, outcome kinds and
@@ -281,6 +302,11 @@ class Authorizer:
             if isinstance(found, Denied):
                 self._refuse(method, found, None, names[:1])
             principal = found
+        if self._origin:
+            asked = _requested_origin(context) or self._origin
+            denied = self._policy.check_log(principal, asked, self._origin)
+            if denied is not None:
+                self._refuse(method, denied, principal, [principal.identity])
         denied = self._policy.check_method(principal, method)
         if denied is not None:
             self._refuse(method, denied, principal, [principal.identity])

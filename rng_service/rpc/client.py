@@ -33,6 +33,7 @@ from rng_service._proto.rng.v1 import (
     outcomes_pb2_grpc,
 )
 from rng_service.log.receipt import Receipt
+from rng_service.rpc.origin import origin_channel
 
 __all__ = [
     "ClientError",
@@ -229,12 +230,21 @@ def _context(ids: dict[str, str]) -> common_pb2.RequestContext:
 
 
 class RngClient:
-    def __init__(self, target: str, *, timeout: float = 10.0, tls: ClientTls | None = None) -> None:
-        self._channel = (
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout: float = 10.0,
+        tls: ClientTls | None = None,
+        origin: str | None = None,
+    ) -> None:
+        self._raw_channel = (
             grpc.insecure_channel(target)
             if tls is None
             else grpc.secure_channel(target, tls.credentials())
         )
+        #: Every call names the log ``origin`` (None: the log served at ``target``).
+        self._channel = origin_channel(self._raw_channel, origin)
         self._outcomes = outcomes_pb2_grpc.OutcomeServiceStub(self._channel)
         self._log = log_pb2_grpc.LogServiceStub(self._channel)
         self._lab = lab_pb2_grpc.LabServiceStub(self._channel)
@@ -243,7 +253,7 @@ class RngClient:
         self._tls = tls is not None
 
     def close(self) -> None:
-        self._channel.close()
+        self._raw_channel.close()
 
     def __enter__(self) -> RngClient:
         return self

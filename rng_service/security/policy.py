@@ -149,6 +149,8 @@ class ClientPolicy:
     kinds: frozenset[str] = frozenset({ANY})
     profiles: frozenset[str] = frozenset({ANY})
     rate_limit: RateLimit | None = None
+    #: The origins of the logs it may use (:data:`ANY` = every log); a game server's is one.
+    logs: frozenset[str] = frozenset({ANY})
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,14 +226,18 @@ class Policy:
             if client.identity in self._by_identity:
                 raise ValueError(f"client identity {client.identity!r} is configured twice")
             self._by_identity[client.identity] = client
-        servers = [c for c in self._by_identity.values() if Role.GAME_SERVER in c.roles]
-        shared = shared_table([(c.identity, c.tables) for c in servers])
-        if shared is not None:
-            earlier, later, table = (servers[shared[0]], servers[shared[1]], shared[2])
-            raise ValueError(
-                f"game servers {earlier.identity!r} and {later.identity!r} are both granted "
-                f"table {table!r}: a table has one game server"
-            )
+        by_log: dict[frozenset[str], list[ClientPolicy]] = {}
+        for c in self._by_identity.values():
+            if Role.GAME_SERVER in c.roles:  # table ids are per log: each operator its own
+                by_log.setdefault(c.logs, []).append(c)
+        for servers in by_log.values():
+            shared = shared_table([(c.identity, c.tables) for c in servers])
+            if shared is not None:
+                earlier, later, table = (servers[shared[0]], servers[shared[1]], shared[2])
+                raise ValueError(
+                    f"game servers {earlier.identity!r} and {later.identity!r} are both granted "
+                    f"table {table!r}: a table has one game server"
+                )
         self._buckets = {
             c.identity: TokenBucket(c.rate_limit, self.clock)
             for c in self._by_identity.values()
@@ -255,6 +261,22 @@ class Policy:
             Unauthenticated(
                 "the client certificate's identity is not a configured client",
                 cause="unconfigured_identity",
+            )
+        )
+
+    @staticmethod
+    def check_log(principal: Principal, origin: str, served: str) -> Denied | None:
+        """None when ``principal`` may use the log ``origin`` here, where the log ``served``
+        is served. A log that is not served here and a log the caller is not bound to get the
+        same refusal, word for word whatever log was named (the text does not even echo it),
+        so that neither's existence is revealed."""
+        logs = principal.client.logs
+        if origin == served and (ANY in logs or origin in logs):
+            return None
+        return Denied(
+            PermissionDenied(
+                f"the requested log is not available to client {principal.identity!r}",
+                cause="log",
             )
         )
 

@@ -143,3 +143,41 @@ def test_two_game_servers_on_one_table_are_refused_before_anything_is_written(
     assert str(info.value.code).startswith("error: " + message)
     assert "\n" not in str(info.value.code)
     assert not (tmp_path / "tls").exists()
+
+
+def test_log_bindings_are_printed_and_table_ids_are_per_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["dev-ca", "--out", str(tmp_path / "tls"),
+            "--client", "g1:game_server:T1", "--client", "g2:game_server:T1",
+            "--client", "aud:auditor",
+            "--log", "g1=a.test/log", "--log", "g2=b.test/log",
+            "--log", "aud=a.test/log,b.test/log"]  # fmt: skip
+    capsys.readouterr()
+    assert rng_service_main(argv) == 0  # T1 twice: in two logs
+    entries = {c["identity"]: c for c in tomllib.loads(capsys.readouterr().out)["clients"]}
+    assert entries["g1"]["logs"] == ["a.test/log"]
+    assert entries["g2"]["logs"] == ["b.test/log"]
+    assert entries["aud"]["logs"] == ["a.test/log", "b.test/log"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--log", "g1=a.test/log,b.test/log"],
+         "--log 'g1=a.test/log,b.test/log': a game server is bound to exactly one log"),
+        (["--log", "nobody=a.test/log"], "--log 'nobody=a.test/log': 'nobody' is not a --client"),
+        (["--log", "g1"], "--log 'g1': the form is NAME=ORIGIN[,ORIGIN...]"),
+        (["--client", "g2:game_server:T1", "--log", "g1=a.test/log", "--log", "g2=a.test/log"],
+         "--client 'g2:game_server:T1': table 'T1' is also granted to --client "
+         "'g1:game_server:T1'"),
+    ],
+)  # fmt: skip
+def test_bad_log_bindings_are_refused_before_anything_is_written(
+    tmp_path: Path, extra: list[str], message: str
+) -> None:
+    argv = ["dev-ca", "--out", str(tmp_path / "tls"), "--client", "g1:game_server:T1", *extra]
+    with pytest.raises(SystemExit) as info:
+        rng_service_main(argv)
+    assert message in str(info.value.code)
+    assert not (tmp_path / "tls").exists()

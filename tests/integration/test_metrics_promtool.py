@@ -105,7 +105,7 @@ def test_promtool_parses_every_dashboard_expression(tmp_path: Path, promtool: st
     # promtool has no "parse this expression" command; a rule unit test with expressions over no
     # series evaluates each one (a parse or type error fails the test) and expects no samples.
     dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
-    grafana_vars = {"$__rate_interval": "1m", "$__range": "1h", "$instance": ".*"}
+    grafana_vars = {"$__rate_interval": "1m", "$__range": "1h", "$instance": ".*", "$log": ".*"}
     tests = []
     for panel in dashboard["panels"]:
         for target in panel.get("targets", []):

@@ -78,7 +78,8 @@ def _config(row: Misconfiguration | None, d: Path, *, witness: bool) -> Path:
         else:
             table[key] = value.replace("{dir}", str(d)) if isinstance(value, str) else value
     path = d / ("witness.toml" if witness else "config.toml")
-    path.write_text(_toml(data) + (row.toml if row else ""), encoding="utf-8")
+    toml = row.toml.replace("{dir}", str(d)) if row else ""
+    path.write_text(_toml(data) + toml, encoding="utf-8")
     return path
 
 

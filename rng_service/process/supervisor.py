@@ -1,0 +1,312 @@
+"""The supervising process of a deployment with several logs (``[[logs]]``): a process per log.
+
+``rng-service serve`` with several ``[[logs]]`` runs this. For each log it starts a log process
+(``python -m rng_service.process.log_process``, a fresh interpreter: no gRPC object crosses a
+fork) that is that log's whole service (:class:`rng_service.process.app.Service` on the log's
+view of the configuration, :meth:`rng_service.config.Config.for_log`): it alone owns the log's
+store (its one-owner lock), generator and signing key, signs its checkpoints, talks to its
+witnesses, serves its gRPC port with its health service, and its metrics port with every series
+labelled ``log``; with ``--front-ends N`` it is the log writer of the existing writer-process
+design and starts its own N front ends. The configuration was validated once, here; each log
+process receives its own view as one pickled frame on its standard input (the same program,
+started by this process: why pickle is safe, as in ``rng_service.process.ipc``), and an
+environment without the other logs' key passphrases and database passwords.
+
+A log process that exits while the deployment serves (killed, crashed) is logged and started
+again at once (at most once a second); the other logs' processes are not touched and keep
+serving. If the supervisor itself dies, its log processes stop (gracefully) with it, so that a
+supervisor started again finds every log's locks and ports free. Nothing acknowledged is lost:
+a log answers an outcome only after its group committed (``rng_service.writer.appender``), and
+the new process checks the store before it serves. A graceful stop (SIGTERM or SIGINT) sends
+SIGTERM to every log process, each draining for ``server.shutdown_grace_seconds``, and waits
+for them.
+
+Readiness: once every log serves, one JSON line on standard output, ``{"event": "listening",
+"logs": {ORIGIN: {"grpc_port": ..., "metrics_port": ...}, ...}}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from rng_service.config import Config
+
+__all__ = ["RESTART_INTERVAL", "Supervisor", "run_supervisor"]
+
+_log = logging.getLogger("rng_service")
+
+#: Seconds a log process may take to serve (store check, keys, witnesses).
+START_TIMEOUT = 120.0
+#: Fewest seconds between two starts of the same log's process.
+RESTART_INTERVAL = 1.0
+#: Longest wait between two attempts to start a log process that keeps failing.
+MAX_RESTART_INTERVAL = 30.0
+
+
+def _stderr() -> int | None:
+    """The descriptor behind ``sys.stderr`` (the JSON log), or None to inherit fd 2."""
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+@dataclass
+class _LogProcess:
+    origin: str
+    config: Config
+    proc: subprocess.Popen[bytes] | None = None
+    started: float = 0.0
+    ports: dict[str, int | None] = field(default_factory=dict)
+    restarts: int = 0
+    #: A process started ahead, its imports done, waiting for this log's frame.
+    standby: subprocess.Popen[bytes] | None = None
+
+
+class StartFailed(Exception):
+    """A log process did not serve; the message says which log and why."""
+
+
+class Supervisor:
+    """Starts, watches and stops one process per configured log."""
+
+    def __init__(self, config: Config, *, front_ends: int = 1) -> None:
+        self._config = config
+        self._front_ends = front_ends
+        self._logs = [_LogProcess(d.origin, config.for_log(d.origin)) for d in config.logs]
+        self._stopping = False
+        self._keepers: list[asyncio.Task[None]] = []
+
+    def _environment(self, own: Config) -> dict[str, str]:
+        """The environment without the secrets of the other logs (their key passphrases and
+        database passwords): a log process gets its own only."""
+        env = dict(os.environ)
+        for d in self._config.logs:
+            if d.origin == own.log.origin:
+                continue
+            for name in (d.key_passphrase_env, d.cosign_key_passphrase_env,
+                         d.postgres_password_env):  # fmt: skip
+                if name and name not in (
+                    own.log.key_passphrase_env, own.log.cosign_key_passphrase_env,
+                    own.storage.postgres_password_env,
+                ):  # fmt: skip
+                    env.pop(name, None)
+        return env
+
+    def _spawn(self, log: _LogProcess) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "rng_service.process.log_process", str(os.getpid())],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=_stderr(),
+            env=self._environment(log.config),
+            # Its own session: a terminal's Ctrl-C reaches the supervisor only, which stops
+            # the logs in order (SIGTERM each); PR_SET_PDEATHSIG ties them to it still.
+            start_new_session=True,
+        )
+
+    async def _start(self, log: _LogProcess) -> None:
+        """Starts ``log``'s process (its standby, if one is ready) and waits until it serves
+        (its listening line); then starts the next standby."""
+        proc, log.standby = log.standby, None
+        if proc is None or proc.poll() is not None:
+            proc = self._spawn(log)
+        log.proc = proc
+        log.started = time.monotonic()
+        stdin, stdout = proc.stdin, proc.stdout
+        if stdin is None or stdout is None:  # not reached: both are pipes (_spawn)
+            raise StartFailed(f"logs ({log.origin}): its process has no pipes")
+        frame = pickle.dumps((log.config, self._front_ends), protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            await asyncio.to_thread(stdin.write, frame)
+            await asyncio.to_thread(stdin.close)
+        except BrokenPipeError:
+            pass  # it exited already: its status says why
+        try:
+            line = await asyncio.wait_for(asyncio.to_thread(stdout.readline), START_TIMEOUT)
+        except TimeoutError:
+            proc.kill()
+            line = b""
+        try:
+            event = json.loads(line) if line else {}
+        except ValueError:
+            event = {}
+        if event.get("event") != "listening":
+            status = await asyncio.to_thread(proc.wait)
+            if event.get("event") == "startup_failed":
+                raise StartFailed(_in_log(self._config, log.origin, str(event.get("error"))))
+            raise StartFailed(
+                f"logs ({log.origin}): its process did not serve (exit status {status}); its "
+                "log lines say why"
+            )
+        log.ports = {"grpc_port": event.get("grpc_port"),
+                     "metrics_port": event.get("metrics_port")}  # fmt: skip
+        # A restart serves on the same ports, also those the kernel picked (port 0).
+        cfg = log.config
+        log.config = dataclasses.replace(
+            cfg,
+            server=dataclasses.replace(cfg.server, port=int(event["grpc_port"])),
+            metrics=dataclasses.replace(cfg.metrics, port=int(event["metrics_port"]))
+            if event.get("metrics_port") is not None
+            else cfg.metrics,
+        )
+        if not self._stopping:
+            log.standby = self._spawn(log)
+
+    async def start(self) -> dict[str, dict[str, int | None]]:
+        """Starts every log's process; returns each log's ports once all serve. If one does
+        not serve, the others are stopped and :class:`StartFailed` is raised."""
+        results = await asyncio.gather(
+            *(self._start(log) for log in self._logs), return_exceptions=True
+        )
+        failed = [r for r in results if isinstance(r, BaseException)]
+        if failed:
+            await self.stop(0.0)
+            raise failed[0] if isinstance(failed[0], StartFailed) else StartFailed(str(failed[0]))
+        loop = asyncio.get_running_loop()
+        self._keepers = [loop.create_task(self._keep(log)) for log in self._logs]
+        return {log.origin: dict(log.ports) for log in self._logs}
+
+    async def _keep(self, log: _LogProcess) -> None:
+        """Starts ``log``'s process again whenever it exits while the deployment serves."""
+        interval = RESTART_INTERVAL
+        while not self._stopped():
+            proc = log.proc
+            if proc is None:  # not reached: _keep runs once the log has started
+                return
+            status = await asyncio.to_thread(proc.wait)
+            if self._stopped():
+                return
+            _log.error(
+                {"event": "log_process_exited", "log": log.origin, "pid": proc.pid,
+                 "status": status, "message": "starting it again; the other logs serve on"}
+            )  # fmt: skip
+            exited = time.monotonic()
+            wait = interval - (exited - log.started)
+            if wait > 0:
+                await asyncio.sleep(wait)
+            while not self._stopped():
+                try:
+                    await self._start(log)
+                except Exception as e:  # logged; tried again, waiting longer each time
+                    _log.error({"event": "log_process_restart_failed", "log": log.origin,
+                                "error": str(e), "retry_in_seconds": interval})  # fmt: skip
+                    await asyncio.sleep(interval)
+                    interval = min(interval * 2, MAX_RESTART_INTERVAL)
+                    continue
+                log.restarts += 1
+                interval = RESTART_INTERVAL
+                _log.info(
+                    {"event": "log_process_restarted", "log": log.origin, "pid": log.proc.pid
+                     if log.proc else None, "seconds": round(time.monotonic() - exited, 3),
+                     **log.ports}
+                )  # fmt: skip
+                break
+
+    def _stopped(self) -> bool:
+        return self._stopping
+
+    def pids(self) -> dict[str, int | None]:
+        return {log.origin: log.proc.pid if log.proc else None for log in self._logs}
+
+    async def stop(self, grace: float) -> None:
+        """SIGTERM to every log process (each drains for ``grace`` seconds), then waits."""
+        self._stopping = True
+        for log in self._logs:
+            if log.proc is not None and log.proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    log.proc.send_signal(signal.SIGTERM)
+        for log in self._logs:
+            if log.proc is None:
+                continue
+            try:
+                await asyncio.wait_for(asyncio.to_thread(log.proc.wait), grace + 30.0)
+            except TimeoutError:
+                _log.error({"event": "log_process_stop_timeout", "log": log.origin,
+                            "pid": log.proc.pid})  # fmt: skip
+                log.proc.kill()
+                await asyncio.to_thread(log.proc.wait)
+            if log.proc.stdout is not None:
+                log.proc.stdout.close()
+            standby, log.standby = log.standby, None
+            if standby is not None:  # not needed: an empty frame, and it exits
+                with contextlib.suppress(OSError):
+                    if standby.stdin is not None:
+                        standby.stdin.close()
+                try:
+                    await asyncio.wait_for(asyncio.to_thread(standby.wait), 30.0)
+                except TimeoutError:
+                    standby.kill()
+                    await asyncio.to_thread(standby.wait)
+                if standby.stdout is not None:
+                    standby.stdout.close()
+        for task in self._keepers:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+#: Where a single-log setting of a log process's refusal comes from in ``[[logs]]``.
+_PER_LOG = {
+    "log.key_file": "key_file",
+    "log.key_passphrase_env": "key_passphrase_env",
+    "log.retired_keys": "retired_keys",
+    "log.cosign_key_file": "cosign_key_file",
+    "log.cosign_key_passphrase_env": "cosign_key_passphrase_env",
+    "storage.path": "store",
+    "storage.postgres_dsn": "store",
+    "storage.postgres_password_env": "postgres_password_env",
+    "server.port": "port",
+    "metrics.port": "metrics_port",
+}
+
+
+def _in_log(config: Config, origin: str, error: str) -> str:
+    """A log process's refusal, its setting named as the ``[[logs]]`` entry's where it is one
+    (``log.key_file: ...`` becomes ``logs[1] (ORIGIN).key_file: ...``)."""
+    index = [d.origin for d in config.logs].index(origin)
+    setting, sep, rest = error.partition(": ")
+    if sep and setting in _PER_LOG:
+        return f"logs[{index}] ({origin}).{_PER_LOG[setting]}: {rest}"
+    if setting.startswith("logs ("):  # already names its log
+        return error
+    return f"logs[{index}] ({origin}): {error}"
+
+
+async def _supervise(config: Config, front_ends: int) -> int:
+    supervisor = Supervisor(config, front_ends=front_ends)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        ports = await supervisor.start()
+    except StartFailed as e:
+        _log.error(
+            {"event": "startup_failed", "error": str(e), "setting": str(e).split(": ", 1)[0]}
+        )
+        return 2
+    _log.info({"event": "started", "logs": ports, "pids": supervisor.pids()})
+    print(json.dumps({"event": "listening", "logs": ports}), flush=True)
+    await stop.wait()
+    grace = config.server.shutdown_grace_seconds
+    _log.info({"event": "shutdown_requested", "grace_seconds": grace})
+    await supervisor.stop(grace)
+    _log.info({"event": "stopped", "logs": list(ports)})
+    return 0
+
+
+def run_supervisor(config: Config, front_ends: int = 1) -> int:
+    """Runs one process per log until SIGTERM or SIGINT; returns the exit status."""
+    return asyncio.run(_supervise(config, front_ends))
