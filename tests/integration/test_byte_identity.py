@@ -1,19 +1,29 @@
-"""The restructure of issue 36 changed no byte the log writes: entries, leaf hashes, signed
-checkpoints (with a cosigner), receipts and the errors a group gives, for a seeded run of 40
-commit groups (replays of earlier groups, followers in one group, conflicting parameters,
-three tables, two clients, publishing on and off).
+"""The writer's bytes for a seeded run of 40 commit groups (replays of earlier groups,
+followers in one group, conflicting parameters, three tables, two clients, publishing on and
+off): entries, leaf hashes, signed checkpoints (with a cosigner), receipts and the errors a
+group gives.
 
-``EXPECTED`` is the SHA-256 of this very run on commit e65ab6c, the tree the restructure
-started from (the writer in one module, ``rng_service/writer/appender.py``): it was computed there
-by the same scenario with that commit's imports, so it is the starting commit's answer, not the
-code under test's."""
+Two answers, neither the code under test's own:
+
+* ``FORMAT_2_ENTRIES`` is the SHA-256 of this run's entry bytes on commit 3f6dd9b (the last
+  tree writing format 2, whose whole run still gave e65ab6c's digest, the starting commit of
+  issue 36's restructure). Format 3 (issue 40) adds one field: every entry here, with its
+  ``table_map`` taken out and ``v`` set back to 2, must be those bytes exactly, and every
+  ``table_map`` must be the root that the independent reader (``tests/reader/table_map.py``,
+  written from docs/log-format.md alone) computes for the log's chains.
+* ``EXPECTED`` pins the whole run (receipts, proofs, checkpoints) on the first tree writing
+  format 3, once the first check held there: a later change that alters any byte the log
+  writes fails here.
+"""
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 from typing import Any
 
+import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from rng_service.clock import FakeClock
@@ -22,8 +32,19 @@ from rng_service.log.note import Ed25519NoteSigner
 from rng_service.storage.memory import MemoryStorage
 from rng_service.writer.appender import Appender, DrawRequest
 from rng_service.writer.tree import MerkleTree
+from tests.reader.table_map import log_roots
 
-EXPECTED = "644f861b377fae04152b47cfdf786877009f4454eaa0c9fd4da5b435db936083"
+FORMAT_2_ENTRIES = "91e536fc886334ff88135d7108bd30b6797f794836231271f5302ca86a17c2b7"
+EXPECTED = "9421db50368055fa074483b343dcda88a9396a649e0e7901d4345590c4fd3e0b"
+
+
+def _as_format_2(data: bytes) -> tuple[bytes, tuple[str, str], bytes]:
+    """A format 3 entry's bytes without ``table_map`` and with ``v`` 2, its chain and root."""
+    fields = json.loads(data)
+    assert fields["v"] == 3, fields["v"]
+    root = bytes.fromhex(fields.pop("table_map"))
+    fields["v"] = 2
+    return rfc8785.dumps(fields), (fields["client"], fields["table_id"]), root
 
 
 def _draw(n: int, src: Any) -> dict[str, Any]:
@@ -49,7 +70,7 @@ def _group(g: int) -> list[DrawRequest]:
     return requests
 
 
-def test_a_seeded_run_writes_the_bytes_of_the_starting_commit() -> None:
+def test_a_seeded_run_writes_format_2_bytes_plus_the_map_root() -> None:
     signer = Ed25519NoteSigner("ident-log", Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
     cosigner = Ed25519NoteSigner(
         "ident-co", Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
@@ -80,8 +101,13 @@ def test_a_seeded_run_writes_the_bytes_of_the_starting_commit() -> None:
                                 r.checkpoint, r.replayed)).encode())  # fmt: skip
         clock.advance(1.5)
     size = storage.tree_size()
-    for rec in storage.entries(0, size):
+    stored = storage.entries(0, size)
+    for rec in stored:
         digest.update(rec.data + rec.leaf_hash)
+    downgraded = [_as_format_2(rec.data) for rec in stored]
+    format_2 = hashlib.sha256(b"".join(d for d, _, _ in downgraded)).hexdigest()
+    assert format_2 == FORMAT_2_ENTRIES
+    assert [r for _, _, r in downgraded] == log_roots([c for _, c, _ in downgraded])
     checkpoints = list(storage.checkpoints())
     for c in checkpoints:
         digest.update(c.note)
