@@ -41,6 +41,8 @@ from rng_service.audit import (
     write_export,
 )
 from rng_service.cli.support import (
+    EXIT_NOT_CHECKED,
+    EXIT_OK,
     Output,
     Progress,
     UsageError,
@@ -61,7 +63,7 @@ if TYPE_CHECKING:
     from rng_service.rpc.client import ClientTls
     from rng_service.storage.base import CosignatureRecord
 
-__all__ = ["TRUNCATION_NOT_CHECKED", "parse_duration"]
+__all__ = ["FAST_NOT_CHECKED", "RECEIPT_NOT_CHECKED", "TRUNCATION_NOT_CHECKED", "parse_duration"]
 
 _PAGE = 1000
 
@@ -204,6 +206,13 @@ TRUNCATION_NOT_CHECKED = (
     "entries and checkpoints dropped), or regrown from one, verifies the same. Keep the newest "
     "checkpoint of each audit and pass it with --checkpoint next time, or verify an export "
     "that ends at a witnessed checkpoint (rng-audit export --witnessed) with --witness "
+    "(docs/auditing.md)."
+)
+
+RECEIPT_NOT_CHECKED = (
+    "NOT CHECKED: that the log still holds this entry. Offline, only the receipt's own "
+    "signed checkpoint is checked; whether the log was cut back or forked since needs "
+    "--target (the live log) or --against (an export), with --checkpoint "
     "(docs/auditing.md)."
 )
 
@@ -447,14 +456,25 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             f"client, nothing after a void, Mega Fire Blaze in the rules' order"
         )
     _print_formats(report)
+    not_checked: list[str] = []
     if args.fast:
-        print(FAST_NOT_CHECKED)
+        not_checked.append(FAST_NOT_CHECKED)
     witnessed = report.witnessed
     if witnessed is not None:
         _print_witnesses(witnessed, now)
     if not _truncation_checked(report):
-        print(TRUNCATION_NOT_CHECKED.format(what=f"this export's {report.tree_size} entries"))
-    return 0
+        not_checked.append(
+            TRUNCATION_NOT_CHECKED.format(what=f"this export's {report.tree_size} entries")
+        )
+    return _not_checked(not_checked)
+
+
+def _not_checked(lines: Sequence[str]) -> int:
+    """Prints each NOT CHECKED line; the exit status: :data:`EXIT_NOT_CHECKED` (4) if there is
+    any, the run proving less than all, else :data:`EXIT_OK` (docs/cli.md, convention 9)."""
+    for line in lines:
+        print(line)
+    return EXIT_NOT_CHECKED if lines else EXIT_OK
 
 
 def _print_formats(report: ExportReport) -> None:
@@ -602,12 +622,7 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
                     f"outcome, before any witness saw it: check it against the witnessed log "
                     f"with --target (or an export with --against)"
                 ) from e
-        note = (
-            "NOT CHECKED: that the log still holds this entry. Offline, only the receipt's own "
-            "signed checkpoint is checked; whether the log was cut back or forked since needs "
-            "--target (the live log) or --against (an export), with --checkpoint "
-            "(docs/auditing.md)."
-        )
+        note = RECEIPT_NOT_CHECKED
     entry = verified.entry
     print(
         f"OK: entry {entry.index} ({entry.kind}, table {entry.table_id}, round "
@@ -626,9 +641,7 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
         )
     if witnessed is not None:
         _print_witnesses(witnessed, now)
-    if note:
-        print(note)
-    return 0
+    return _not_checked([note] if note else [])
 
 
 def _old_checkpoint(path: str) -> tuple[str, str]:

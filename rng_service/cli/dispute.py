@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from rng_service.rpc.log_servicer import ProvenPage
 
 from rng_service.cli.tables_common import (
+    COMPLETENESS_NOT_CHECKED,
     FOUND_UNPROVEN,
     Shared,
     _entry_json,
@@ -87,9 +88,11 @@ def _dispute_output(
             "These rounds were drawn before entry format 2: their entries are in no table "
             "chain, so nothing is said about entries around them"
         )
+    not_checked = [] if complete else [COMPLETENESS_NOT_CHECKED.format(what="of these rounds")]
     data = {
         "ok": complete,
         "proven_complete": complete,
+        "not_checked": not_checked,
         "witnessed": None if live is None else live.witnessed,
         "client": report.client,
         "table_id": report.table_id,
@@ -115,7 +118,12 @@ def _dispute_output(
     as_of = "" if committed is None or live is None else " " + live.as_of()
     Output(args.json).result(
         data,
-        lambda: _dispute_text(report, proven_by, chain_text, proven_complete=complete, as_of=as_of),
+        lambda: "\n".join(
+            [
+                _dispute_text(report, proven_by, chain_text, proven_complete=complete, as_of=as_of),
+                *not_checked,
+            ]
+        ),
     )
     return 0 if complete else FOUND_UNPROVEN
 

@@ -57,6 +57,7 @@ from rng_service.cli.dispute import (
     _cmd_dispute,
 )
 from rng_service.cli.tables_common import (
+    COMPLETENESS_NOT_CHECKED,
     FOUND_UNPROVEN,
     Shared,
     _entry_json,
@@ -118,9 +119,13 @@ def _history_output(
             "(format 1) entries are in no chain (docs/log-format.md)"
         )
     notes = [n for n in (start_note, end_note) if n]
+    not_checked = (
+        [] if complete else [COMPLETENESS_NOT_CHECKED.format(what="of this table's history")]
+    )
     data = {
         "ok": complete,
         "proven_complete": complete,
+        "not_checked": not_checked,
         "client": report.client,
         "table_id": report.table_id,
         "first_seq": report.first_seq,
@@ -161,6 +166,7 @@ def _history_output(
             first,
             *(_entry_line(entry) for entry in entries),
             *(f"note: {note}" for note in notes),
+            *not_checked,
         ]
         return "\n".join(lines)
 
@@ -189,7 +195,8 @@ def _proven_none(args: argparse.Namespace, live: LiveChain, first: int) -> int:
             f"{root}"
         )
     data = {
-        "ok": True, "proven_complete": True, "complete": True, "client": live.client,
+        "ok": True, "proven_complete": True, "not_checked": [], "complete": True,
+        "client": live.client,
         "table_id": live.table_id, "first_seq": None, "last_seq": None,
         "tree_size": live.head.checkpoint.size, "witnessed": live.witnessed,
         "head": None if head is None else {"index": head.index, "seq": head.seq},

@@ -22,20 +22,28 @@ from rng_service.audit.history import (
     describe,
 )
 from rng_service.audit.verify import PinnedOrigin, verify_export
-from rng_service.cli.support import Progress
+from rng_service.cli.support import EXIT_NOT_CHECKED, Progress
 from rng_service.log.entry import LogEntry
 from rng_service.log.merkle import LEAF_PREFIX
 
 if TYPE_CHECKING:
     from rng_service.rpc.log_servicer import LogClient, ProvenPage
 
-__all__ = ["FOUND_UNPROVEN", "Shared", "UsageError"]
+__all__ = ["COMPLETENESS_NOT_CHECKED", "FOUND_UNPROVEN", "Shared", "UsageError"]
 
-FOUND_UNPROVEN = 4
+FOUND_UNPROVEN = EXIT_NOT_CHECKED
 """Exit status of a live answer (``--target``, or a table-history file it saved): every entry
 shown is proven in a signed checkpoint, but that none is missing rests on the store's index
-(docs/cli.md, convention 9): not 0, which means proven. Until table heads are committed to the
-log, only a full export (``--against``) proves completeness."""
+(docs/cli.md, convention 9: the run proves less than all): not 0, which means all proven.
+Until table heads are committed to the log, only a full export (``--against``) proves
+completeness."""
+
+COMPLETENESS_NOT_CHECKED = (
+    "NOT CHECKED: that no entry {what} is missing. The log gave these entries by the store's "
+    "index and has no committed map of table heads yet (entries of format 1 or 2): prove it "
+    "against a full export (--against EXPORT)."
+)
+"""The NOT CHECKED line (and ``"not_checked"`` item) of a FOUND answer (exit status 4)."""
 
 
 class UsageError(Exception):

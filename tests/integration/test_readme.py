@@ -169,12 +169,16 @@ def test_the_try_it_section_as_written(dev_run: DevRun) -> None:
     index = shown["index"]
     refused = [c for c in commands if c.endswith("--round R1") and "--request-id" not in c]
     assert len(refused) == 1
+    offline = [c for c in commands if "verify-receipt" in c]
+    assert len(offline) == 1
     for command, (code, _, err) in results.items():
         assert "Traceback" not in err, (command, err)
         if command in refused:
             assert code == 1, (command, err)
             assert "FAILED_PRECONDITION" in err
             assert f"slot 'spin' is already filled by request 'demo-1' at log index {index}" in err
+        elif command in offline:  # what the comment above it says: exit status 4
+            assert code == 4, (command, err)
         else:
             assert code == 0, (command, err)
 
@@ -185,6 +189,7 @@ def test_the_try_it_section_as_written(dev_run: DevRun) -> None:
     assert output("verify-receipt").startswith(
         f"OK: entry {index} (roulette_spin, table T1, round R1)"
     )
+    assert "NOT CHECKED: that the log still holds this entry" in output("verify-receipt")
     dice = json.loads(output("call dice"))
     assert dice["kind"] == "dice_roll"
     assert len(dice["outcome"]["faces"]) == 3
