@@ -442,7 +442,8 @@ def add_commands(sub: Any, shared: Shared, *, key_help: str, origin_help: str) -
         "proven by the map (--target, or a FILE it saved) or against a full export "
         "(--against); 4: FOUND: the entries shown are proven, but the log has no committed "
         "map yet (its newest entry is of format 1 or 2), so that none is missing rests on the "
-        "store's index; 1: a break or a failed proof, a map proof among them (named); 2: "
+        "store's index and is named NOT CHECKED (--json: not_checked); 1: a break or a "
+        "failed proof, a map proof among them (named); 2: "
         "nothing was checked (usage, unreadable input, an unreachable service)."
     )
     p.add_argument(
@@ -487,7 +488,8 @@ def add_commands(sub: Any, shared: Shared, *, key_help: str, origin_help: str) -
         "dispute FILE --key K' checks offline. Exit status 0: answered and proven complete (by "
         "the committed map, or against a full export); 4: FOUND: the entries shown are proven, "
         "but the log has no committed map yet, so that none is missing rests on the store's "
-        "index (--target); 1: something did not verify, a map proof among them (named); 2: "
+        "index and is named NOT CHECKED (--target; --json: not_checked); 1: something did "
+        "not verify, a map proof among them (named); 2: "
         "nothing was checked (usage, unreadable input, an unreachable service)."
     )
     p.add_argument(
