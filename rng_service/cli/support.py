@@ -75,7 +75,8 @@ __all__ = [
     "writable_file",
 ]
 
-#: Everything asked for was done (and verified, where the command verifies).
+#: Everything asked for was done, and everything the command checks was proven (nothing named
+#: NOT CHECKED: that is :data:`EXIT_NOT_CHECKED`).
 EXIT_OK = 0
 #: The service refused or failed the call, or something did not verify: the message says what.
 EXIT_FAILED = 1
