@@ -76,6 +76,8 @@ from rng_service.cli.audit_commands import (
     _positive,
     _verifiers,
     _write_atomically,
+    truncation_not_checked,
+    verify_export_file,
     witnessed_by,
 )
 from rng_service.cli.support import (
@@ -369,6 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
             export_total=_export_lines_total,
             witness_options=_witness_options,
             witnessed_by=witnessed_by,
+            verify_export=verify_export_file,
+            truncation=truncation_not_checked,
         ),
         key_help=key_help,
         origin_help=origin_help,
