@@ -201,8 +201,8 @@ class VerifiedExport:
         kept = self.report.kept
         also = f", consistent with {kept} kept checkpoint(s)" if kept else ""
         return (
-            f"in the verified export {self.path} ({self.size} entries, {len(heads)} checkpoints "
-            f"signed by {signers}{also}; {what})"
+            f"in the verified export {self.path} ({self.size} entries, {len(heads) - kept} "
+            f"checkpoints signed by {signers}{also}; {what})"
         )
 
     @property

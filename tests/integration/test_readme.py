@@ -208,9 +208,13 @@ def test_the_try_it_section_as_written(dev_run: DevRun) -> None:
     assert "the start of the table's chain (seq 1 is its first entry) and the next round ('R4'" in (
         disputed
     )
-    assert output("rng-audit table-history").startswith(
+    assert "consistent with 1 kept checkpoint(s)" in disputed
+    assert "NOT CHECKED" not in disputed  # the kept checkpoint covers the export: exit 0 above
+    history = output("rng-audit table-history")
+    assert history.startswith(
         "OK: the history of table 'T1' (client 'default') is complete from seq 1 to seq 2"
     )
+    assert "NOT CHECKED" not in history
     store = dev_run.cwd / "var" / "outcome-log.sqlite3"
     assert output("check-store").startswith(f"OK: {store} holds")
 
