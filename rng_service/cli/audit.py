@@ -37,7 +37,8 @@ witness cosignatures (``--witness KEY ... --min-witnesses K``) covers the newest
 output says that truncation was NOT CHECKED (exit status 4): a copy cut back to an older
 checkpoint, or regrown from one, verifies the same. With ``--witness``, every cosignature of a
 given witness key is checked and listed with its time, and a checkpoint carrying cosignatures
-of K of them must cover the export's newest entry (``verify``) or the receipt
+of K of them must cover the export's newest entry (``verify``, and ``table-history`` and
+``dispute`` ``--against``, which check the export with ``verify``'s code) or the receipt
 (``verify-receipt``), no older than ``--max-witness-age`` if given
 (:mod:`rng_service.audit.witnesses`, docs/auditing.md "Witnesses"); exit status 1 if not,
 naming the entries no witnessed checkpoint covers.
