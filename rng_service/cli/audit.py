@@ -20,23 +20,28 @@ Commands:
                   rounds with its proof, and the table's chain around them unbroken, from
                   --target or a full export (--against)
 
-Exit status: 0 when everything verifies, 1 when something does not (the message says what and
-at which index): tampering, a fork, another log's origin, an export with nothing in it (unless
-``--allow-empty``), an entry the log does not give while exporting (or the service refuses
-with DATA_LOSS), a broken table chain; 2 for usage errors (keys of several names and no
-``--origin``), unreadable or malformed files and unreachable services. ``table-history`` and
-``dispute`` print JSON with ``--json`` (a failure then too, with ``"ok": false``) and show
-progress on a terminal while they read an export.
+Exit status: 0 when everything the command checks is proven, 1 when something does not verify
+(the message says what and at which index): tampering, a fork, another log's origin, an export
+with nothing in it (unless ``--allow-empty``), an entry the log does not give while exporting
+(or the service refuses with DATA_LOSS), a broken table chain; 2 for usage errors (keys of
+several names and no ``--origin``), unreadable or malformed files and unreachable services; 4
+(:data:`~rng_service.cli.support.EXIT_NOT_CHECKED`) when the output names something NOT
+CHECKED: what is printed as OK is proven, the rest is not (docs/cli.md, convention 9).
+``table-history`` and ``dispute`` print JSON with ``--json`` (a failure then too, with ``"ok":
+false``; what was not checked in ``"not_checked"``) and show progress on a terminal while they
+read an export.
 
 Which log: ``--origin``, or else the name of the ``--key`` keys (a log's key is named by its
 origin, C2SP tlog-checkpoint). Unless a kept checkpoint (``--checkpoint``) or one with enough
 witness cosignatures (``--witness KEY ... --min-witnesses K``) covers the newest entry, the
-output says that truncation was not checked: a copy cut back to an older checkpoint, or regrown
-from one, verifies the same. With ``--witness``, every cosignature of a given witness key is
-checked and listed with its time, and a checkpoint carrying cosignatures of K of them must cover
-the export's newest entry (``verify``) or the receipt (``verify-receipt``), no older than
-``--max-witness-age`` if given (:mod:`rng_service.audit.witnesses`, docs/auditing.md
-"Witnesses"); exit status 1 if not, naming the entries no witnessed checkpoint covers.
+output says that truncation was NOT CHECKED (exit status 4): a copy cut back to an older
+checkpoint, or regrown from one, verifies the same. With ``--witness``, every cosignature of a
+given witness key is checked and listed with its time, and a checkpoint carrying cosignatures
+of K of them must cover the export's newest entry (``verify``, and ``table-history`` and
+``dispute`` ``--against``, which check the export with ``verify``'s code) or the receipt
+(``verify-receipt``), no older than ``--max-witness-age`` if given
+(:mod:`rng_service.audit.witnesses`, docs/auditing.md "Witnesses"); exit status 1 if not,
+naming the entries no witnessed checkpoint covers.
 
 A service with mTLS (docs/security.md) needs an auditor's certificate for ``--target``:
 ``rng-audit export --target HOST:PORT --ca CA --cert CERT --tls-key KEY ...`` (before or after
@@ -72,6 +77,8 @@ from rng_service.cli.audit_commands import (
     _positive,
     _verifiers,
     _write_atomically,
+    truncation_not_checked,
+    verify_export_file,
     witnessed_by,
 )
 from rng_service.cli.support import (
@@ -162,19 +169,22 @@ rng-audit: export the outcome log and verify it, or one receipt, offline; prove 
 history complete and answer disputes (rng-audit COMMAND --help: each command's options)."""
 
 HELP_EPILOG = """\
-Exit status: 0 when everything verifies; 1 when something does not (the message says what and
-at which index): tampering, a fork, another log's origin, an export with nothing in it (unless
---allow-empty), an entry the log does not give while exporting (or the service refuses with
-DATA_LOSS), a broken table chain; 2 nothing was checked: usage errors (keys of several names
-and no --origin), unreadable or malformed files, unreachable services; 141 the reader of
+Exit status: 0 when everything the command checks is proven; 1 when something does not verify
+(the message says what and at which index): tampering, a fork, another log's origin, an export
+with nothing in it (unless --allow-empty), an entry the log does not give while exporting (or
+the service refuses with DATA_LOSS), a broken table chain; 2 nothing was checked: usage errors
+(keys of several names and no --origin), unreadable or malformed files, unreachable services;
+4 what is printed as OK is proven, and what is named NOT CHECKED is not: the run proves less
+than all (truncation with no kept or witnessed checkpoint covering the newest entry, verify
+--fast, verify-receipt offline, a live table-history or dispute FOUND); 141 the reader of
 standard output went away.
 
 Which log: --origin, or else the name of the --key keys (a log's key is named by its origin,
 C2SP tlog-checkpoint). Without a kept checkpoint (--checkpoint) or enough witness cosignatures
-(--witness KEY ... --min-witnesses K) the output says that truncation was NOT CHECKED: a copy
-cut back to an older checkpoint verifies the same. With --witness, every cosignature of a given
-witness key is checked and listed with its time, and some checkpoint must carry cosignatures of
-K of them; exit status 1 if not.
+(--witness KEY ... --min-witnesses K) the output says that truncation was NOT CHECKED (exit
+status 4): a copy cut back to an older checkpoint verifies the same. With --witness, every
+cosignature of a given witness key is checked and listed with its time, and some checkpoint
+must carry cosignatures of K of them; exit status 1 if not.
 
 A service with mTLS needs an auditor's certificate for --target: rng-audit export --target
 HOST:PORT --ca CA --cert CERT --tls-key KEY ... (before or after the command; --key is always
@@ -362,6 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
             export_total=_export_lines_total,
             witness_options=_witness_options,
             witnessed_by=witnessed_by,
+            verify_export=verify_export_file,
+            truncation=truncation_not_checked,
         ),
         key_help=key_help,
         origin_help=origin_help,
@@ -370,8 +382,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, *, clock: Clock | None = None) -> int:
-    """Runs rng-audit; returns 0 (verified), 1 (verification failed), 2 (usage/format) or 4
-    (a live table-history or dispute: entries proven, that none is missing not).
+    """Runs rng-audit; returns 0 (all proven), 1 (verification failed), 2 (usage/format) or 4
+    (what is printed OK is proven, what is named NOT CHECKED is not: truncation, ``--fast``,
+    an offline receipt, a live table-history or dispute's completeness).
     ``clock``: the time witness cosignatures are judged against (the system clock)."""
     quiet_grpc_core()
     parser = build_parser()

@@ -41,6 +41,8 @@ from rng_service.audit import (
     write_export,
 )
 from rng_service.cli.support import (
+    EXIT_NOT_CHECKED,
+    EXIT_OK,
     Output,
     Progress,
     UsageError,
@@ -61,7 +63,14 @@ if TYPE_CHECKING:
     from rng_service.rpc.client import ClientTls
     from rng_service.storage.base import CosignatureRecord
 
-__all__ = ["TRUNCATION_NOT_CHECKED", "parse_duration"]
+__all__ = [
+    "FAST_NOT_CHECKED",
+    "RECEIPT_NOT_CHECKED",
+    "TRUNCATION_NOT_CHECKED",
+    "parse_duration",
+    "truncation_not_checked",
+    "verify_export_file",
+]
 
 _PAGE = 1000
 
@@ -204,6 +213,13 @@ TRUNCATION_NOT_CHECKED = (
     "entries and checkpoints dropped), or regrown from one, verifies the same. Keep the newest "
     "checkpoint of each audit and pass it with --checkpoint next time, or verify an export "
     "that ends at a witnessed checkpoint (rng-audit export --witnessed) with --witness "
+    "(docs/auditing.md)."
+)
+
+RECEIPT_NOT_CHECKED = (
+    "NOT CHECKED: that the log still holds this entry. Offline, only the receipt's own "
+    "signed checkpoint is checked; whether the log was cut back or forked since needs "
+    "--target (the live log) or --against (an export), with --checkpoint "
     "(docs/auditing.md)."
 )
 
@@ -406,28 +422,59 @@ def _witnessed_end(
     return [n for n, s in zip(notes, sizes, strict=True) if s[0] <= end], end
 
 
+def verify_export_file(
+    args: argparse.Namespace,
+    path: str,
+    verifiers: Sequence[NoteVerifier],
+    origin: PinnedOrigin,
+    kept: Sequence[tuple[str, str]],
+    *,
+    label: str,
+    now: int | None = None,
+    check_entries: bool = True,
+    allow_empty: bool = False,
+) -> ExportReport:
+    """Verifies the export file ``path`` in full (:func:`verify_export`), with the kept
+    checkpoints and the witness options of ``args`` (``--witness``, ``--min-witnesses``,
+    ``--max-witness-age``, judged at ``now``, default the injected clock), progress on a
+    terminal: what ``verify`` runs, and ``table-history`` and ``dispute`` ``--against``."""
+    witnesses, min_witnesses = _witnesses(args)
+    max_age = _max_age(args)
+    progress = Progress(label, _export_lines_total(path), unit="lines")
+    with _export_lines(path) as lines, progress:
+        return verify_export(
+            progress.wrap(lines),
+            verifiers,
+            kept=kept,
+            check_entries=check_entries,
+            origin=origin,
+            allow_empty=allow_empty,
+            witnesses=witnesses,
+            min_witnesses=min_witnesses,
+            now=_now(args) if now is None else now,
+            max_witness_age=max_age,
+        )
+
+
+def truncation_not_checked(report: ExportReport, what: str) -> list[str]:
+    """The truncation NOT CHECKED line (:data:`TRUNCATION_NOT_CHECKED`, of ``what``: the
+    export's entries) unless a kept or witnessed checkpoint covers the export's newest entry
+    (:func:`_truncation_checked`); else nothing."""
+    return [] if _truncation_checked(report) else [TRUNCATION_NOT_CHECKED.format(what=what)]
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
     _client_tls(args, None)  # refuses --ca/--cert/--key: verify reads files only
     verifiers = _verifiers(args.key)
     origin = _pinned(verifiers, args.origin)
-    witnesses, min_witnesses = _witnesses(args)
-    max_age = _max_age(args)
+    _witnesses(args)  # bad witness options: exit 2 before the export is read
+    _max_age(args)
     kept = _kept(args.checkpoint)
     now = _now(args)
-    progress = Progress("verifying", _export_lines_total(args.export), unit="lines")
-    with _export_lines(args.export) as lines, progress:
-        report = verify_export(
-            progress.wrap(lines),
-            verifiers,
-            kept=kept,
-            check_entries=not args.fast,
-            origin=origin,
-            allow_empty=args.allow_empty,
-            witnesses=witnesses,
-            min_witnesses=min_witnesses,
-            now=now,
-            max_witness_age=max_age,
-        )
+    report = verify_export_file(
+        args, args.export, verifiers, origin, kept, label="verifying", now=now,
+        check_entries=not args.fast, allow_empty=args.allow_empty,
+    )  # fmt: skip
     newest = max((h.checkpoint.size for h in report.heads), default=0)
     signers = sorted({name for h in report.heads for name in h.key_names})
     print(
@@ -447,14 +494,22 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             f"client, nothing after a void, Mega Fire Blaze in the rules' order"
         )
     _print_formats(report)
+    not_checked: list[str] = []
     if args.fast:
-        print(FAST_NOT_CHECKED)
+        not_checked.append(FAST_NOT_CHECKED)
     witnessed = report.witnessed
     if witnessed is not None:
         _print_witnesses(witnessed, now)
-    if not _truncation_checked(report):
-        print(TRUNCATION_NOT_CHECKED.format(what=f"this export's {report.tree_size} entries"))
-    return 0
+    not_checked += truncation_not_checked(report, f"this export's {report.tree_size} entries")
+    return _not_checked(not_checked)
+
+
+def _not_checked(lines: Sequence[str]) -> int:
+    """Prints each NOT CHECKED line; the exit status: :data:`EXIT_NOT_CHECKED` (4) if there is
+    any, the run proving less than all, else :data:`EXIT_OK` (docs/cli.md, convention 9)."""
+    for line in lines:
+        print(line)
+    return EXIT_NOT_CHECKED if lines else EXIT_OK
 
 
 def _print_formats(report: ExportReport) -> None:
@@ -544,8 +599,7 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
         check_receipt_against_export(receipt, verified, report)
         witnessed = report.witnessed
         where = f"; consistent with the export {args.against} (tree size {report.tree_size})"
-        if not _truncation_checked(report):
-            note = TRUNCATION_NOT_CHECKED.format(what=f"the export's {report.tree_size} entries")
+        note = "".join(truncation_not_checked(report, f"the export's {report.tree_size} entries"))
     elif args.target is not None:
         from rng_service.rpc.log_servicer import LogClient
 
@@ -602,12 +656,7 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
                     f"outcome, before any witness saw it: check it against the witnessed log "
                     f"with --target (or an export with --against)"
                 ) from e
-        note = (
-            "NOT CHECKED: that the log still holds this entry. Offline, only the receipt's own "
-            "signed checkpoint is checked; whether the log was cut back or forked since needs "
-            "--target (the live log) or --against (an export), with --checkpoint "
-            "(docs/auditing.md)."
-        )
+        note = RECEIPT_NOT_CHECKED
     entry = verified.entry
     print(
         f"OK: entry {entry.index} ({entry.kind}, table {entry.table_id}, round "
@@ -626,9 +675,7 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
         )
     if witnessed is not None:
         _print_witnesses(witnessed, now)
-    if note:
-        print(note)
-    return 0
+    return _not_checked([note] if note else [])
 
 
 def _old_checkpoint(path: str) -> tuple[str, str]:

@@ -24,8 +24,10 @@ if TYPE_CHECKING:
     from rng_service.rpc.log_servicer import ProvenPage
 
 from rng_service.cli.tables_common import (
+    COMPLETENESS_NOT_CHECKED,
     FOUND_UNPROVEN,
     Shared,
+    VerifiedExport,
     _entry_json,
     _entry_line,
     _export_entries,
@@ -45,10 +47,16 @@ def _dispute_output(
     report: DisputeReport,
     proven_by: str,
     *,
-    export: bool = False,
+    exported: VerifiedExport | None = None,
     live: LiveChain | None = None,
 ) -> int:
+    """Prints the answer; exit status 0 only when the committed map (``live.committed``) or
+    a verified export (``exported``) that a kept or witnessed checkpoint covers proves it
+    complete; else 4: FOUND (completeness unproven), or truncation NOT CHECKED (an export no
+    kept or witnessed checkpoint covers: a later void or spin of a round could be past its
+    end)."""
     committed = None if live is None else live.committed
+    export = exported is not None
     complete = export or committed is not None
     chained = [e for r in report.rounds for e in r.chained]
     format_1 = [e for r in report.rounds for e in r.entries if e.table_seq is None]
@@ -87,10 +95,18 @@ def _dispute_output(
             "These rounds were drawn before entry format 2: their entries are in no table "
             "chain, so nothing is said about entries around them"
         )
+    not_checked = (
+        exported.not_checked if exported is not None
+        else [] if complete else [COMPLETENESS_NOT_CHECKED.format(what="of these rounds")]
+    )  # fmt: skip
+    witnessed = exported.witnessed if exported is not None else None if live is None else (
+        live.witnessed
+    )  # fmt: skip
     data = {
-        "ok": complete,
-        "proven_complete": complete,
-        "witnessed": None if live is None else live.witnessed,
+        "ok": not not_checked,
+        "proven_complete": complete and not not_checked,
+        "not_checked": not_checked,
+        "witnessed": witnessed,
         "client": report.client,
         "table_id": report.table_id,
         "sessions": list(report.sessions),
@@ -115,9 +131,15 @@ def _dispute_output(
     as_of = "" if committed is None or live is None else " " + live.as_of()
     Output(args.json).result(
         data,
-        lambda: _dispute_text(report, proven_by, chain_text, proven_complete=complete, as_of=as_of),
+        lambda: "\n".join(
+            [
+                _dispute_text(report, proven_by, chain_text, proven_complete=complete, as_of=as_of),
+                *([f"note: witnessed: {witnessed}"] if export and witnessed else []),
+                *not_checked,
+            ]
+        ),
     )
-    return 0 if complete else FOUND_UNPROVEN
+    return FOUND_UNPROVEN if not_checked else 0
 
 
 def _walk_note(live: LiveChain | None) -> str:
@@ -492,7 +514,7 @@ def _dispute_against(
 ) -> int:
     """A dispute against a full export: the export is verified in full (every chain), and the
     rounds' entries are found by their signed bytes, so no edited column can hide one."""
-    size, heads = _verified_export(shared, args.against, verifiers, origin, kept)
+    exported = _verified_export(shared, args, verifiers, origin, kept)
     of_client = [
         (i, LogEntry.decode(d))
         for i, d in _export_entries(
@@ -538,10 +560,7 @@ def _dispute_against(
     report = judge_dispute(
         client=args.client, table_id=table, found=found, span=span, sessions=args.session
     )
-    signers = sorted({n for h in heads for n in h.key_names})
     return _dispute_output(
-        args, report,
-        f"in the verified export {args.against} ({size} entries, {len(heads)} checkpoints "
-        f"signed by {', '.join(signers)}; every entry of the rounds found by its signed bytes)",
-        export=True,
+        args, report, exported.proven_by("every entry of the rounds found by its signed bytes"),
+        exported=exported,
     )  # fmt: skip

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from rng_service.cli import call as cli_call
 from rng_service.cli.support import (
+    EXIT_NOT_CHECKED,
     EXIT_USAGE,
     UsageError,
     format_address,
@@ -47,9 +48,11 @@ EXIT_STATUSES = """\
 Exit status: 0 done (and verified); 1 refused or failed by the service, or something did not
 verify (check-store: the store is not the log that was signed); 2 nothing was done: a bad
 option, an unreadable file, a bad key or configuration (serve, dev-run: a startup_failed event
-naming the setting); 3 (call) the outcome is logged but a step after the draw failed; 141 the
-reader of standard output went away. Each command's options: rng-service COMMAND --help;
-the conventions: docs/cli.md; the settings: docs/operations/configuration.md."""
+naming the setting); 3 (call) the outcome is logged but a step after the draw failed; 4
+(verify-receipt offline) what is printed as OK is proven, and what is named NOT CHECKED (that
+the log still holds the entry) is not; 141 the reader of standard output went away. Each
+command's options: rng-service COMMAND --help; the conventions: docs/cli.md; the settings:
+docs/operations/configuration.md."""
 
 DEV_BANNER = """\
 ************************************************************************
@@ -459,7 +462,14 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
         f"({checked.checkpoint.origin}), signed by {', '.join(checked.key_names)}"
     )
     print(json.dumps(dict(checked.entry.outcome), indent=2))
-    return 0
+    # Offline only the receipt's own checkpoint is checked (docs/cli.md, convention 9).
+    print(
+        "NOT CHECKED: that the log still holds this entry. Offline, only the receipt's own "
+        "signed checkpoint is checked; whether the log was cut back or forked since needs "
+        "--target (the live log), or rng-audit verify-receipt --against (an export) with "
+        "--checkpoint (docs/auditing.md)."
+    )
+    return EXIT_NOT_CHECKED
 
 
 def build_parser() -> argparse.ArgumentParser:

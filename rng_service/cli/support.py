@@ -48,6 +48,7 @@ __all__ = [
     "EXIT_AFTER_DRAW",
     "EXIT_BROKEN_PIPE",
     "EXIT_FAILED",
+    "EXIT_NOT_CHECKED",
     "EXIT_OK",
     "EXIT_USAGE",
     "OUTPUT_OPTIONS",
@@ -74,7 +75,8 @@ __all__ = [
     "writable_file",
 ]
 
-#: Everything asked for was done (and verified, where the command verifies).
+#: Everything asked for was done, and everything the command checks was proven (nothing named
+#: NOT CHECKED: that is :data:`EXIT_NOT_CHECKED`).
 EXIT_OK = 0
 #: The service refused or failed the call, or something did not verify: the message says what.
 EXIT_FAILED = 1
@@ -84,6 +86,11 @@ EXIT_USAGE = 2
 #: The outcome was drawn and logged, but a step after the draw failed (its receipt not written,
 #: or not verified): the outcome, its log index and request id are printed all the same.
 EXIT_AFTER_DRAW = 3
+#: What is printed as OK is proven, and what is named NOT CHECKED is not: the run proves less
+#: than all (``rng-audit``: truncation with no kept or witnessed checkpoint covering the newest
+#: entry, ``verify --fast``, an offline receipt, a live table history or dispute). 0 means
+#: everything the command checks was proven (docs/cli.md, convention 9).
+EXIT_NOT_CHECKED = 4
 #: Standard output's reader went away (``rng-audit verify ... | head``) before the command
 #: finished: 128 + SIGPIPE, as a tool killed by the signal would give. Not 0: a verification
 #: whose output was cut short has not said its verdict.

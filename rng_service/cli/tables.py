@@ -8,7 +8,8 @@ table-history file saved earlier, or a full export (verified in full, every chai
 ``rng_service.cli.audit`` registers the commands; they share its exit statuses (0 verified,
 1 not, 2 usage) and its errors, plus 4 (:data:`FOUND_UNPROVEN`) for a live answer: its entries
 are proven, but not that none is missing (that rests on the store's index until table heads
-are committed to the log); only an answer against a full export proves that, and exits 0.
+are committed to the log); an answer against a full export proves that, and exits 0 when a kept
+or witnessed checkpoint covers the export's end (else truncation is NOT CHECKED, exit 4).
 
 They follow the CLI conventions (docs/cli.md, ``rng_service.cli.support``): every option has
 help text with its default; the mTLS options ``--ca``, ``--cert``, ``--tls-key`` come before or
@@ -16,8 +17,10 @@ after the command; ``--key`` (``--verifier-key``) is the log's verifier key; ``-
 explicit only (an auditor chooses to use a live service); text, or one JSON document with
 ``--json`` (a failure too: ``{"ok": false, ...}``); progress on stderr while an export is read,
 on a terminal only; ``--out`` is checked to be writable before anything is fetched; exit
-status 0 verified and proven complete (``--against``), 4 entries proven but completeness not
-(``--target``, a saved file), 1 not verified (named), 2 nothing was checked (usage, unreadable
+status 0 verified and proven complete (``--against`` an export a kept or witnessed checkpoint
+covers, or a committed map), 4 entries proven but completeness not (``--target`` or a saved
+file of a log without a committed map; ``--against`` with truncation NOT CHECKED, as
+``verify``), 1 not verified (named), 2 nothing was checked (usage, unreadable
 input, an unreachable service).
 """
 
@@ -57,8 +60,10 @@ from rng_service.cli.dispute import (
     _cmd_dispute,
 )
 from rng_service.cli.tables_common import (
+    COMPLETENESS_NOT_CHECKED,
     FOUND_UNPROVEN,
     Shared,
+    VerifiedExport,
     _entry_json,
     _entry_line,
     _export_entries,
@@ -80,14 +85,17 @@ def _history_output(
     tree_size: int,
     proven_by: str,
     asked_to: int | None,
-    export: bool = False,
+    exported: VerifiedExport | None = None,
     live: LiveChain | None = None,
 ) -> int:
-    """Prints the history; exit status 0 only for an export (``export``) or a chain the
-    committed map proves (``live.committed``), which prove that no entry of the table is
-    missing; else 4 (FOUND: proven entries, completeness unproven)."""
+    """Prints the history; exit status 0 only for a chain the committed map proves
+    (``live.committed``), or one read in a verified export (``exported``) that a kept or
+    witnessed checkpoint covers, which prove that no entry of the table is missing; else 4:
+    FOUND (proven entries, completeness unproven), or truncation NOT CHECKED (an export that
+    no kept or witnessed checkpoint covers: the log may hold later entries of the table)."""
     entries = report.entries
     committed = None if live is None else live.committed
+    export = exported is not None
     complete = export or committed is not None
     end_note = ""
     if committed is not None and committed.proven.head is not None:
@@ -118,16 +126,24 @@ def _history_output(
             "(format 1) entries are in no chain (docs/log-format.md)"
         )
     notes = [n for n in (start_note, end_note) if n]
+    not_checked = (
+        exported.not_checked if exported is not None
+        else [] if complete else [COMPLETENESS_NOT_CHECKED.format(what="of this table's history")]
+    )  # fmt: skip
+    witnessed = exported.witnessed if exported is not None else None if live is None else (
+        live.witnessed
+    )  # fmt: skip
     data = {
-        "ok": complete,
-        "proven_complete": complete,
+        "ok": not not_checked,
+        "proven_complete": complete and not not_checked,
+        "not_checked": not_checked,
         "client": report.client,
         "table_id": report.table_id,
         "first_seq": report.first_seq,
         "last_seq": report.last_seq,
         "complete": complete,
         "tree_size": tree_size,
-        "witnessed": None if live is None else live.witnessed,
+        "witnessed": witnessed,
         "head": None
         if committed is None or committed.proven.head is None
         else {
@@ -161,11 +177,13 @@ def _history_output(
             first,
             *(_entry_line(entry) for entry in entries),
             *(f"note: {note}" for note in notes),
+            *([f"note: witnessed: {witnessed}"] if exported is not None and witnessed else []),
+            *not_checked,
         ]
         return "\n".join(lines)
 
     Output(args.json).result(data, text)
-    return 0 if complete else FOUND_UNPROVEN
+    return FOUND_UNPROVEN if not_checked else 0
 
 
 def _proven_none(args: argparse.Namespace, live: LiveChain, first: int) -> int:
@@ -189,7 +207,8 @@ def _proven_none(args: argparse.Namespace, live: LiveChain, first: int) -> int:
             f"{root}"
         )
     data = {
-        "ok": True, "proven_complete": True, "complete": True, "client": live.client,
+        "ok": True, "proven_complete": True, "not_checked": [], "complete": True,
+        "client": live.client,
         "table_id": live.table_id, "first_seq": None, "last_seq": None,
         "tree_size": live.head.checkpoint.size, "witnessed": live.witnessed,
         "head": None if head is None else {"index": head.index, "seq": head.seq},
@@ -330,13 +349,11 @@ def _cmd_table_history(shared: Shared, args: argparse.Namespace) -> int:
         report = check_history(
             chain, client=args.client, table_id=args.table, first_seq=first, last_seq=last
         )
-        size, heads = _verified_export(shared, args.against, verifiers, origin, kept)
-        signers = sorted({n for h in heads for n in h.key_names})
+        exported = _verified_export(shared, args, verifiers, origin, kept)
         return _history_output(
-            args, report, tree_size=size,
-            proven_by=f"in the verified export {args.against} ({size} entries, "
-            f"{len(heads)} checkpoints signed by {', '.join(signers)}, every chain followed)",
-            asked_to=last, export=True,
+            args, report, tree_size=exported.size,
+            proven_by=exported.proven_by("every chain followed"), asked_to=last,
+            exported=exported,
         )  # fmt: skip
     from rng_service.rpc.log_servicer import LogClient
 
@@ -394,7 +411,8 @@ def add_commands(sub: Any, shared: Shared, *, key_help: str, origin_help: str) -
         p.add_argument(
             "--checkpoint", action="extend", nargs="+", default=[], metavar="FILE",
             help="a signed checkpoint you kept earlier (file); the live log or the export "
-            "must be consistent with it (default: none)",
+            "must be consistent with it (default: none; with --against, truncation is then NOT "
+            "CHECKED unless witnesses cosigned a checkpoint covering the export's newest entry)",
         )  # fmt: skip
         p.add_argument(
             "--target", metavar="HOST:PORT",
@@ -433,9 +451,13 @@ def add_commands(sub: Any, shared: Shared, *, key_help: str, origin_help: str) -
         "the chain is walked back from it: complete as of that checkpoint (with --witness, "
         "the newest witnessed one), or 'table T has no entries'. Exit status 0: complete, "
         "proven by the map (--target, or a FILE it saved) or against a full export "
-        "(--against); 4: FOUND: the entries shown are proven, but the log has no committed "
-        "map yet (its newest entry is of format 1 or 2), so that none is missing rests on the "
-        "store's index; 1: a break or a failed proof, a map proof among them (named); 2: "
+        "(--against) that a kept checkpoint (--checkpoint) or one K witnesses cosigned "
+        "(--witness, --min-witnesses) covers; 4: FOUND: the entries shown are proven, but the "
+        "log has no committed map yet (its newest entry is of format 1 or 2), so that none is "
+        "missing rests on the store's index and is named NOT CHECKED (--json: not_checked); "
+        "or --against an export no such checkpoint covers: OK for the export, but whether the "
+        "log holds later entries of the table is named NOT CHECKED (truncation); 1: a break or a "
+        "failed proof, a map proof among them (named); 2: "
         "nothing was checked (usage, unreadable input, an unreachable service)."
     )
     p.add_argument(
@@ -478,9 +500,13 @@ def add_commands(sub: Any, shared: Shared, *, key_help: str, origin_help: str) -
         "format 3), --target walks the table's whole chain back from its proven head and lists "
         "every entry of the rounds it holds; --out saves that proof as a file that 'rng-audit "
         "dispute FILE --key K' checks offline. Exit status 0: answered and proven complete (by "
-        "the committed map, or against a full export); 4: FOUND: the entries shown are proven, "
-        "but the log has no committed map yet, so that none is missing rests on the store's "
-        "index (--target); 1: something did not verify, a map proof among them (named); 2: "
+        "the committed map, or against a full export that a kept checkpoint or one K "
+        "witnesses cosigned covers); 4: FOUND: the entries shown are proven, but the log has no "
+        "committed map yet, so that none is missing rests on the store's index and is named NOT "
+        "CHECKED (--target; --json: not_checked); or --against an export no such checkpoint "
+        "covers: a later void or spin of a round could be past its end, named NOT CHECKED "
+        "(truncation); 1: something did "
+        "not verify, a map proof among them (named); 2: "
         "nothing was checked (usage, unreadable input, an unreachable service)."
     )
     p.add_argument(

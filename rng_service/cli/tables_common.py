@@ -16,26 +16,40 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from rng_service.audit import ExportReader, VerificationFailure, VerifiedHead, open_head
+from rng_service.audit import (
+    ExportReader,
+    ExportReport,
+    VerificationFailure,
+    VerifiedHead,
+    open_head,
+)
 from rng_service.audit.history import (
     ProvenItem,
     describe,
 )
-from rng_service.audit.verify import PinnedOrigin, verify_export
-from rng_service.cli.support import Progress
+from rng_service.audit.verify import PinnedOrigin
+from rng_service.cli.support import EXIT_NOT_CHECKED, Progress
 from rng_service.log.entry import LogEntry
 from rng_service.log.merkle import LEAF_PREFIX
 
 if TYPE_CHECKING:
     from rng_service.rpc.log_servicer import LogClient, ProvenPage
 
-__all__ = ["FOUND_UNPROVEN", "Shared", "UsageError"]
+__all__ = ["COMPLETENESS_NOT_CHECKED", "FOUND_UNPROVEN", "Shared", "UsageError", "VerifiedExport"]
 
-FOUND_UNPROVEN = 4
+FOUND_UNPROVEN = EXIT_NOT_CHECKED
 """Exit status of a live answer (``--target``, or a table-history file it saved): every entry
 shown is proven in a signed checkpoint, but that none is missing rests on the store's index
-(docs/cli.md, convention 9): not 0, which means proven. Until table heads are committed to the
-log, only a full export (``--against``) proves completeness."""
+(docs/cli.md, convention 9: the run proves less than all): not 0, which means all proven.
+Until table heads are committed to the log, only a full export (``--against``) proves
+completeness."""
+
+COMPLETENESS_NOT_CHECKED = (
+    "NOT CHECKED: that no entry {what} is missing. The log gave these entries by the store's "
+    "index and has no committed map of table heads yet (entries of format 1 or 2): prove it "
+    "against a full export (--against EXPORT)."
+)
+"""The NOT CHECKED line (and ``"not_checked"`` item) of a FOUND answer (exit status 4)."""
 
 
 class UsageError(Exception):
@@ -64,6 +78,12 @@ class Shared:
     witnessed_by: Callable[[argparse.Namespace, str, str, int], str | None]
     """``witnessed_by(args, source, note, size)``: with ``--witness``, the witnesses that
     cosigned ``note`` (else a WitnessFailure); None without ``--witness``."""
+    verify_export: Callable[..., ExportReport]
+    """``verify_export(args, path, verifiers, origin, kept, label=...)``: the export verified
+    in full as ``verify`` does it, with ``--checkpoint`` and the witness options of ``args``."""
+    truncation: Callable[[ExportReport, str], list[str]]
+    """``truncation(report, what)``: ``verify``'s "NOT CHECKED: truncation" line unless a kept
+    or witnessed checkpoint covers the export's newest entry; else nothing."""
 
 
 # -- output --------------------------------------------------------------------------------
@@ -160,19 +180,58 @@ def _export_entries(
     return out
 
 
+@dataclass(frozen=True)
+class VerifiedExport:
+    """A full export verified as ``verify`` does it (tree, checkpoints, every chain), and
+    what it could not prove: truncation, unless a kept (``--checkpoint``) or witnessed
+    (``--witness``) checkpoint covers its newest entry (docs/cli.md, convention 9)."""
+
+    path: str
+    report: ExportReport
+    not_checked: list[str]
+
+    @property
+    def size(self) -> int:
+        return self.report.tree_size
+
+    def proven_by(self, what: str) -> str:
+        """Where the answer's entries are proven (said after "every one ...")."""
+        heads = self.report.heads
+        signers = ", ".join(sorted({n for h in heads for n in h.key_names}))
+        kept = self.report.kept
+        also = f", consistent with {kept} kept checkpoint(s)" if kept else ""
+        return (
+            f"in the verified export {self.path} ({self.size} entries, {len(heads) - kept} "
+            f"checkpoints signed by {signers}{also}; {what})"
+        )
+
+    @property
+    def witnessed(self) -> str | None:
+        """The witnessed checkpoint covering the newest entry, and its cosigners (``--witness``
+        with K >= 1), else None."""
+        witnessed = self.report.witnessed
+        best = None if witnessed is None or witnessed.required < 1 else witnessed.best
+        if best is None:
+            return None
+        names = ", ".join(v.witness.name for v in best.cosignatures)
+        return f"checkpoint of tree size {best.size} cosigned by {names}"
+
+
 def _verified_export(
     shared: Shared,
-    path: str,
+    args: argparse.Namespace,
     verifiers: Sequence[Any],
     origin: PinnedOrigin,
     kept: Sequence[tuple[str, str]],
-) -> tuple[int, tuple[VerifiedHead, ...]]:
-    """Verifies the whole export (tree, checkpoints, every chain); its size and checkpoints."""
-    with shared.export_lines(path) as lines, Progress(f"verifying {path}",
-                                                      shared.export_total(path),
-                                                      unit="lines") as progress:  # fmt: skip
-        report = verify_export(progress.wrap(lines), verifiers, kept=kept, origin=origin)
-    return report.tree_size, report.heads
+) -> VerifiedExport:
+    """Verifies the whole export ``--against`` (tree, checkpoints, every chain; with the kept
+    checkpoints and the witness options), and names truncation NOT CHECKED unless a kept or
+    witnessed checkpoint covers its newest entry."""
+    path: str = args.against
+    report = shared.verify_export(args, path, verifiers, origin, kept, label=f"verifying {path}")
+    return VerifiedExport(
+        path, report, shared.truncation(report, f"the export's {report.tree_size} entries")
+    )
 
 
 def _json_key(value: str) -> bytes:

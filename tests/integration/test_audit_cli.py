@@ -163,8 +163,12 @@ def test_untouched_exports_verify(exported: Exported, capsys: pytest.CaptureFixt
     lines = exported.lines()
     assert header(lines)["tree_size"] == ENTRIES
     assert int(header(lines)["checkpoints"]) >= 5
+    assert "NOT CHECKED" not in out
+    # Without the kept checkpoint the same checks pass, but truncation is NOT CHECKED: exit 4.
     code, out = verify(exported, exported.db_export, capsys)
-    assert code == 0, out
+    assert code == 4, out
+    assert out.startswith(f"OK: {ENTRIES} entries of {exported.origin}")
+    assert out.rstrip().splitlines()[-1].startswith("NOT CHECKED: truncation.")
 
 
 def test_receipt_verifies_against_the_export_and_the_live_log(
@@ -172,12 +176,14 @@ def test_receipt_verifies_against_the_export_and_the_live_log(
 ) -> None:
     key = ["--key", str(exported.vkey)]
     code, out = run(["verify-receipt", str(exported.receipt), *key], capsys)
-    assert code == 0, out
+    assert code == 4, out  # offline: that the log still holds it is NOT CHECKED
+    assert "NOT CHECKED: that the log still holds this entry" in out
     code, out = run(
         ["verify-receipt", str(exported.receipt), *key, "--against", str(exported.export)], capsys
     )
-    assert code == 0, out
+    assert code == 4, out  # no kept checkpoint covers the export's newest entry
     assert "consistent with the export" in out
+    assert "NOT CHECKED: truncation" in out
     code, out = run(
         ["verify-receipt", str(exported.receipt), *key, "--target", str(exported.target)], capsys
     )
@@ -208,8 +214,14 @@ def test_changed_field_breaks_canonical_form(
     assert code == 1
     assert "does not match the entries" in out
     code, out = verify(exported, exported.export, capsys, "--fast")
-    assert code == 0, out
-    assert "--fast" in out
+    assert code == 4, out  # the entries' own bytes (and truncation) NOT CHECKED
+    assert "NOT CHECKED: the entries' own bytes (--fast)" in out
+    # With the kept checkpoint, --fast alone still leaves the entries' bytes unchecked: 4.
+    code, out = verify(exported, exported.export, capsys, "--fast", "--checkpoint",
+                       str(exported.kept))  # fmt: skip
+    assert code == 4, out
+    assert "NOT CHECKED: the entries' own bytes (--fast)" in out
+    assert "NOT CHECKED: truncation" not in out
 
 
 def test_changed_field_without_new_leaf_hash(
@@ -304,7 +316,7 @@ def test_truncated_tail_against_a_kept_checkpoint(
     path = tampered(exported, "truncated", change)
     # Alone, the shortened export is self-consistent, and the output says what was not checked...
     code, out = verify(exported, path, capsys)
-    assert code == 0, out
+    assert code == 4, out
     assert "NOT CHECKED: truncation. No kept checkpoint (--checkpoint)" in out
     # ...but not against the checkpoint the auditor kept.
     code, out = verify(exported, path, capsys, "--checkpoint", str(exported.kept))
@@ -419,7 +431,8 @@ def test_receipt_from_a_fork(exported: Exported, capsys: pytest.CaptureFixture[s
     path.write_text(json.dumps(forged))
     key = ["--key", str(exported.vkey)]
     code, out = run(["verify-receipt", str(path), *key], capsys)
-    assert code == 0, out  # alone it verifies: only the log can tell
+    assert code == 4, out  # alone it verifies, and says the log is NOT CHECKED: only it can tell
+    assert "NOT CHECKED: that the log still holds this entry" in out
     code, out = run(["verify-receipt", str(path), *key, "--against", str(exported.export)], capsys)
     assert code == 1
     assert "fork" in out
@@ -453,7 +466,7 @@ def test_an_export_of_nothing_fails_unless_allowed(
     assert code == 1, out
     assert "the export has no entries (header: 0 entries, 0 checkpoints): it proves nothing" in out
     code, out = verify(exported, path, capsys, "--allow-empty")
-    assert code == 0, out
+    assert code == 4, out
     assert "0 checkpoints (newest: tree size 0) verified, signed by nobody" in out
     assert "NOT CHECKED: truncation" in out
     # The empty tree's signed checkpoint alone is no better without --allow-empty.
@@ -508,7 +521,7 @@ def test_an_export_of_another_origin_is_not_this_log(
         f"(the name of the key"
     ) in out
     code, out = verify(exported, path, capsys, "--origin", "evil.example/log")
-    assert code == 0, out  # what was asked for: every signature is the real key's
+    assert code == 4, out  # what was asked for: every signature is the real key's (no kept one)
     code, out = verify(exported, exported.export, capsys, "--origin", "evil.example/log")
     assert code == 1, out
     assert "not of the expected log 'evil.example/log' (--origin)" in out
@@ -525,12 +538,22 @@ def test_receipts_are_checked_for_the_origin(
         out
     )
     code, out = run(["verify-receipt", str(exported.receipt), *key], capsys)
-    assert code == 0, out
+    assert code == 4, out
     assert "NOT CHECKED: that the log still holds this entry" in out
     from rng_service.cli.service import main as service_main
 
     vkey = exported.vkey.read_text().strip()
-    assert service_main(["verify-receipt", str(exported.receipt), "--key", vkey]) == 0
+    # rng-service verify-receipt offline: the same rule (docs/cli.md, convention 9)...
+    assert service_main(["verify-receipt", str(exported.receipt), "--key", vkey]) == 4
+    out = capsys.readouterr().out
+    assert out.startswith("OK: entry ")
+    assert "NOT CHECKED: that the log still holds this entry" in out
+    # ...and with --target it checks the live log: nothing left unchecked, 0.
+    code = service_main(["verify-receipt", str(exported.receipt), "--key", vkey, "--target",
+                         str(exported.target)])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "NOT CHECKED" not in out
     code = service_main(
         ["verify-receipt", str(exported.receipt), "--key", vkey, "--origin", "x.example/log"]
     )
@@ -806,7 +829,7 @@ def test_export_and_verify_receipt_over_mtls_as_an_auditor(
     assert code == 0, out
     assert "exported 6 entries" in out
     code, out = run(["verify", str(out_file), "--key", str(secure_log.vkey)], capsys)
-    assert code == 0, out
+    assert code == 4, out  # no kept checkpoint: truncation NOT CHECKED
     assert "OK: 6 entries" in out
     # verify-receipt: the top-level --key is the certificate's key, the command's --key the
     # log's verifier key.

@@ -36,9 +36,11 @@ def test_spin_receipt_and_offline_verification(
     assert code == 0
     vkey = json.loads(out)[0]["verifier_key"]
     code, out, _ = run(capsys, "verify-receipt", str(receipt), "--key", vkey)
-    assert code == 0
+    assert code == 4  # offline: that the log still holds the entry is NOT CHECKED
     assert out.startswith("OK: entry 0 (roulette_spin, table T1, round R1)")
-    logged = json.loads(out.split("\n", 1)[1])
+    outcome, not_checked = out.split("\n", 1)[1].split("\nNOT CHECKED: ")
+    assert not_checked.startswith("that the log still holds this entry.")
+    logged = json.loads(outcome)
     assert logged["final"]["number"] == spin["outcome"]["result"]["number"]
     # a tampered receipt fails with a message, exit 1
     data = json.loads(receipt.read_text())

@@ -169,12 +169,16 @@ def test_the_try_it_section_as_written(dev_run: DevRun) -> None:
     index = shown["index"]
     refused = [c for c in commands if c.endswith("--round R1") and "--request-id" not in c]
     assert len(refused) == 1
+    offline = [c for c in commands if "verify-receipt" in c]
+    assert len(offline) == 1
     for command, (code, _, err) in results.items():
         assert "Traceback" not in err, (command, err)
         if command in refused:
             assert code == 1, (command, err)
             assert "FAILED_PRECONDITION" in err
             assert f"slot 'spin' is already filled by request 'demo-1' at log index {index}" in err
+        elif command in offline:  # what the comment above it says: exit status 4
+            assert code == 4, (command, err)
         else:
             assert code == 0, (command, err)
 
@@ -185,6 +189,7 @@ def test_the_try_it_section_as_written(dev_run: DevRun) -> None:
     assert output("verify-receipt").startswith(
         f"OK: entry {index} (roulette_spin, table T1, round R1)"
     )
+    assert "NOT CHECKED: that the log still holds this entry" in output("verify-receipt")
     dice = json.loads(output("call dice"))
     assert dice["kind"] == "dice_roll"
     assert len(dice["outcome"]["faces"]) == 3
@@ -203,9 +208,13 @@ def test_the_try_it_section_as_written(dev_run: DevRun) -> None:
     assert "the start of the table's chain (seq 1 is its first entry) and the next round ('R4'" in (
         disputed
     )
-    assert output("rng-audit table-history").startswith(
+    assert "consistent with 1 kept checkpoint(s)" in disputed
+    assert "NOT CHECKED" not in disputed  # the kept checkpoint covers the export: exit 0 above
+    history = output("rng-audit table-history")
+    assert history.startswith(
         "OK: the history of table 'T1' (client 'default') is complete from seq 1 to seq 2"
     )
+    assert "NOT CHECKED" not in history
     store = dev_run.cwd / "var" / "outcome-log.sqlite3"
     assert output("check-store").startswith(f"OK: {store} holds")
 

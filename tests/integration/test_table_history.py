@@ -39,6 +39,10 @@ class Log:
     db: Path
     running: Running
     indexes: dict[str, int]  # request id -> log index
+    kept: str  # the checkpoint an auditor kept when exporting: it covers the export's end
+
+
+TRUNCATION = "NOT CHECKED: truncation. No kept checkpoint (--checkpoint) and no checkpoint"
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -87,8 +91,10 @@ def log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Log]:
         target = f"127.0.0.1:{running.port}"
         export = tmp / "log.export"
         assert main(["export", "--target", target, "--out", str(export)]) == 0
+        kept = tmp / "kept.checkpoint"
+        kept.write_text(running.log.GetLatestCheckpoint(log_pb2.GetLatestCheckpointRequest()).note)
         yield Log(tmp, target, str(config.log.key_file) + ".vkey", export,
-                  Path(config.storage.path), running, indexes)  # fmt: skip
+                  Path(config.storage.path), running, indexes, str(kept))  # fmt: skip
     finally:
         running.stop()
 
@@ -119,7 +125,7 @@ def test_a_live_table_history_is_proven_complete(
                            "3", "--to", "6", "--key", log.vkey], capsys)  # fmt: skip
     assert code == 0
     assert (report["first_seq"], report["last_seq"], report["complete"]) == (3, 6, True)
-    assert (report["ok"], report["proven_complete"]) == (True, True)
+    assert (report["ok"], report["proven_complete"], report["not_checked"]) == (True, True, [])
     assert [e["seq"] for e in report["entries"]] == [3, 4, 5, 6]
     assert [e["round_id"] for e in report["entries"]] == ["G3", "G4", "G5", "G6"]
     # each entry's predecessor is the one listed before it, through T2's entries between
@@ -183,13 +189,18 @@ def test_a_saved_history_verifies_offline_and_names_a_dropped_entry(
 def test_against_an_export_the_chain_is_checked_first_and_names_the_break(
     log: Log, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = ["--client", "default", "--table", "T1", "--key", log.vkey]
+    args = ["--client", "default", "--table", "T1", "--key", log.vkey, "--checkpoint", log.kept]
     code, out = run(["table-history", "--against", str(log.export), *args], capsys)
     assert code == 0, out
     assert "complete from seq 1 to seq 10" in out
     assert "in the verified export" in out
+    assert (
+        "(15 entries, 2 checkpoints signed by test.example/log, consistent with 1 kept "
+        "checkpoint(s); every chain followed)"
+    ) in out
+    assert "NOT CHECKED" not in out
     code, out = run(["verify", str(log.export), "--key", log.vkey], capsys)
-    assert code == 0, out
+    assert code == 4, out  # verified; no kept checkpoint, so truncation NOT CHECKED
     lines = log.export.read_text().splitlines(keepends=True)
     checkpoints = json.loads(lines[0])["checkpoints"]
     g7 = log.indexes["g7"]
@@ -203,6 +214,75 @@ def test_against_an_export_the_chain_is_checked_first_and_names_the_break(
     code, out = run(["verify", str(dropped), "--key", log.vkey], capsys)
     assert code == 1
     assert f"entry {g7} (line {2 + checkpoints + g7}): its index field is {g7 + 1}" in out
+
+
+def _cut_back(log: Log) -> tuple[Path, Path]:
+    """The export cut back to its oldest checkpoint (tree size 1: G1's spin only), newer
+    entries and checkpoints dropped, self-consistent; and that checkpoint as a kept file (one
+    that does not cover the full export's newest entry)."""
+    lines = log.export.read_text().splitlines(keepends=True)
+    head = json.loads(lines[0])
+    notes = [json.loads(line)["note"] for line in lines[1 : 1 + head["checkpoints"]]]
+    oldest = min(notes, key=lambda n: int(n.split("\n")[1]))
+    size = int(oldest.split("\n")[1])
+    assert size < head["tree_size"]
+    head.update(tree_size=size, checkpoints=1)
+    cut = log.tmp / "cut-back.export"
+    cut.write_text("".join([
+        json.dumps(head) + "\n",
+        json.dumps({"type": "checkpoint", "published_at_ns": 1, "note": oldest}) + "\n",
+        *lines[1 + len(notes) : 1 + len(notes) + size],
+    ]))  # fmt: skip
+    older = log.tmp / "older.checkpoint"
+    older.write_text(oldest)
+    return cut, older
+
+
+@pytest.mark.parametrize("command", ["table-history", "dispute"])
+def test_against_an_export_truncation_is_not_checked_without_a_covering_checkpoint(
+    log: Log, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """docs/cli.md, convention 9: --against proves the answer in the export, but not that the
+    log is no longer than the export (a later entry of the table, a later void of the round,
+    could be past its end): without a kept checkpoint covering its newest entry, the answer
+    names truncation NOT CHECKED and exits 4; with one, 0; an older kept checkpoint does not
+    cover it (4); an export cut back below the kept checkpoint fails (1)."""
+    what = ["--round", "G1"] if command == "dispute" else []
+    args = [command, "--client", "default", "--table", "T1", *what, "--key", log.vkey]
+    against = ["--against", str(log.export)]
+    code, out = run([*args, *against], capsys)
+    assert code == 4, out
+    assert out.startswith("OK: "), out  # what it printed as OK is proven...
+    last_line = out.rstrip().splitlines()[-1]  # ...and truncation, last, is not
+    assert last_line.startswith(
+        TRUNCATION + " cosigned by enough witnesses (--witness, --min-witnesses) covers the "
+        "newest of the export's 15 entries"
+    ), out
+    code, report = jsoned([*args, *against], capsys)
+    assert code == 4
+    assert (report["ok"], report["proven_complete"]) == (False, False)
+    assert len(report["not_checked"]) == 1
+    assert report["not_checked"][0].startswith(TRUNCATION)
+    # With the checkpoint the auditor kept when exporting: proven, exit 0.
+    code, out = run([*args, *against, "--checkpoint", log.kept], capsys)
+    assert code == 0, out
+    assert "NOT CHECKED" not in out
+    code, report = jsoned([*args, *against, "--checkpoint", log.kept], capsys)
+    assert code == 0
+    assert (report["ok"], report["proven_complete"], report["not_checked"]) == (True, True, [])
+    cut, older = _cut_back(log)
+    # A kept checkpoint older than the export's newest entry does not cover it.
+    code, report = jsoned([*args, *against, "--checkpoint", str(older)], capsys)
+    assert code == 4, report
+    assert report["not_checked"][0].startswith(TRUNCATION)
+    # The cut-back export alone answers with round G1 as the table's last: truncation NOT
+    # CHECKED says so; against the kept checkpoint it fails.
+    code, out = run([*args, "--against", str(cut)], capsys)
+    assert code == 4, out
+    assert "covers the newest of the export's 1 entries" in out
+    code, out = run([*args, "--against", str(cut), "--checkpoint", log.kept], capsys)
+    assert code == 1, out
+    assert f"checkpoint file {log.kept} is for tree size 15, but the export" in out
 
 
 # -- dispute ---------------------------------------------------------------------------------
@@ -228,7 +308,7 @@ def test_a_dispute_answered_from_the_live_service(
     # by request id, in JSON: the same round
     code, report = jsoned(["dispute", *args, "--request-id", "g3"], capsys)
     assert code == 0
-    assert (report["ok"], report["proven_complete"]) == (True, True)
+    assert (report["ok"], report["proven_complete"], report["not_checked"]) == (True, True, [])
     assert report["table_id"] == "T1"
     assert [r["round_id"] for r in report["rounds"]] == ["G3"]
     assert report["previous"]["round_id"] == "G2"
@@ -252,14 +332,16 @@ def test_a_dispute_of_several_rounds_with_a_void(
     code, text = run(["dispute", "--target", log.target, *args], capsys)
     assert "the round was VOIDED at log index" in text
     # the same answer from the export, where every entry is found by its signed bytes
-    code, from_export = jsoned(["dispute", "--against", str(log.export), *args], capsys)
+    kept = ["--checkpoint", log.kept]
+    code, from_export = jsoned(["dispute", "--against", str(log.export), *args, *kept], capsys)
     assert code == 0
     assert (from_export["ok"], from_export["proven_complete"]) == (True, True)
+    assert from_export["not_checked"] == []
     assert from_export["rounds"] == report["rounds"]
     for answer in (report, from_export):
         assert "the previous round ('G3', seq 3" in answer["chain"]
         assert "and the next round ('G9', seq 10" in answer["chain"]
-    last = ["--client", "default", "--table", "T1", "--round", "G9", "--key", log.vkey]
+    last = ["--client", "default", "--table", "T1", "--round", "G9", "--key", log.vkey, *kept]
     code, latest = jsoned(["dispute", "--against", str(log.export), *last], capsys)
     assert latest["following"] is None
     assert "the end of the table's chain in the export" in latest["chain"]
@@ -281,7 +363,8 @@ def test_a_dispute_by_session(log: Log, capsys: pytest.CaptureFixture[str]) -> N
     assert code == 0
     assert "OK: these are all the outcomes of rounds 'G6', 'G7', 'G8', 'G9' (session " in text
     assert "round G7  session drive-1  slot spin  roulette_spin: " in text
-    code, from_export = jsoned(["dispute", "--against", str(log.export), *args], capsys)
+    code, from_export = jsoned(["dispute", "--against", str(log.export), *args, "--checkpoint",
+                                log.kept], capsys)  # fmt: skip
     assert code == 0, from_export
     assert from_export["rounds"] == live["rounds"]
     code, out = run(["dispute", "--target", log.target, "--client", "default", "--session",
@@ -335,9 +418,10 @@ def test_the_cli_conventions(log: Log, capsys: pytest.CaptureFixture[str]) -> No
     assert code == 2, out
     assert "hint: nothing accepts connections at that address" in out
     for args in (
-        ["table-history", "--against", str(log.export), "--client", "default", *table],
+        ["table-history", "--against", str(log.export), "--client", "default", *table,
+         "--checkpoint", log.kept],
         ["dispute", "--against", str(log.export), "--client", "default", "--table", "T1",
-         "--round", "G2", "--verifier-key", log.vkey],
+         "--round", "G2", "--verifier-key", log.vkey, "--checkpoint", log.kept],
     ):  # fmt: skip
         assert main([*args, "--json"]) == 0
         captured = capsys.readouterr()
@@ -559,6 +643,8 @@ def test_a_live_table_history_never_claims_complete(
     try:
         chain = [running.spin(f"h{i}", table_id="T7", round_id=f"H{i}").receipt.index
                  for i in (1, 2, 3)]  # fmt: skip
+        kept = tmp_path / "kept.checkpoint"
+        kept.write_text(running.log.GetLatestCheckpoint(log_pb2.GetLatestCheckpointRequest()).note)
     finally:
         running.stop()
     start(config).stop()  # records the checkpoint of size 3 as verified
@@ -569,7 +655,8 @@ def test_a_live_table_history_never_claims_complete(
     assert main(["export", "--db", db.as_posix(), "--out", str(export)]) == 0
     capsys.readouterr()
     code, report = jsoned(["table-history", "--against", str(export), "--client", "default",
-                           "--table", "T7", "--key", vkey], capsys)  # fmt: skip
+                           "--table", "T7", "--key", vkey, "--checkpoint", str(kept)],
+                          capsys)  # fmt: skip
     assert code == 0, report
     assert [e["index"] for e in report["entries"]] == chain
 
@@ -579,7 +666,8 @@ def test_a_dispute_names_lab_entries_of_the_round_apart(
 ) -> None:
     """A DrawBatch naming the round's table and round id fills no slot of it: the dispute lists
     the round's own spin as its outcome and the batch apart (docs/outcomes-api.md)."""
-    args = ["--client", "default", "--table", "T2", "--round", "X4", "--key", log.vkey]
+    args = ["--client", "default", "--table", "T2", "--round", "X4", "--key", log.vkey,
+            "--checkpoint", log.kept]  # fmt: skip
     code, report = jsoned(["dispute", "--against", str(log.export), *args], capsys)
     assert code == 0, report
     (x4,) = report["rounds"]

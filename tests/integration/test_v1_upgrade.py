@@ -88,7 +88,7 @@ def _refused(call: object) -> grpc.RpcError:
 
 
 def test_the_release_1_export_verifies(capsys: pytest.CaptureFixture[str]) -> None:
-    assert audit_main(["verify", str(FIXTURE / "export.jsonl"), "--key", VKEY]) == 0
+    assert audit_main(["verify", str(FIXTURE / "export.jsonl"), "--key", VKEY]) == 4  # no kept
     out = capsys.readouterr().out
     assert out.startswith("OK: 9 entries of v1-fixture.example/log")
     assert "format 2" not in out  # no format-2 entry in it
@@ -171,7 +171,8 @@ def test_a_release_1_log_upgraded_keeps_its_rounds_and_verifies(
     old = [json.loads(line) for line in (FIXTURE / "export.jsonl").read_text().splitlines()]
     kept = tmp_path / "release-1-checkpoint.txt"
     kept.write_text(old[2]["note"])  # its newest: tree size 9
-    assert audit_main(["verify", str(export), "--key", VKEY, "--checkpoint", str(kept)]) == 0
+    # release 1's newest checkpoint (9) does not cover entries 9-11: truncation NOT CHECKED
+    assert audit_main(["verify", str(export), "--key", VKEY, "--checkpoint", str(kept)]) == 4
     out = capsys.readouterr().out
     assert out.startswith("OK: 12 entries of v1-fixture.example/log")
     assert "entries 0 to 8 are of entry format 1; format 2 (slots and table chains) from " \
@@ -249,5 +250,47 @@ def test_a_schema_2_log_is_brought_to_4_by_migrate_store(
     finally:
         r.stop()
     capsys.readouterr()
-    assert audit_main(["verify", str(export), "--key", VKEY]) == 0
+    assert audit_main(["verify", str(export), "--key", VKEY]) == 4  # no kept checkpoint
     assert capsys.readouterr().out.startswith("OK: 11 entries of v1-fixture.example/log")
+
+
+def test_a_live_answer_on_a_log_without_a_map_names_completeness_not_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log whose newest entry is format 2 has no committed map of table heads: a live
+    table-history or dispute proves every entry it shows, names that none is missing NOT
+    CHECKED (text and ``"not_checked"``) and exits 4; once a format 3 entry commits the map,
+    the same question is proven whole: exit 0, nothing NOT CHECKED (docs/cli.md, 9)."""
+    path = _config_file(tmp_path)
+    first = release_2_log(path, monkeypatch)
+    client = LogEntry.decode(first.receipt.entry).client  # type: ignore[attr-defined]
+    assert cli_main(["migrate-store", "--config", str(path)]) == 0
+    capsys.readouterr()
+    r = start(_config(path))
+    try:
+        target = f"127.0.0.1:{r.port}"
+        history = ["table-history", "--target", target, "--client", client, "--table", "T1",
+                   "--key", VKEY]  # fmt: skip
+        dispute = ["dispute", "--target", target, "--client", client, "--table", "T1",
+                   "--round", "R20", "--key", VKEY]  # fmt: skip
+        for argv, what in ((history, "of this table's history"), (dispute, "of these rounds")):
+            line = f"NOT CHECKED: that no entry {what} is missing."
+            assert audit_main(argv) == 4
+            out = capsys.readouterr().out
+            assert out.startswith("FOUND: ")
+            assert out.rstrip().splitlines()[-1].startswith(line)
+            assert audit_main([*argv, "--json"]) == 4
+            report = json.loads(capsys.readouterr().out)
+            assert (report["ok"], report["proven_complete"]) == (False, False)
+            assert [n[: len(line)] for n in report["not_checked"]] == [line]
+        _spin(r, "v3-spin", "R21")  # format 3: the map of table heads is committed
+        for argv in (history, dispute):
+            assert audit_main([*argv, "--json"]) == 0
+            report = json.loads(capsys.readouterr().out)
+            assert (report["ok"], report["not_checked"]) == (True, [])
+            assert audit_main(argv) == 0
+            out = capsys.readouterr().out
+            assert out.startswith("OK: ")
+            assert "NOT CHECKED" not in out
+    finally:
+        r.stop()

@@ -14,6 +14,7 @@ fixed clock. The roots come from the RFC 6962 reference definitions (``merkle``)
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -201,14 +202,14 @@ def test_truncation_notice_unless_the_newest_entry_is_covered(
     export = _forked(tmp_path)
     # Witnesses only listed (K = 0): the cosigned checkpoint of 392 proves nothing about 466.
     code, out, _ = _verify(export, keys, capsys, "--min-witnesses", "0")
-    assert code == 0
+    assert code == 4  # what it printed OK is proven, truncation is not (docs/cli.md, 9)
     assert "NOT CHECKED: truncation. No kept checkpoint (--checkpoint)" in out
     assert "covers the newest of this export's 466 entries" in out
     # A kept checkpoint older than the newest entry does not cover it either...
     old = tmp_path / "392.checkpoint"
     old.write_text(_checkpoint(FORKED_DATA, COPY, {}))
     code, out, _ = _verify(export, keys, capsys, "--checkpoint", str(old), witnesses=())
-    assert code == 0
+    assert code == 4
     assert "NOT CHECKED: truncation" in out
     # ...one of the newest entry does.
     new = tmp_path / "466.checkpoint"
@@ -236,7 +237,7 @@ def test_verify_receipt_shares_the_notice(
             "--min-witnesses", "2"]  # fmt: skip
     code = audit_main(argv, clock=FakeClock(NOW * 10**9))
     out = capsys.readouterr().out
-    assert code == 0, out
+    assert code == 4, out
     assert "WITNESSED: checkpoint at line 2 (tree size 392)" in out
     assert "NOT CHECKED: truncation" in out
     assert "covers the newest of the export's 466 entries" in out
@@ -249,3 +250,35 @@ def test_verify_receipt_shares_the_notice(
     assert cli_main(["verify-receipt", str(path), "--key", keys["log"],
                      "--max-witness-age", "1h"]) == 2  # fmt: skip
     assert "--max-witness-age needs --witness keys" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["table-history", "dispute"])
+def test_table_answers_against_an_export_take_the_witnesses_as_verify_does(
+    tmp_path: Path, keys: dict[str, str], capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """``table-history`` and ``dispute --against`` check the export with ``verify``'s code: a
+    checkpoint K witnesses cosigned covering the newest entry proves truncation (exit 0, the
+    witnesses named); witnesses only listed (K = 0) do not (NOT CHECKED, exit 4); the regrown
+    export fails naming the entries no witnessed checkpoint covers (exit 1)."""
+    what = ["--round", "R0"] if command == "dispute" else []
+    argv = [command, "--client", "default", "--table", "T0", *what, "--key", keys["log"],
+            "--witness", keys["w1"], keys["w2"], "--json"]  # fmt: skip
+    clock = FakeClock(NOW * 10**9)
+    honest = ["--against", str(_honest(tmp_path))]
+    code = audit_main([*argv, *honest, "--min-witnesses", "2"], clock=clock)
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, report
+    assert (report["ok"], report["proven_complete"], report["not_checked"]) == (True, True, [])
+    # (the newest cosignature first: W2 at T0 + 455, W1 at T0 + 450)
+    assert report["witnessed"] == "checkpoint of tree size 441 cosigned by w2.test/w, w1.test/w"
+    code = audit_main([*argv, *honest, "--min-witnesses", "0"], clock=clock)
+    report = json.loads(capsys.readouterr().out)
+    assert code == 4, report
+    assert (report["ok"], report["witnessed"]) == (False, None)
+    assert report["not_checked"][0].startswith("NOT CHECKED: truncation. No kept checkpoint")
+    assert "covers the newest of the export's 441 entries" in report["not_checked"][0]
+    code = audit_main([*argv, "--against", str(_forked(tmp_path)), "--min-witnesses", "2"],
+                      clock=clock)  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 1, captured.out
+    assert "entries 392-465: witnessed by none of the 2 keys" in captured.out + captured.err
