@@ -106,3 +106,23 @@ def test_combination_agrees_with_reference(name: str) -> None:
         assert abs(got.h_bitstring - want["H_bitstring"]) <= TOLERANCE * want["H_bitstring"]
     else:
         assert got.h_bitstring is None
+
+
+# Crafted inputs (tests/vectors/README.md) on which LZ78Y's tie between context lengths
+# decides the count: the longer context wins, as in NIST's tool (``count > max_count`` while the
+# lengths go from 16 down); a shorter winner changes C (binary: 0 -> 1, ternary: 1 -> 0).
+TIES = {"lz78y_tie_binary": 1, "lz78y_tie_ternary": 2}
+
+
+@pytest.mark.parametrize("name", list(TIES))
+def test_lz78y_ties_between_context_lengths_follow_the_tool(name: str) -> None:
+    from certification.entropy.predictors import lz78y
+
+    ref = reference(name)[(False, "LZ78Y Prediction")]
+    s = Samples.from_bytes((VECTORS / f"{name}.bin").read_bytes(), TIES[name])
+    got = lz78y(s.symbols, s.alphabet, bitstring=False)
+    assert (got.details["C"], got.details["r"], got.details["N"]) == (
+        int(ref["C"]), int(ref["r"]), int(ref["N"])
+    )  # fmt: skip
+    assert got.min_entropy is not None
+    assert got.min_entropy == pytest.approx(float(ref["min entropy"]), rel=TOLERANCE, abs=1e-12)
