@@ -180,6 +180,8 @@ def build_document(args: argparse.Namespace, progress: Any = None) -> dict[str, 
             "max_row_count": restart.max_row_count, "max_column_count": restart.max_column_count,
             "sanity_check_passed": restart.sanity_passed, "H_r": restart.h_r, "H_c": restart.h_c,
             "validation_passed": restart.validation_passed, "passed": restart.passed,
+            "row_estimates": [_estimate_json(e) for e in restart.row_estimates],
+            "column_estimates": [_estimate_json(e) for e in restart.column_estimates],
         }  # fmt: skip
         if not restart.passed:
             failed = True

@@ -6,9 +6,14 @@
   covariance at lags 1, 2, 8, 16, 32 5.1.9-5.1.10, bzip2 compression 5.1.11) on the samples and
   on up to 10,000 random permutations of them. A statistic rejects when the original's rank is
   among the extreme 0.05% either way (fewer than 6 permutations at or above it, or at or below
-  it); permuting stops for a statistic once 6 have fallen on each side, as in NIST's tool. For
-  binary samples the statistics read the samples in bytes (5.1: sums of 8 bits for runs,
-  periodicity and covariance; 8 bits packed for collisions), as the specification directs.
+  it). For binary samples the statistics read the samples in bytes (5.1: sums of 8 bits for
+  runs, periodicity and covariance; 8 bits packed for collisions), as the specification directs.
+* Shortcuts that keep the verdict of 10,000 permutations (section 5.1 steps 2-3 only compare
+  each permutation's statistic with the original's, and counters only grow): a statistic is
+  computed and counted only until 6 permutations have fallen on each side of it, and
+  permuting stops when all 19 are settled (NIST's tool does the same); a permutation's bzip2
+  compression stops as soon as its output already exceeds the original's length. The
+  statistics of many permutations are computed at once (one row each), compressions in threads.
 * Section 5.2, chi-square tests (5.2.1-5.2.4, at the 0.001 level) and the longest repeated
   substring test (5.2.5).
 * Section 6.1's IID estimate: the most common value estimate on the samples and, when more than
@@ -22,7 +27,9 @@ from __future__ import annotations
 
 import bz2
 import math
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +47,7 @@ __all__ = [
     "IidResult",
     "Permutation",
     "chi_square_tests",
+    "compression_length",
     "iid_estimate",
     "iid_tests",
     "lrs_test",
@@ -47,8 +55,11 @@ __all__ = [
 ]
 
 U8 = npt.NDArray[np.uint8]
+I64 = npt.NDArray[np.int64]
 PERMUTATIONS = 10_000
 _DECIDED = 5
+_PIECE = 1 << 18  # text bytes fed to bzip2 at a time (its blocks hold 500,000 at level 5)
+_BATCH_ELEMENTS = 1 << 21  # samples per batch of permutations, all rows together
 _LAGS = (1, 2, 8, 16, 32)
 STATISTICS = (
     "excursion", "numDirectionalRuns", "lenDirectionalRuns", "numIncreasesDecreases",
@@ -66,66 +77,126 @@ def _section(name: str) -> str:
     return _SECTION.get(name, "5.1.9" if name.startswith("periodicity") else "5.1.10")
 
 
-def _byte_sums(bits: U8) -> npt.NDArray[np.int64]:
-    pad = (-bits.size) % 8
-    full = np.concatenate([bits, np.zeros(pad, dtype=np.uint8)]) if pad else bits
-    sums: npt.NDArray[np.int64] = full.reshape(-1, 8).sum(axis=1, dtype=np.int64)
+def _byte_sums(rows: U8) -> U8:
+    """Section 5.1 conversion I, row by row: the number of ones in each 8 bits (last padded)."""
+    b, n = rows.shape
+    pad = (-n) % 8
+    full = np.concatenate([rows, np.zeros((b, pad), dtype=np.uint8)], axis=1) if pad else rows
+    sums: U8 = full.reshape(b, -1, 8).sum(axis=2, dtype=np.uint8)
     return sums
 
 
-def _runs(signs: npt.NDArray[np.int8]) -> tuple[int, int]:
-    """Number of runs and the longest run of equal values."""
-    if signs.size == 0:
-        return 0, 0
-    change = np.flatnonzero(signs[1:] != signs[:-1])
-    edges = np.concatenate([[-1], change, [signs.size - 1]])
-    return int(change.size + 1), int(np.diff(edges).max())
+def _runs(rows: npt.NDArray[np.bool_]) -> tuple[I64, I64]:
+    """Per row: the number of runs of equal values and the longest run."""
+    b, n = rows.shape
+    if n == 0:
+        return np.zeros(b, dtype=np.int64), np.zeros(b, dtype=np.int64)
+    # A run starts at column 0 and wherever the value changes; column n closes the last one.
+    starts = np.ones((b, n + 1), dtype=bool)
+    np.not_equal(rows[:, 1:], rows[:, :-1], out=starts[:, 1:n])
+    at = np.flatnonzero(starts)
+    per_row = np.count_nonzero(starts, axis=1)
+    first = np.concatenate([[0], np.cumsum(per_row)[:-1]])
+    # Differences between successive starts are run lengths (plus a 1 across each row's end).
+    longest = np.maximum.reduceat(np.diff(at, append=at[-1] + 1), first)
+    return per_row - 1, longest.astype(np.int64)
 
 
-def _collisions(x: npt.NDArray[np.int64]) -> list[int]:
-    """Lengths of the successive segments that each end at the first repeated value."""
-    n = x.size
-    order = np.argsort(x, kind="stable")
-    nxt = np.full(n, n, dtype=np.int64)
-    same = x[order[1:]] == x[order[:-1]]
-    nxt[order[:-1][same]] = order[1:][same]
-    end = np.minimum.accumulate(nxt[::-1])[::-1]
-    found: list[int] = []
+def _collisions(x: U8) -> tuple[float, int]:
+    """Sections 5.1.7-5.1.8: mean and longest of the segments ending at their first repeat.
+
+    From sample i, the segment ends at the first sample equal to an earlier one of the segment,
+    which is the least "next occurrence" of any sample from i on; the next segment starts after
+    it (NIST's ``find_collisions``).
+    """
+    n = int(x.size)
+    order = np.argsort(x, kind="stable")  # a radix sort for 8-bit values
+    nxt = np.empty(n, dtype=np.int64)
+    nxt[order[:-1]] = np.where(x[order[1:]] == x[order[:-1]], order[1:], n)
+    nxt[order[-1]] = n
+    ends = np.ascontiguousarray(np.minimum.accumulate(nxt[::-1])[::-1]).data
+    found: list[int] = []  # the sample that ends each segment
     i = 0
-    ends = end.tolist()
-    while i < n and ends[i] < n:
-        e = ends[i]
-        found.append(e - i + 1)
+    while i < n and (e := ends[i]) < n:
+        found.append(e)
         i = e + 1
-    return found
+    if not found:
+        return math.nan, 0
+    last = np.asarray(found, dtype=np.int64)
+    lengths = last - np.concatenate([[-1], last[:-1]])
+    return float(lengths.sum()) / lengths.size, int(lengths.max())
 
 
-def permutation_statistics(
-    data: U8, raw: U8, k: int, mean: float, median: float
+_DIGITS = np.zeros((256, 4), dtype=np.uint8)
+for _v in range(256):
+    _DIGITS[_v, : len(str(_v)) + 1] = np.frombuffer(f"{_v} ".encode(), dtype=np.uint8)
+_WIDTH = np.array([len(str(v)) + 1 for v in range(256)], dtype=np.int64)
+
+
+def compression_length(raw: U8, *, above: int | None = None) -> int:
+    """Section 5.1.11: the bzip2 length (level 5, NIST's setting) of the samples written in
+    decimal, separated by single spaces.
+
+    A permutation's length matters only by how it compares with the original's (section 5.1
+    step 2's counters), and bzip2 writes each finished block as it goes, so its output so far
+    is a prefix of the result: once more than ``above`` bytes are out, ``above + 1`` is
+    returned without compressing the rest (it compares with ``above`` as the length would).
+    """
+    chars = _DIGITS[raw]
+    text = memoryview(chars[np.arange(4) < _WIDTH[raw][:, None]].tobytes()[:-1])
+    squeezer = bz2.BZ2Compressor(5)
+    length = 0
+    for start in range(0, len(text), _PIECE):
+        length += len(squeezer.compress(text[start : start + _PIECE]))
+        if above is not None and length > above:
+            return above + 1
+    return length + len(squeezer.flush())
+
+
+@dataclass(frozen=True, slots=True)
+class _Setting:
+    """What every ordering shares: the alphabet, the symbol of each raw value, mean, median."""
+
+    k: int
+    table: U8
+    mean: float
+    median: float
+
+    @property
+    def binary(self) -> bool:
+        return self.k == 2
+
+
+def _statistics(
+    rows: U8, setting: _Setting, open_: npt.NDArray[np.bool_]
 ) -> npt.NDArray[np.float64]:
-    """The 19 section 5.1 statistics of one ordering of the samples."""
-    out = np.empty(len(STATISTICS), dtype=np.float64)
-    r = raw.astype(np.int64)
-    out[0] = float(np.abs(np.cumsum(r) - np.arange(1, r.size + 1) * mean).max())
-    binary = k == 2
-    x = _byte_sums(data) if binary else data.astype(np.int64)
-    signs = np.where(x[:-1] > x[1:], -1, 1).astype(np.int8)
-    out[1], out[2] = _runs(signs)
-    pos = int(np.count_nonzero(signs == 1))
-    out[3] = max(pos, signs.size - pos)
-    around = np.where(data < median, -1, 1).astype(np.int8)
-    out[4], out[5] = _runs(around)
-    packed = np.packbits(data).astype(np.int64) if binary else data.astype(np.int64)
-    lengths = _collisions(packed)
-    out[6] = sum(lengths) / len(lengths) if lengths else math.nan
-    out[7] = max(lengths) if lengths else 0
-    for j, p in enumerate(_LAGS):
-        out[8 + j] = int(np.count_nonzero(x[:-p] == x[p:])) if x.size > p else 0
-    y = x if binary else r
-    for j, p in enumerate(_LAGS):
-        out[13 + j] = int(np.dot(y[:-p], y[p:])) if y.size > p else 0
-    text = " ".join(map(str, raw.tolist())).encode()
-    out[18] = len(bz2.compress(text, 5))
+    """The section 5.1 statistics of each row of raw samples (rows x 19); NaN where not open."""
+    b, n = rows.shape
+    out = np.full((b, len(STATISTICS)), np.nan, dtype=np.float64)
+    data = setting.table[rows]
+    binary = setting.binary
+    if open_[0]:
+        # 5.1.1: the running sum's largest distance from i x mean, in double as the tool does.
+        walk = np.cumsum(rows, axis=1, dtype=np.int64) - np.arange(1, n + 1) * setting.mean
+        out[:, 0] = np.abs(walk).max(axis=1)
+    x = _byte_sums(data) if binary else data  # 5.1 conversion I for binary samples
+    if open_[1:4].any():
+        down = x[:, :-1] > x[:, 1:]  # 5.1.2-5.1.4: -1 where a value exceeds the next
+        out[:, 1], out[:, 2] = _runs(down)
+        ups = down.shape[1] - np.count_nonzero(down, axis=1)
+        out[:, 3] = np.maximum(ups, down.shape[1] - ups)
+    if open_[4:6].any():
+        out[:, 4], out[:, 5] = _runs(data < setting.median)  # 5.1.5-5.1.6
+    if open_[6:8].any():
+        for r in range(b):  # 5.1.7-5.1.8, binary samples packed 8 to a byte (conversion II)
+            out[r, 6], out[r, 7] = _collisions(np.packbits(data[r]) if binary else data[r])
+    for j, p in enumerate(_LAGS):  # 5.1.9
+        if open_[8 + j]:
+            out[:, 8 + j] = np.count_nonzero(x[:, :-p] == x[:, p:], axis=1) if x.shape[1] > p else 0
+    y = (x if binary else rows).astype(np.int64) if open_[13:18].any() else x
+    for j, p in enumerate(_LAGS):  # 5.1.10, on the raw values of non-binary samples
+        if open_[13 + j]:
+            out[:, 13 + j] = (y[:, :-p] * y[:, p:]).sum(axis=1) if y.shape[1] > p else 0
     return out
 
 
@@ -212,6 +283,19 @@ def _chi(observed: npt.NDArray[np.int64], expected: list[float]) -> float:
     return float(((observed - e) ** 2 / e).sum())
 
 
+def _proportions(data: U8, k: int) -> npt.NDArray[np.float64]:
+    """Each symbol's share, as NIST's tool sums it: 1/n added once per occurrence.
+
+    Section 5.2.1 sorts the cells by expectation; cells whose exact expectations are equal
+    (c_i c_j = c_k c_l) are ordered by the rounding of these sums, then by cell, so the same
+    sums put the same cells in each bin as the reference does.
+    """
+    counts = np.bincount(data, minlength=k)
+    steps = np.cumsum(np.full(int(counts.max()), 1.0 / data.size))  # sequential, as the loop
+    shares: npt.NDArray[np.float64] = np.where(counts > 0, steps[np.maximum(counts - 1, 0)], 0.0)
+    return shares
+
+
 def chi_square_tests(data: U8, k: int) -> tuple[ChiSquare, ChiSquare]:
     """Sections 5.2.1-5.2.4: independence and goodness of fit."""
     n = int(data.size)
@@ -241,7 +325,7 @@ def chi_square_tests(data: U8, k: int) -> tuple[ChiSquare, ChiSquare]:
         t = float((((o0 - e0) ** 2) / e0 + ((o1 - e1) ** 2) / e1).sum())
         fit = ChiSquare("goodness of fit (binary)", "5.2.4", t, 9, _sf(t, 9))
         return independence, fit
-    share = np.bincount(data, minlength=k) / n
+    share = _proportions(data, k)
     pairs = [
         (float(share[i] * share[j] * math.floor(n * 0.5)), i * k + j)
         for i in range(k)
@@ -284,6 +368,31 @@ def lrs_test(data: U8, k: int) -> tuple[int, float, bool]:
     return w, p_col, math.log(0.999) >= pairs * math.log1p(-(p_col**w))
 
 
+def permutation_statistics(raw: U8, symbols: U8, k: int) -> npt.NDArray[np.float64]:
+    """The 19 section 5.1 statistics of the samples in their own order."""
+    setting = _setting(raw, symbols, k)
+    stats: npt.NDArray[np.float64] = _statistics(
+        raw[None, :], setting, np.ones(len(STATISTICS), dtype=bool)
+    )[0]
+    stats[18] = compression_length(raw)
+    return stats
+
+
+def _setting(raw: U8, symbols: U8, k: int) -> _Setting:
+    table = np.zeros(256, dtype=np.uint8)
+    table[raw] = symbols
+    return _Setting(k, table, float(raw.sum(dtype=np.int64)) / raw.size, _median(symbols, k))
+
+
+def _decided(counts: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Section 5.1's counters settle a statistic once more than 5 permutations fall on each side
+    of it (counting ties on both): it cannot be among the extreme 0.05% any more."""
+    decided: npt.NDArray[np.bool_] = (counts[:, 0] + counts[:, 1] > _DECIDED) & (
+        counts[:, 1] + counts[:, 2] > _DECIDED
+    )
+    return decided
+
+
 def iid_tests(
     samples: Samples,
     rng: np.random.Generator,
@@ -291,29 +400,46 @@ def iid_tests(
     permutations: int = PERMUTATIONS,
     progress: Callable[[str], None] | None = None,
 ) -> IidResult:
+    """Sections 5.1 and 5.2 on ``samples``, with at most ``permutations`` shufflings.
+
+    As NIST's tool does, a statistic is computed and counted only while it is undecided (its
+    counters cannot pass any more once decided: they only grow), and permuting stops when all
+    19 are decided. The verdict is the one 10,000 permutations would give. Permutations are
+    drawn in batches (rows shuffled by ``rng.permuted``) and counted one at a time in order;
+    bzip2 compressions run in threads (the bz2 module releases the GIL), one per batch row.
+    """
     data, raw, k = samples.symbols, samples.raw, samples.alphabet
-    mean = float(raw.sum(dtype=np.int64)) / raw.size
-    median = _median(data, k)
-    original = permutation_statistics(data, raw, k, mean, median)
+    setting = _setting(raw, data, k)
+    original = permutation_statistics(raw, data, k)
     counts = np.zeros((len(STATISTICS), 3), dtype=np.int64)
-    index = np.arange(data.size)
+    open_ = np.ones(len(STATISTICS), dtype=bool)
+    workers = os.cpu_count() or 1
+    batch = max(workers, min(_BATCH_ELEMENTS // raw.size, 256))
     run = 0
-    for run in range(1, permutations + 1):
-        order = rng.permutation(index)
-        shuffled = permutation_statistics(data[order], raw[order], k, mean, median)
-        open_ = ~(
-            (counts[:, 0] + counts[:, 1] > _DECIDED) & (counts[:, 1] + counts[:, 2] > _DECIDED)
-        )
-        counts[open_, 0] += shuffled[open_] > original[open_]
-        counts[open_, 1] += shuffled[open_] == original[open_]
-        counts[open_, 2] += shuffled[open_] < original[open_]
-        decided = (counts[:, 0] + counts[:, 1] > _DECIDED) & (
-            counts[:, 1] + counts[:, 2] > _DECIDED
-        )
-        if progress is not None and run % 100 == 0:
-            progress(f"permutation {run}: {int(decided.sum())} of 19 statistics decided")
-        if decided.all():
-            break
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        while run < permutations and open_.any():
+            rows = np.tile(raw, (min(batch, permutations - run), 1))
+            rng.permuted(rows, axis=1, out=rows)
+            limit = int(original[18])
+            squeezes = (
+                [pool.submit(compression_length, row, above=limit) for row in rows]
+                if open_[18]
+                else []
+            )
+            stats = _statistics(rows, setting, open_)
+            for r, squeezed in enumerate(squeezes):
+                stats[r, 18] = squeezed.result()
+            for r in range(rows.shape[0]):
+                if not open_.any():
+                    break
+                run += 1
+                tp, t = stats[r, open_], original[open_]
+                counts[open_, 0] += tp > t
+                counts[open_, 1] += tp == t
+                counts[open_, 2] += tp < t
+                open_ &= ~_decided(counts)
+            if progress is not None:
+                progress(f"permutation {run}: {int((~open_).sum())} of 19 statistics decided")
     results = tuple(
         Permutation(name, _section(name), float(original[i]), *map(int, counts[i]))
         for i, name in enumerate(STATISTICS)
