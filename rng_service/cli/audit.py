@@ -79,7 +79,6 @@ from rng_service.cli.audit_commands import (
     _write_atomically,
     truncation_not_checked,
     verify_export_file,
-    witnessed_by,
 )
 from rng_service.cli.support import (
     EXIT_USAGE,
@@ -92,6 +91,7 @@ from rng_service.cli.support import (
     stdout_reader_went_away,
 )
 from rng_service.cli.text import add_command
+from rng_service.cli.witness_options import witnessed_by
 from rng_service.clock import Clock, SystemClock
 from rng_service.errors import IntegrityError, RngServiceError
 

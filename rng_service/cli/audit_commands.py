@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -50,10 +49,14 @@ from rng_service.cli.support import (
     verifier_keys,
     writable_file,
 )
-from rng_service.cli.text import count, ordinal
-from rng_service.clock import Clock
+from rng_service.cli.text import count
+from rng_service.cli.witness_options import (
+    max_witness_age,
+    now_seconds,
+    print_witnesses,
+    witness_keys,
+)
 from rng_service.errors import IntegrityError, InvalidArgument, RngServiceError
-from rng_service.log.cosignature import CosignatureVerifier
 from rng_service.log.note import Checkpoint, MalformedNote, NoteVerifier, parse_note
 from rng_service.log.receipt import verify_receipt
 from rng_service.outcomes.profiles import builtin_profile_names, load_builtin_profile
@@ -67,7 +70,6 @@ __all__ = [
     "FAST_NOT_CHECKED",
     "RECEIPT_NOT_CHECKED",
     "TRUNCATION_NOT_CHECKED",
-    "parse_duration",
     "truncation_not_checked",
     "verify_export_file",
 ]
@@ -77,120 +79,6 @@ _PAGE = 1000
 
 def _verifiers(items: Sequence[str]) -> list[NoteVerifier]:
     return verifier_keys(items, "--key")
-
-
-def _witnesses(args: argparse.Namespace) -> tuple[list[CosignatureVerifier], int]:
-    """``--witness`` keys (cosignature verifier keys or .vkey files) and ``--min-witnesses``
-    (default: 1 when witness keys are given)."""
-    keys: list[CosignatureVerifier] = []
-    for item in args.witness:
-        path = Path(item)
-        try:
-            text = item
-            if "+" not in item or path.is_file():
-                lines = path.read_text(encoding="utf-8").strip().splitlines()
-                text = lines[0] if lines else ""
-            keys.append(CosignatureVerifier.from_verifier_key(text))
-        except OSError as e:
-            raise UsageError(f"--witness: cannot read {item}: {e.strerror}") from e
-        except RngServiceError as e:
-            raise UsageError(f"--witness: {e}") from e
-    wanted = args.min_witnesses
-    if wanted is None:
-        wanted = 1 if keys else 0
-    if not 0 <= wanted <= len(keys) or (wanted and not keys):
-        raise UsageError(
-            f"--min-witnesses: {wanted} is not allowed (allowed: 0 to the number of --witness "
-            f"keys, {len(keys)})"
-        )
-    return keys, wanted
-
-
-def _now(args: argparse.Namespace) -> int:
-    """POSIX seconds from the injected clock (``main(clock=...)``; the system clock by
-    default)."""
-    clock: Clock = args.clock
-    return clock.now_ns() // 10**9
-
-
-_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhd])")
-_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(text: str) -> int:
-    """``--max-witness-age``: a number with s, m, h or d (``90s``, ``10m``, ``1.5h``, ``2d``) as
-    whole seconds (at least 1); :class:`UsageError` naming the option and the allowed form."""
-    match = _DURATION.fullmatch(text.strip())
-    seconds = float(match[1]) * _DURATION_UNITS[match[2]] if match else 0.0
-    if not match or seconds < 1 or seconds > 100 * 365 * 86400:
-        raise UsageError(
-            f"--max-witness-age: {text!r} is not a duration (allowed: a number with s, m, h or "
-            f"d, from 1s to 36500d, e.g. 90s, 10m, 1.5h, 2d)"
-        )
-    return int(seconds)
-
-
-def _max_age(args: argparse.Namespace) -> int | None:
-    text = getattr(args, "max_witness_age", None)
-    if text is None:
-        return None
-    seconds = parse_duration(text)
-    if not args.witness or (args.min_witnesses is not None and args.min_witnesses < 1):
-        raise UsageError("--max-witness-age needs --witness keys and --min-witnesses of at least 1")
-    return seconds
-
-
-def witnessed_by(args: argparse.Namespace, source: str, note: str, cover: int) -> str | None:
-    """With ``--witness``: checks that ``note`` (a signed checkpoint whose log signature the
-    caller verified, of tree size ``cover``) carries ``--min-witnesses`` valid cosignatures,
-    no older than ``--max-witness-age``, and names them; None without ``--witness``. Raises
-    :class:`WitnessFailure` otherwise (``rng-audit table-history``, ``dispute``)."""
-    witnesses, min_witnesses = _witnesses(args)
-    max_age = _max_age(args)
-    if not witnesses:
-        return None
-    report = check_witnesses(
-        [(source, note.encode("utf-8"))], witnesses, min_witnesses=max(min_witnesses, 1),
-        now=_now(args), cover=cover, cover_what=f"{source} (tree size {cover})",
-        max_age_seconds=max_age,
-    )  # fmt: skip
-    best = report.best
-    if best is None:  # not reached: check_witnesses raised
-        raise WitnessFailure(f"{source} is not witnessed")
-    names = ", ".join(v.witness.name for v in best.cosignatures)
-    return f"cosigned by {names}"
-
-
-def _age(seconds: int) -> str:
-    if seconds < 0:
-        return "in the future"
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds // size} {unit} ago"
-    return f"{seconds} s ago"
-
-
-def _print_witnesses(report: WitnessReport, now: int) -> None:
-    for line in report.lines:
-        print(line)
-    if report.best is not None and report.as_of is not None:
-        print(
-            f"WITNESSED: {report.best.source} (tree size {report.best.size}) is cosigned by "
-            f"{len(report.best.cosignatures)} of the given witnesses ({report.required} "
-            f"needed); the "
-            f"{'' if report.required == 1 else ordinal(report.required) + ' '}"
-            f"newest cosignature is of {_utc(report.as_of)} ({_age(now - report.as_of)}): "
-            f"as far as those witnesses saw until then, the log had no larger tree than "
-            f"{report.best.size} and no other tree of that size"
-        )
-
-
-def _utc(timestamp: int) -> str:
-    import datetime
-
-    return datetime.datetime.fromtimestamp(timestamp, tz=datetime.UTC).strftime(
-        "%Y-%m-%dT%H:%M:%SZ"
-    )
 
 
 def _pinned(verifiers: Sequence[NoteVerifier], origin: str | None) -> PinnedOrigin:
@@ -438,8 +326,8 @@ def verify_export_file(
     checkpoints and the witness options of ``args`` (``--witness``, ``--min-witnesses``,
     ``--max-witness-age``, judged at ``now``, default the injected clock), progress on a
     terminal: what ``verify`` runs, and ``table-history`` and ``dispute`` ``--against``."""
-    witnesses, min_witnesses = _witnesses(args)
-    max_age = _max_age(args)
+    witnesses, min_witnesses = witness_keys(args)
+    max_age = max_witness_age(args)
     progress = Progress(label, _export_lines_total(path), unit="lines")
     with _export_lines(path) as lines, progress:
         return verify_export(
@@ -451,7 +339,7 @@ def verify_export_file(
             allow_empty=allow_empty,
             witnesses=witnesses,
             min_witnesses=min_witnesses,
-            now=_now(args) if now is None else now,
+            now=now_seconds(args) if now is None else now,
             max_witness_age=max_age,
         )
 
@@ -467,10 +355,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     _client_tls(args, None)  # refuses --ca/--cert/--key: verify reads files only
     verifiers = _verifiers(args.key)
     origin = _pinned(verifiers, args.origin)
-    _witnesses(args)  # bad witness options: exit 2 before the export is read
-    _max_age(args)
+    witness_keys(args)  # bad witness options: exit 2 before the export is read
+    max_witness_age(args)
     kept = _kept(args.checkpoint)
-    now = _now(args)
+    now = now_seconds(args)
     report = verify_export_file(
         args, args.export, verifiers, origin, kept, label="verifying", now=now,
         check_entries=not args.fast, allow_empty=args.allow_empty,
@@ -499,7 +387,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         not_checked.append(FAST_NOT_CHECKED)
     witnessed = report.witnessed
     if witnessed is not None:
-        _print_witnesses(witnessed, now)
+        print_witnesses(witnessed, now)
     not_checked += truncation_not_checked(report, f"this export's {report.tree_size} entries")
     return _not_checked(not_checked)
 
@@ -561,9 +449,9 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
     tls = _client_tls(args, args.target)
     verifiers = _verifiers(args.key)
     origin = _pinned(verifiers, args.origin)
-    witnesses, min_witnesses = _witnesses(args)
-    max_age = _max_age(args)
-    now = _now(args)
+    witnesses, min_witnesses = witness_keys(args)
+    max_age = max_witness_age(args)
+    now = now_seconds(args)
     witnessed: WitnessReport | None = None
     if args.checkpoint and args.against is None and args.target is None:
         raise UsageError("--checkpoint needs --against or --target (what to compare it with)")
@@ -674,7 +562,7 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
             )
         )
     if witnessed is not None:
-        _print_witnesses(witnessed, now)
+        print_witnesses(witnessed, now)
     return _not_checked([note] if note else [])
 
 

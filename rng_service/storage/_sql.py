@@ -4,7 +4,8 @@ Both drivers keep the same tables and columns, so the statements that read and w
 the same text but for the parameter mark (``?`` for sqlite3, ``%s`` for psycopg):
 :func:`statements` writes them once for a mark. Also shared: the filters of ``find_entries``
 and ``checkpoints``, and ``group_state``'s row shape and its decoding (each driver builds its
-own statement for it: VALUES lists in SQLite, ``unnest`` of arrays in PostgreSQL).
+own statement for it: VALUES lists in SQLite, built per call; ``unnest`` of arrays in
+PostgreSQL, :data:`POSTGRES_GROUP_STATE`).
 
 Everything here is a fixed fragment: no caller text ever becomes SQL (values are parameters).
 Entry bytes and hashes are opaque; nothing here reads them.
@@ -35,6 +36,7 @@ __all__ = [
     "GROUP_ROUND_SLOTS_ON",
     "GROUP_TABLE_HEAD",
     "GROUP_TABLE_HEAD_WHERE",
+    "POSTGRES_GROUP_STATE",
     "Statements",
     "checkpoint_conditions",
     "entry_conditions",
@@ -246,3 +248,19 @@ def _conditions(pairs: Iterable[tuple[str, Any]]) -> tuple[list[str], list[Any]]
             conditions.append(condition)
             params.append(value)
     return conditions, params
+
+
+# PostgreSQL's group_state: one statement for its three parts (the row shape above), the keys
+# as arrays: one probe of entries_request per request, of
+# entries_slot per round (no entry bytes), and one backward probe of entries_table_seq per table.
+POSTGRES_GROUP_STATE = (
+    f"SELECT {GROUP_LOGGED}, NULL::bigint FROM unnest(%s::text[], %s::text[]) AS q(c, rid) "
+    f"JOIN entries AS e ON {GROUP_LOGGED_ON} "
+    "UNION ALL "
+    f"SELECT {GROUP_ROUND_SLOTS} FROM unnest(%s::text[], %s::text[], %s::text[]) AS k(c, t, r) "
+    f"JOIN entries AS e ON {GROUP_ROUND_SLOTS_ON} "
+    "UNION ALL "
+    f"SELECT {GROUP_TABLE_HEAD} FROM unnest(%s::text[], %s::text[]) AS h(c, t) "
+    "CROSS JOIN LATERAL (SELECT idx, table_seq FROM entries "
+    f"WHERE {GROUP_TABLE_HEAD_WHERE}) AS e"
+)

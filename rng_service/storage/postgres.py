@@ -72,12 +72,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 from rng_service.errors import InvalidArgument, StorageUnavailable
 from rng_service.storage._sql import (
     CHECKPOINT_ORDER,
-    GROUP_LOGGED,
-    GROUP_LOGGED_ON,
-    GROUP_ROUND_SLOTS,
-    GROUP_ROUND_SLOTS_ON,
-    GROUP_TABLE_HEAD,
-    GROUP_TABLE_HEAD_WHERE,
+    POSTGRES_GROUP_STATE,
     checkpoint_conditions,
     entry_conditions,
     group_state_from_rows,
@@ -121,20 +116,6 @@ _Query = str | sql.SQL | sql.Composed
 _INIT_LOCK_KEY = 0x726E675F6C6F67  # "rng_log"
 
 _SQL = statements("%s")
-# group_state: one statement for its three parts (the row shape is in
-# rng_service.storage._sql), the keys as arrays: one probe of entries_request per request, of
-# entries_slot per round (no entry bytes), and one backward probe of entries_table_seq per table.
-_GROUP_STATE = (
-    f"SELECT {GROUP_LOGGED}, NULL::bigint FROM unnest(%s::text[], %s::text[]) AS q(c, rid) "  # noqa: S608
-    f"JOIN entries AS e ON {GROUP_LOGGED_ON} "
-    "UNION ALL "
-    f"SELECT {GROUP_ROUND_SLOTS} FROM unnest(%s::text[], %s::text[], %s::text[]) AS k(c, t, r) "
-    f"JOIN entries AS e ON {GROUP_ROUND_SLOTS_ON} "
-    "UNION ALL "
-    f"SELECT {GROUP_TABLE_HEAD} FROM unnest(%s::text[], %s::text[]) AS h(c, t) "
-    "CROSS JOIN LATERAL (SELECT idx, table_seq FROM entries "
-    f"WHERE {GROUP_TABLE_HEAD_WHERE}) AS e"
-)
 _MAX_INT64 = 2**63 - 1
 _POOL_MIN = 2  # connections kept open: the log writer's and one for reads
 _POOL_MAX = 16  # at most this many at once; a caller beyond waits for one
@@ -660,7 +641,7 @@ class PostgresStorage:
             return GroupState({}, [], {})
         rows = self._read(
             "looking up requests, rounds and table chains",
-            _GROUP_STATE,
+            POSTGRES_GROUP_STATE,
             (
                 [c for c, _ in asked],
                 [r for _, r in asked],

@@ -302,6 +302,17 @@ class RowChecks:
                 tainted[("request", client, request_id)] = edited(
                     e, "a retry of this request", self._observer
                 )
+        rows, answered = self._checked_slots(stored, tainted)
+        for round_key in rounds_wanted:
+            if ("round", *round_key) not in tainted:
+                self._check_tail(round_key, answered.get(round_key, set()), writer_map, tainted)
+        return tainted, rows
+
+    def _checked_slots(
+        self, stored: GroupState, tainted: dict[tuple[str, ...], IntegrityError]
+    ) -> tuple[dict[int, bytes], dict[tuple[str, str, str], set[int]]]:
+        """The bytes of the rounds' filled slots by index (each checked; a failure goes into
+        ``tainted``), and the indexes the round lookup answered for each round."""
         rows: dict[int, bytes] = {}
         answered: dict[tuple[str, str, str], set[int]] = {}
         for slot in stored.slots:
@@ -315,36 +326,41 @@ class RowChecks:
                 rows[slot.index] = self._checked_slot(slot)
             except LookupIntegrityError as e:
                 tainted[key] = edited(e, "this round", self._observer)
-        for round_key in rounds_wanted:
-            key = ("round", *round_key)
-            if key in tainted:
-                continue
-            chain = (round_key[0], round_key[1])
-            try:
-                tail = writer_map.tail(chain)
-            except IntegrityError as e:
-                tainted[("table", *chain)] = edited(
-                    _as_lookup(e, writer_map, chain), "this table's next entry", self._observer
-                )
-                continue
-            if tail is None or tail.round_id != round_key[2]:
-                continue
-            found = answered.get(round_key, set())
-            missing = [i for i in tail.indexes if i not in found]
-            if missing:
-                tainted[key] = edited(
-                    LookupIntegrityError(
-                        f"round {round_key[2]!r} of table {round_key[1]!r} of client "
-                        f"{round_key[0]!r}: the table's committed chain ends with entries "
-                        f"{sorted(tail.indexes)} of this round, but the store's round lookup "
-                        f"does not return entry {missing[-1]}: its columns were changed",
-                        check="chain",
-                        index=missing[-1],
-                    ),
-                    "this round",
-                    self._observer,
-                )
-        return tainted, rows
+        return rows, answered
+
+    def _check_tail(
+        self,
+        round_key: tuple[str, str, str],
+        found: set[int],
+        writer_map: WriterMap,
+        tainted: dict[tuple[str, ...], IntegrityError],
+    ) -> None:
+        """The round's answer (``found``) against its table's committed chain: the chain's
+        newest entries of this round must all be in it; a failure goes into ``tainted``."""
+        chain = (round_key[0], round_key[1])
+        try:
+            tail = writer_map.tail(chain)
+        except IntegrityError as e:
+            tainted[("table", *chain)] = edited(
+                _as_lookup(e, writer_map, chain), "this table's next entry", self._observer
+            )
+            return
+        if tail is None or tail.round_id != round_key[2]:
+            return
+        missing = [i for i in tail.indexes if i not in found]
+        if missing:
+            tainted[("round", *round_key)] = edited(
+                LookupIntegrityError(
+                    f"round {round_key[2]!r} of table {round_key[1]!r} of client "
+                    f"{round_key[0]!r}: the table's committed chain ends with entries "
+                    f"{sorted(tail.indexes)} of this round, but the store's round lookup "
+                    f"does not return entry {missing[-1]}: its columns were changed",
+                    check="chain",
+                    index=missing[-1],
+                ),
+                "this round",
+                self._observer,
+            )
 
     def _checked_slot(self, slot: SlotRecord) -> bytes:
         """The bytes of a filled slot's row, after checking that they are of that round and

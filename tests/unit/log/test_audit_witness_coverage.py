@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from rng_service.audit import write_export
 from rng_service.cli.audit import main as audit_main
-from rng_service.cli.audit_commands import parse_duration
+from rng_service.cli.witness_options import parse_duration
 from rng_service.clock import FakeClock
 from rng_service.log import merkle
 from rng_service.log.cosignature import CosignatureSigner
