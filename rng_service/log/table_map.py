@@ -302,17 +302,17 @@ class TableMap:
         leaf = _Leaf(key, key_int, client_id, table_id, index, seq)
         leaf_hash = _sha256(leaf_prefix + _U64_PAIR(index, seq)).digest()
         path: list[tuple[_Branch, int]] = []
-        node, node_hash_, depth = self._root, self._root_hash, 0
+        node, found_hash, depth = self._root, self._root_hash, 0
         while isinstance(node, tuple):
             bit = (key_int >> (255 - depth)) & 1
             path.append((node, bit))
-            node, node_hash_ = (node[1], node[3]) if bit else (node[0], node[2])
+            node, found_hash = (node[1], node[3]) if bit else (node[0], node[2])
             depth += 1
         added = node is None or node.key != key
         new: _Tree = leaf
         h = leaf_hash
         if node is not None and added:  # another chain's leaf: split down to where they differ
-            new, h = _join(node, node_hash_, leaf, leaf_hash, depth)
+            new, h = _join(node, found_hash, leaf, leaf_hash, depth)
         self._root, self._root_hash = _rehash_path(new, h, path)
         self._count += added
         return added
