@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -49,6 +50,7 @@ MAX_DEPTH = 256
 """Bits of a key: no proof has more siblings."""
 
 _U64 = 1 << 64
+_U64_PAIR = struct.Struct(">QQ").pack
 _sha256 = hashlib.sha256
 
 
@@ -62,19 +64,20 @@ def map_key(client_id: str, table_id: str) -> bytes:
     return _key_of(client_id, table_id)[0]
 
 
-def _key_of(client_id: str, table_id: str) -> tuple[bytes, int]:
-    """The chain's key and its bits as an integer."""
+def _key_of(client_id: str, table_id: str) -> tuple[bytes, int, bytes]:
+    """The chain's key, its bits as an integer, and the start of its head leaf's hashed bytes
+    (``0x02 || key``)."""
     if type(client_id) is not str or type(table_id) is not str:
         raise ValueError("a map key is made of two strings (client_id, table_id)")
     return _cached_key(client_id, table_id)
 
 
 @functools.lru_cache(maxsize=1 << 15)
-def _cached_key(client_id: str, table_id: str) -> tuple[bytes, int]:
+def _cached_key(client_id: str, table_id: str) -> tuple[bytes, int, bytes]:
     """Cached: the writer sets the heads of the same tables over and over (a pure function
     of the two strings; ValueError, never cached, for text that is not Unicode)."""
     key = _sha256(KEY_PREFIX + canonical.dumps([client_id, table_id])).digest()
-    return key, int.from_bytes(key, "big")
+    return key, int.from_bytes(key, "big"), LEAF_PREFIX + key
 
 
 def head_leaf(key: bytes, index: int, seq: int) -> bytes:
@@ -83,7 +86,7 @@ def head_leaf(key: bytes, index: int, seq: int) -> bytes:
         raise ValueError("a map key is 32 bytes")
     _check_u64("index", index)
     _check_u64("seq", seq)
-    return _sha256(LEAF_PREFIX + key + index.to_bytes(8, "big") + seq.to_bytes(8, "big")).digest()
+    return _sha256(LEAF_PREFIX + key + _U64_PAIR(index, seq)).digest()
 
 
 def node_hash(left: bytes, right: bytes) -> bytes:
@@ -216,54 +219,72 @@ def map_root(heads: Iterable[MapHead]) -> bytes:
 
 
 class _Leaf:
-    """A collapsed single-leaf subtree (immutable once made)."""
+    """A collapsed single-leaf subtree: one chain's head (immutable once made; its hash is
+    kept by its parent, see :data:`_Tree`)."""
 
-    __slots__ = ("hash", "head", "key", "key_int")
+    __slots__ = ("client_id", "index", "key", "key_int", "seq", "table_id")
 
-    def __init__(self, key: bytes, key_int: int, head: MapHead) -> None:
-        self.hash: bytes
-        self.key = key
-        self.key_int = key_int
-        self.head = head
-        self.hash = head_leaf(key, head.index, head.seq)
+    def __init__(self, key: bytes, key_int: int, client_id: str, table_id: str, index: int,
+                 seq: int) -> None:  # fmt: skip
+        self.key, self.key_int = key, key_int
+        self.client_id, self.table_id, self.index, self.seq = client_id, table_id, index, seq
 
-
-class _Node:
-    """An interior node with at least two leaves below it (immutable once made)."""
-
-    __slots__ = ("hash", "left", "right")
-
-    def __init__(self, left: _Tree, right: _Tree) -> None:
-        self.hash: bytes
-        self.left = left
-        self.right = right
-        self.hash = _sha256(
-            NODE_PREFIX
-            + (EMPTY if left is None else left.hash)
-            + (EMPTY if right is None else right.hash)
-        ).digest()
+    @property
+    def head(self) -> MapHead:
+        """The chain's head (made on demand: a set makes none)."""
+        return MapHead(self.client_id, self.table_id, self.index, self.seq)
 
 
-_Tree = _Node | _Leaf | None
+# A subtree is None (empty), a _Leaf, or a branch: the tuple (left, right, left_hash,
+# right_hash), with at least two leaves below it. A subtree's own hash is kept by its parent
+# (the root's by the map), so a level of a path costs one SHA-256 and one tuple, without a
+# test of what the sibling is. Tuples, not objects with an __init__: a set rebuilds about 11
+# of them at 1,000 tables, and node objects (and a MapHead per set) made a set and its root
+# 13.5 us instead of 9.7 (docs/performance.md, "What the table map costs"). Branches are
+# immutable and shared between copies.
+_Branch = tuple["_Tree", "_Tree", bytes, bytes]
+_Tree = _Branch | _Leaf | None
 
 
-def _join(a: _Leaf, b: _Leaf, depth: int) -> _Node:
-    """The subtree at ``depth`` holding the two leaves (their keys differ)."""
-    ba, bb = _bit(a.key_int, depth), _bit(b.key_int, depth)
-    if ba != bb:
-        return _Node(a, b) if ba == 0 else _Node(b, a)
-    child = _join(a, b, depth + 1)
-    return _Node(child, None) if ba == 0 else _Node(None, child)
+def _join(a: _Leaf, hash_a: bytes, b: _Leaf, hash_b: bytes, depth: int) -> tuple[_Branch, bytes]:
+    """The subtree at ``depth`` holding the two leaves (their keys differ), and its hash."""
+    bit_a = _bit(a.key_int, depth)
+    if bit_a != _bit(b.key_int, depth):
+        if bit_a:
+            a, hash_a, b, hash_b = b, hash_b, a, hash_a
+        return (a, b, hash_a, hash_b), _sha256(NODE_PREFIX + hash_a + hash_b).digest()
+    child, h = _join(a, hash_a, b, hash_b, depth + 1)
+    if bit_a:
+        return (None, child, EMPTY, h), _sha256(NODE_PREFIX + EMPTY + h).digest()
+    return (child, None, h, EMPTY), _sha256(NODE_PREFIX + h + EMPTY).digest()
+
+
+def _rehash_path(node: _Tree, h: bytes, path: list[tuple[_Branch, int]]) -> tuple[_Tree, bytes]:
+    """The root (and its hash) after ``node`` (hash ``h``) replaced the subtree at the end of
+    ``path`` (the branches from the root down, with the bit taken at each): one node a level,
+    the unchanged sibling's hash taken from the old branch."""
+    sha256, prefix = _sha256, NODE_PREFIX
+    for branch, bit in reversed(path):
+        if bit:
+            left_hash = branch[2]
+            node = (branch[0], node, left_hash, h)
+            h = sha256(prefix + left_hash + h).digest()
+        else:
+            right_hash = branch[3]
+            node = (node, branch[1], h, right_hash)
+            h = sha256(prefix + h + right_hash).digest()
+    return node, h
 
 
 class TableMap:
     """The incremental map of table heads. Nodes are immutable and shared between copies:
     :meth:`set` rebuilds one path (O(depth) hashes, the root included), :meth:`copy` is O(1)."""
 
-    __slots__ = ("_count", "_root")
+    __slots__ = ("_count", "_root", "_root_hash")
 
     def __init__(self, heads: Iterable[MapHead] = ()) -> None:
         self._root: _Tree = None
+        self._root_hash = EMPTY
         self._count = 0
         for h in heads:
             if not self._set(h.client_id, h.table_id, h.index, h.seq):
@@ -277,55 +298,54 @@ class TableMap:
         """:meth:`set`; True if the chain is new to the map."""
         _check_u64("index", index)
         _check_u64("seq", seq)
-        key, key_int = _key_of(client_id, table_id)
-        leaf = _Leaf(key, key_int, MapHead(client_id, table_id, index, seq))
-        path: list[tuple[_Node, int]] = []
-        node = self._root
-        depth = 0
-        while isinstance(node, _Node):
-            bit = _bit(key_int, depth)
+        key, key_int, leaf_prefix = _key_of(client_id, table_id)
+        leaf = _Leaf(key, key_int, client_id, table_id, index, seq)
+        leaf_hash = _sha256(leaf_prefix + _U64_PAIR(index, seq)).digest()
+        path: list[tuple[_Branch, int]] = []
+        node, found_hash, depth = self._root, self._root_hash, 0
+        while isinstance(node, tuple):
+            bit = (key_int >> (255 - depth)) & 1
             path.append((node, bit))
-            node = node.right if bit else node.left
+            node, found_hash = (node[1], node[3]) if bit else (node[0], node[2])
             depth += 1
-        found = None if isinstance(node, _Node) else node  # (the loop ends on no _Node)
-        added = found is None or found.key != key
-        # An empty place or the chain's own leaf takes the new leaf; another chain's splits.
-        new: _Node | _Leaf = leaf if found is None or not added else _join(found, leaf, depth)
-        for parent, bit in reversed(path):
-            new = _Node(parent.left, new) if bit else _Node(new, parent.right)
-        self._root = new
+        added = node is None or node.key != key
+        new: _Tree = leaf
+        h = leaf_hash
+        if node is not None and added:  # another chain's leaf: split down to where they differ
+            new, h = _join(node, found_hash, leaf, leaf_hash, depth)
+        self._root, self._root_hash = _rehash_path(new, h, path)
         self._count += added
         return added
 
     def _find(self, key_int: int) -> tuple[list[bytes], _Leaf | None]:
-        """The siblings (root's child first) of the path to the place of the key ``key_int``,
-        and what is there: None, the chain's leaf, or another chain's."""
+        """The siblings' hashes (root's child first) of the path to the place of the key
+        ``key_int``, and what is there: None, the chain's leaf, or another chain's."""
         siblings: list[bytes] = []
         node = self._root
         depth = 0
-        while isinstance(node, _Node):
-            left, right = node.left, node.right
+        while isinstance(node, tuple):
             if _bit(key_int, depth):
-                node, other = right, left
+                siblings.append(node[2])
+                node = node[1]
             else:
-                node, other = left, right
-            siblings.append(EMPTY if other is None else other.hash)
+                siblings.append(node[3])
+                node = node[0]
             depth += 1
-        return siblings, None if isinstance(node, _Node) else node
+        return siblings, node
 
     def head(self, client_id: str, table_id: str) -> MapHead | None:
         """The chain's head, None if the map has none."""
-        key, key_int = _key_of(client_id, table_id)
+        key, key_int, _ = _key_of(client_id, table_id)
         _, found = self._find(key_int)
         return found.head if found is not None and found.key == key else None
 
     def root(self) -> bytes:
         """The map's root (kept up to date by :meth:`set`)."""
-        return EMPTY if self._root is None else self._root.hash
+        return self._root_hash
 
     def prove(self, client_id: str, table_id: str) -> MapProof:
         """The proof of the chain's head, or of its absence, against :meth:`root`."""
-        key, key_int = _key_of(client_id, table_id)
+        key, key_int, _ = _key_of(client_id, table_id)
         siblings, found = self._find(key_int)
         path = tuple(reversed(siblings))
         if found is None:
@@ -333,10 +353,7 @@ class TableMap:
         if found.key == key:
             return MapProof(siblings=path, head=found.head)
         return MapProof(
-            siblings=path,
-            other_key=found.key,
-            other_index=found.head.index,
-            other_seq=found.head.seq,
+            siblings=path, other_key=found.key, other_index=found.index, other_seq=found.seq
         )
 
     def heads(self) -> list[MapHead]:
@@ -345,9 +362,9 @@ class TableMap:
         stack: list[_Tree] = [self._root]
         while stack:
             node = stack.pop()
-            if isinstance(node, _Node):
-                stack.append(node.right)
-                stack.append(node.left)
+            if isinstance(node, tuple):
+                stack.append(node[1])
+                stack.append(node[0])
             elif node is not None:
                 out.append(node.head)
         return out
@@ -355,8 +372,7 @@ class TableMap:
     def copy(self) -> TableMap:
         """An independent map with the same heads (nodes are shared: O(1))."""
         twin = TableMap()
-        twin._root = self._root
-        twin._count = self._count
+        twin._root, twin._root_hash, twin._count = self._root, self._root_hash, self._count
         return twin
 
     def __len__(self) -> int:

@@ -88,6 +88,8 @@ def test_a_copy_is_independent() -> None:
     m = TableMap([MapHead("c", f"T{i}", i, 1) for i in range(10)])
     before = m.root()
     twin = m.copy()
+    assert twin.root() == before  # the copy's root is the map's, before any set
+    assert twin.heads() == m.heads()
     twin.set("c", "T3", 11, 2)
     twin.set("c", "new", 12, 1)
     assert m.root() == before
