@@ -62,7 +62,8 @@ def shared() -> Shared:
     return Shared(verifiers=unused, pinned=unused, client_tls=unused, kept=unused,
                   export_lines=unused, check_kept=unused, write_atomically=unused,
                   usage_error=ValueError, command=unused, export_total=unused,
-                  witness_options=unused, witnessed_by=unused)  # fmt: skip
+                  witness_options=unused, witnessed_by=unused, verify_export=unused,
+                  truncation=unused)  # fmt: skip
 
 
 def chain_of(log: TableLog, *, with_proof: bool) -> Any:
