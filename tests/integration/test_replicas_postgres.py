@@ -159,11 +159,18 @@ def _stop(replicas: Sequence[Replica]) -> None:
 
 
 def _audit(*args: str) -> subprocess.CompletedProcess[str]:
-    """``rng-audit ARGS`` (export through a replica, verify an export), which must succeed."""
+    """``rng-audit ARGS`` (export through a replica, verify an export), which must succeed:
+    exit 0, or for ``verify`` exit 4 with truncation the one thing NOT CHECKED (no kept
+    checkpoint covers the export's newest entry: these tests check what the log holds, not
+    that it is not longer)."""
     done = subprocess.run(
         [sys.executable, "-m", "rng_service.cli.audit", *args],
         cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
+    if args[0] == "verify" and done.returncode == 4:
+        not_checked = [x for x in done.stdout.splitlines() if x.startswith("NOT CHECKED")]
+        assert [x.split(".")[0] for x in not_checked] == ["NOT CHECKED: truncation"], done.stdout
+        return done
     assert done.returncode == 0, done.stdout + done.stderr
     return done
 
