@@ -14,7 +14,9 @@ target answered (``calls_by_target``).
 Kinds (``--kind``):
 
 - ``spin``: unary calls whose bodies are ``SpinRouletteRequest`` s with fresh request ids and
-  rounds (for ``SpinRoulette`` and for the unary echo); one item per call.
+  rounds (for ``SpinRoulette`` and for the unary echo); one item per call. ``--tables N``
+  deals the calls round robin over N tables (call ``i`` is on ``bench-table-{i % N}``; the
+  default, 1, keeps every call on ``bench-table``).
 - ``batch``: unary ``DrawBatchRequest`` s of ``--items`` double-zero spins each, fresh request
   ids; ``--items`` items (outcomes) per call. The warm-up calls check that each answer holds
   that many outcomes; measured answers are not parsed (the client shares the machine's CPUs).
@@ -48,8 +50,9 @@ def _bodies(args: argparse.Namespace, n: int, tag: str) -> list[bytes]:
     out = []
     for i in range(n):
         # A round per call: a round's spin is drawn once (docs/outcomes-api.md).
+        table = "bench-table" if args.tables == 1 else f"bench-table-{i % args.tables}"
         context = common_pb2.RequestContext(
-            table_id="bench-table", round_id=f"{tag}-r{i}", request_id=f"{tag}-{i}"
+            table_id=table, round_id=f"{tag}-r{i}", request_id=f"{tag}-{i}"
         )
         req: outcomes_pb2.SpinRouletteRequest | outcomes_pb2.DrawBatchRequest
         if args.kind == "batch":
@@ -193,6 +196,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=1000, help="outcomes or messages a call")
     parser.add_argument("--payload", type=int, default=16, help="bytes a streamed message")
     parser.add_argument("--tag", default="bench")
+    parser.add_argument("--tables", type=int, default=1, help="tables the calls are dealt over")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--max-calls", type=int, default=200_000)
@@ -205,6 +209,8 @@ def main() -> None:
         parser.error("--lone-after-burst must be 0-1,000")
     if args.lone_after_burst and args.kind == "stream":
         parser.error("--lone-after-burst is for unary kinds")
+    if not 1 <= args.tables <= 1_000_000:
+        parser.error("--tables must be 1-1,000,000")
     if not 1 <= args.items <= 100_000:
         parser.error("--items must be 1-100,000")
     try:

@@ -38,9 +38,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 
 
-def _start(cmd: list[str], env: dict[str, str], marker: str) -> tuple[subprocess.Popen[str], int]:
+def _start(
+    cmd: list[str], env: dict[str, str], marker: str, cwd: Path = ROOT
+) -> tuple[subprocess.Popen[str], int]:
     proc = subprocess.Popen(
-        cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     )
     assert proc.stdout is not None
     for _ in range(200):
@@ -80,6 +82,7 @@ def _load(
     tag: str,
     kind: str = "spin",
     lone_after_burst: int = 0,
+    tables: int = 1,
 ) -> dict[str, float]:
     max_calls = int(seconds * _MAX_CALL_RATE[kind]) + concurrency
     max_calls += lone_after_burst * (concurrency + 1)
@@ -87,7 +90,7 @@ def _load(
         [PY, "-m", "bench._load_client", "--target", f"127.0.0.1:{port}", "--path", path,
          "--kind", kind, "--items", str(BATCH), "--seconds", str(seconds),
          "--concurrency", str(concurrency), "--tag", tag, "--max-calls", str(max_calls),
-         "--lone-after-burst", str(lone_after_burst)],
+         "--lone-after-burst", str(lone_after_burst), "--tables", str(tables)],
         cwd=ROOT, capture_output=True, text=True, check=True, timeout=seconds + 120,
     )  # fmt: skip
     result: dict[str, float] = json.loads(out.stdout)

@@ -74,3 +74,52 @@ def test_the_hot_path_harness_runs_and_reports_per_call_cpu() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "calls 64 in " in result.stdout, result.stdout
     assert "the writer thread user" in result.stdout, result.stdout
+
+
+def test_the_load_client_deals_spins_round_robin_over_tables() -> None:
+    """``--tables N``: call ``i`` is on table ``i % N``; the default keeps one table."""
+    import argparse
+
+    from bench._load_client import _bodies
+    from rng_service._proto.rng.v1 import outcomes_pb2
+
+    def tables(n: int) -> list[str]:
+        args = argparse.Namespace(kind="spin", items=1, tables=n)
+        return [
+            outcomes_pb2.SpinRouletteRequest.FromString(b).context.table_id
+            for b in _bodies(args, 7, "t")
+        ]
+
+    assert tables(3) == [f"bench-table-{k}" for k in (0, 1, 2, 0, 1, 2, 0)]
+    assert tables(1) == ["bench-table"] * 7
+
+
+def test_map_service_rows_are_medians_and_say_when_the_ratio_is_not_measured() -> None:
+    from bench.bench_map_service import rows
+
+    def run(cpu: float) -> dict[str, float]:
+        return {"cpu_per_1000": cpu, "rate": 1000 / cpu, "p50": cpu / 10, "calls": 100.0}
+
+    measured = {
+        "runs": {"this": [run(x) for x in (0.9, 0.5, 0.7)],
+                 "before": [run(x) for x in (0.4, 0.8, 0.6)]},
+        "loads": [3.0, 5.0, 4.0],
+    }  # fmt: skip
+    got = rows(measured, before_name="before", measured_ratio=True)
+    assert (got[0].value, got[0].baseline_value, got[0].target) == (0.7, 0.6, "<= 1.10")
+    assert (got[3].value, got[3].baseline_value) == (5.0, 3.0)
+    alone = rows(measured, before_name="this tree again", measured_ratio=False)
+    assert all("ratio NOT MEASURED" in r.baseline_name for r in alone[:3])
+    assert alone[0].target == ""
+
+
+def test_map_service_needs_the_tree_before_in_its_long_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench import bench_map_service
+
+    monkeypatch.delenv(bench_map_service.ENV_BEFORE, raising=False)
+    with pytest.raises(SystemExit, match="needs the tree before the map"):
+        bench_map_service.run(short=False)
+    with pytest.raises(SystemExit, match=r"\.venv"):
+        bench_map_service.run(short=False, before=tmp_path)
