@@ -34,6 +34,8 @@ __all__ = [
     "ProvenItem",
     "check_history",
     "describe",
+    "hex_hash",
+    "json_field",
     "prove_entries",
     "read_history",
     "write_history",
@@ -329,7 +331,9 @@ def write_history(out: IO[str], history: HistoryFile) -> None:
         )
 
 
-def _field(obj: dict[str, Any], key: str, kind: type, line: int) -> Any:
+def json_field(obj: dict[str, Any], key: str, kind: type, line: int) -> Any:
+    """``obj[key]`` of exactly type ``kind`` (an int not negative), else
+    :class:`HistoryFormatError` naming the line and field (saved history and proof files)."""
     value = obj.get(key)
     if type(value) is not kind or (isinstance(value, int) and value < 0):
         expected = "a non-negative integer" if kind is int else f"a {kind.__name__}"
@@ -337,7 +341,8 @@ def _field(obj: dict[str, Any], key: str, kind: type, line: int) -> Any:
     return value
 
 
-def _hex(text: Any, line: int, field: str) -> bytes:
+def hex_hash(text: Any, line: int, field: str) -> bytes:
+    """A 32-byte hash written in hex, else :class:`HistoryFormatError` naming the field."""
     try:
         value = bytes.fromhex(text) if isinstance(text, str) else None
     except ValueError:
@@ -369,22 +374,22 @@ def read_history(lines: Iterable[str]) -> HistoryFile:
                 ("origin", str), ("client", str), ("table_id", str), ("checkpoint", str),
                 ("first_seq", int), ("last_seq", int), ("tree_size", int),
             ):  # fmt: skip
-                _field(obj, key, kind, number)
+                json_field(obj, key, kind, number)
             continue
         if obj.get("type") != "entry":
             raise HistoryFormatError(number, "type", f"{obj.get('type')!r} is not 'entry'")
-        index = _field(obj, "index", int, number)
+        index = json_field(obj, "index", int, number)
         try:
-            data = base64.b64decode(_field(obj, "entry", str, number), validate=True)
+            data = base64.b64decode(json_field(obj, "entry", str, number), validate=True)
         except binascii.Error as e:
             raise HistoryFormatError(number, "entry", f"is not base64: {e}") from e
-        proof = _field(obj, "proof", list, number)
+        proof = json_field(obj, "proof", list, number)
         items.append(
             ProvenItem(
                 index=index,
                 data=data,
-                leaf_hash=_hex(obj.get("leaf_hash"), number, "leaf_hash"),
-                proof=tuple(_hex(h, number, "proof") for h in proof),
+                leaf_hash=hex_hash(obj.get("leaf_hash"), number, "leaf_hash"),
+                proof=tuple(hex_hash(h, number, "proof") for h in proof),
             )
         )
     if header is None:

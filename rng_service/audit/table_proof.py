@@ -20,7 +20,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from rng_service.audit.history import ChainBreak, HistoryFormatError, ProvenItem, prove_entries
+from rng_service.audit.history import (
+    ChainBreak,
+    HistoryFormatError,
+    ProvenItem,
+    hex_hash,
+    json_field,
+    prove_entries,
+)
 from rng_service.audit.results import VerificationFailure, VerifiedHead
 from rng_service.log.entry import LogEntry
 from rng_service.log.table_map import MapHead, MapProof, MapProofError, verify_map_proof
@@ -243,58 +250,45 @@ def write_table_proof(out: IO[str], saved: TableProofFile) -> None:
             out.write(dump(line, separators=(",", ":"), ensure_ascii=False) + "\n")
 
 
-def _get(obj: dict[str, Any], key: str, kind: type, line: int) -> Any:
-    value: Any = obj.get(key)
-    if type(value) is not kind or (isinstance(value, int) and value < 0):
-        expected = "a non-negative integer" if kind is int else f"a {kind.__name__}"
-        raise HistoryFormatError(line, key, f"{value!r} is not {expected}")
-    return value
-
-
-def _hash(text: Any, line: int, field: str) -> bytes:
-    try:
-        value = bytes.fromhex(text) if isinstance(text, str) else None
-    except ValueError:
-        value = None
-    if value is None or len(value) != 32:
-        raise HistoryFormatError(line, field, "is not a 32-byte hash in hex")
-    return value
-
-
 def _item(obj: dict[str, Any], line: int) -> ProvenItem:
     try:
-        data = base64.b64decode(_get(obj, "entry", str, line), validate=True)
+        data = base64.b64decode(json_field(obj, "entry", str, line), validate=True)
     except binascii.Error as e:
         raise HistoryFormatError(line, "entry", f"is not base64: {e}") from e
     return ProvenItem(
-        index=_get(obj, "index", int, line),
+        index=json_field(obj, "index", int, line),
         data=data,
-        leaf_hash=_hash(obj.get("leaf_hash"), line, "leaf_hash"),
-        proof=tuple(_hash(h, line, "proof") for h in _get(obj, "proof", list, line)),
+        leaf_hash=hex_hash(obj.get("leaf_hash"), line, "leaf_hash"),
+        proof=tuple(hex_hash(h, line, "proof") for h in json_field(obj, "proof", list, line)),
     )
 
 
 def _strings(obj: dict[str, Any], key: str, line: int) -> tuple[str, ...]:
-    values = _get(obj, key, list, line)
+    values = json_field(obj, key, list, line)
     if not all(type(v) is str for v in values):
         raise HistoryFormatError(line, key, "is not a list of strings")
     return tuple(values)
 
 
 def _map_proof(obj: dict[str, Any], client: str, table_id: str, line: int) -> MapProof:
-    siblings = tuple(_hash(h, line, "map.siblings") for h in _get(obj, "siblings", list, line))
+    siblings = tuple(
+        hex_hash(h, line, "map.siblings") for h in json_field(obj, "siblings", list, line)
+    )
     terminal = obj.get("terminal")
     if terminal == "present":
         head = MapHead(
-            client, table_id, _get(obj, "head_index", int, line), _get(obj, "head_seq", int, line)
+            client,
+            table_id,
+            json_field(obj, "head_index", int, line),
+            json_field(obj, "head_seq", int, line),
         )
         return MapProof(siblings, head=head)
     if terminal == "absent_other":
         return MapProof(
             siblings,
-            other_key=_hash(obj.get("other_key"), line, "map.other_key"),
-            other_index=_get(obj, "other_index", int, line),
-            other_seq=_get(obj, "other_seq", int, line),
+            other_key=hex_hash(obj.get("other_key"), line, "map.other_key"),
+            other_index=json_field(obj, "other_index", int, line),
+            other_seq=json_field(obj, "other_seq", int, line),
         )
     if terminal == "absent_empty":
         return MapProof(siblings)
@@ -325,8 +319,8 @@ def read_table_proof(lines: Iterable[str]) -> TableProofFile:
                 ("origin", str), ("client", str), ("table_id", str), ("checkpoint", str),
                 ("first_seq", int), ("tree_size", int), ("map", dict),
             ):  # fmt: skip
-                _get(obj, key, kind, number)
-            _get(obj["map"], "root_entry", dict, number)
+                json_field(obj, key, kind, number)
+            json_field(obj["map"], "root_entry", dict, number)
             header = obj
             continue
         line_type = obj.get("type")
