@@ -16,7 +16,7 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -35,8 +35,11 @@ __all__ = [
     "check_history",
     "describe",
     "hex_hash",
+    "item_json",
     "json_field",
+    "json_objects",
     "prove_entries",
+    "proven_item",
     "read_history",
     "write_history",
 ]
@@ -318,17 +321,51 @@ def write_history(out: IO[str], history: HistoryFile) -> None:
         )
     )
     for item in history.items:
-        out.write(
-            _line(
-                {
-                    "type": "entry",
-                    "index": item.index,
-                    "leaf_hash": item.leaf_hash.hex(),
-                    "entry": base64.b64encode(item.data).decode("ascii"),
-                    "proof": [h.hex() for h in item.proof],
-                }
+        out.write(_line({"type": "entry", **item_json(item)}))
+
+
+def item_json(item: ProvenItem) -> dict[str, Any]:
+    """A proven entry as a saved file's line holds it (without its ``type``)."""
+    return {
+        "index": item.index,
+        "leaf_hash": item.leaf_hash.hex(),
+        "entry": base64.b64encode(item.data).decode("ascii"),
+        "proof": [h.hex() for h in item.proof],
+    }
+
+
+def proven_item(obj: dict[str, Any], line: int) -> ProvenItem:
+    """The proven entry a saved file's line ``obj`` holds (:func:`item_json`'s form), else
+    :class:`HistoryFormatError` naming the line and field. Judges nothing."""
+    index = json_field(obj, "index", int, line)
+    try:
+        data = base64.b64decode(json_field(obj, "entry", str, line), validate=True)
+    except binascii.Error as e:
+        raise HistoryFormatError(line, "entry", f"is not base64: {e}") from e
+    proof = json_field(obj, "proof", list, line)
+    return ProvenItem(
+        index=index,
+        data=data,
+        leaf_hash=hex_hash(obj.get("leaf_hash"), line, "leaf_hash"),
+        proof=tuple(hex_hash(h, line, "proof") for h in proof),
+    )
+
+
+def json_objects(lines: Iterable[str], file_format: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The lines of a saved JSON Lines file as objects, with their line numbers; the first
+    must be the header of ``file_format``. Anything else is :class:`HistoryFormatError`."""
+    for number, text in enumerate(lines, 1):
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise HistoryFormatError(number, "line", f"not JSON ({e.msg})") from e
+        if type(obj) is not dict:
+            raise HistoryFormatError(number, "line", "not a JSON object")
+        if number == 1 and obj.get("format") != file_format:
+            raise HistoryFormatError(
+                number, "format", f"{obj.get('format')!r} is not {file_format!r}"
             )
-        )
+        yield number, obj
 
 
 def json_field(obj: dict[str, Any], key: str, kind: type, line: int) -> Any:
@@ -357,18 +394,8 @@ def read_history(lines: Iterable[str]) -> HistoryFile:
     :class:`HistoryFormatError` naming the line and field. Judges nothing."""
     header: dict[str, Any] | None = None
     items: list[ProvenItem] = []
-    for number, text in enumerate(lines, 1):
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise HistoryFormatError(number, "line", f"not JSON ({e.msg})") from e
-        if type(obj) is not dict:
-            raise HistoryFormatError(number, "line", "not a JSON object")
+    for number, obj in json_objects(lines, HISTORY_FORMAT):
         if header is None:
-            if obj.get("format") != HISTORY_FORMAT:
-                raise HistoryFormatError(
-                    number, "format", f"{obj.get('format')!r} is not {HISTORY_FORMAT!r}"
-                )
             header = obj
             for key, kind in (
                 ("origin", str), ("client", str), ("table_id", str), ("checkpoint", str),
@@ -378,20 +405,7 @@ def read_history(lines: Iterable[str]) -> HistoryFile:
             continue
         if obj.get("type") != "entry":
             raise HistoryFormatError(number, "type", f"{obj.get('type')!r} is not 'entry'")
-        index = json_field(obj, "index", int, number)
-        try:
-            data = base64.b64decode(json_field(obj, "entry", str, number), validate=True)
-        except binascii.Error as e:
-            raise HistoryFormatError(number, "entry", f"is not base64: {e}") from e
-        proof = json_field(obj, "proof", list, number)
-        items.append(
-            ProvenItem(
-                index=index,
-                data=data,
-                leaf_hash=hex_hash(obj.get("leaf_hash"), number, "leaf_hash"),
-                proof=tuple(hex_hash(h, number, "proof") for h in proof),
-            )
-        )
+        items.append(proven_item(obj, number))
     if header is None:
         raise HistoryFormatError(1, "line", "the file is empty (no header line)")
     return HistoryFile(

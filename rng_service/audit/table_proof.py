@@ -13,8 +13,6 @@ entries or a :class:`~rng_service.audit.results.VerificationFailure` out.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -25,8 +23,11 @@ from rng_service.audit.history import (
     HistoryFormatError,
     ProvenItem,
     hex_hash,
+    item_json,
     json_field,
+    json_objects,
     prove_entries,
+    proven_item,
 )
 from rng_service.audit.results import VerificationFailure, VerifiedHead
 from rng_service.log.entry import LogEntry
@@ -204,15 +205,6 @@ class TableProofFile:
     """Entries found by the disputed rounds' lookups outside the chain (format 1)."""
 
 
-def _item_json(item: ProvenItem) -> dict[str, Any]:
-    return {
-        "index": item.index,
-        "leaf_hash": item.leaf_hash.hex(),
-        "entry": base64.b64encode(item.data).decode("ascii"),
-        "proof": [h.hex() for h in item.proof],
-    }
-
-
 def write_table_proof(out: IO[str], saved: TableProofFile) -> None:
     """Writes ``saved`` as an ``rng-audit-table-proof/v1`` file (JSON Lines: a header, then
     one line per entry; docs/log-format.md, "Table proof files")."""
@@ -237,7 +229,7 @@ def write_table_proof(out: IO[str], saved: TableProofFile) -> None:
         "rounds": list(saved.rounds),
         "sessions": list(saved.sessions),
         "map": {
-            "root_entry": _item_json(saved.root),
+            "root_entry": item_json(saved.root),
             "siblings": [h.hex() for h in proof.siblings],
             **terminal,
         },
@@ -246,21 +238,8 @@ def write_table_proof(out: IO[str], saved: TableProofFile) -> None:
     out.write(dump(header, separators=(",", ":"), ensure_ascii=False) + "\n")
     for kind, items in (("entry", saved.items), ("found", saved.extra)):
         for item in items:
-            line = {"type": kind, **_item_json(item)}
+            line = {"type": kind, **item_json(item)}
             out.write(dump(line, separators=(",", ":"), ensure_ascii=False) + "\n")
-
-
-def _item(obj: dict[str, Any], line: int) -> ProvenItem:
-    try:
-        data = base64.b64decode(json_field(obj, "entry", str, line), validate=True)
-    except binascii.Error as e:
-        raise HistoryFormatError(line, "entry", f"is not base64: {e}") from e
-    return ProvenItem(
-        index=json_field(obj, "index", int, line),
-        data=data,
-        leaf_hash=hex_hash(obj.get("leaf_hash"), line, "leaf_hash"),
-        proof=tuple(hex_hash(h, line, "proof") for h in json_field(obj, "proof", list, line)),
-    )
 
 
 def _strings(obj: dict[str, Any], key: str, line: int) -> tuple[str, ...]:
@@ -303,18 +282,8 @@ def read_table_proof(lines: Iterable[str]) -> TableProofFile:
     header: dict[str, Any] | None = None
     items: list[ProvenItem] = []
     extra: list[ProvenItem] = []
-    for number, text in enumerate(lines, 1):
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise HistoryFormatError(number, "line", f"not JSON ({e.msg})") from e
-        if type(obj) is not dict:
-            raise HistoryFormatError(number, "line", "not a JSON object")
+    for number, obj in json_objects(lines, PROOF_FORMAT):
         if header is None:
-            if obj.get("format") != PROOF_FORMAT:
-                raise HistoryFormatError(
-                    number, "format", f"{obj.get('format')!r} is not {PROOF_FORMAT!r}"
-                )
             for key, kind in (
                 ("origin", str), ("client", str), ("table_id", str), ("checkpoint", str),
                 ("first_seq", int), ("tree_size", int), ("map", dict),
@@ -326,7 +295,7 @@ def read_table_proof(lines: Iterable[str]) -> TableProofFile:
         line_type = obj.get("type")
         if line_type not in ("entry", "found"):
             raise HistoryFormatError(number, "type", f"{line_type!r} is not 'entry' or 'found'")
-        (items if line_type == "entry" else extra).append(_item(obj, number))
+        (items if line_type == "entry" else extra).append(proven_item(obj, number))
     if header is None:
         raise HistoryFormatError(1, "line", "the file is empty (no header line)")
     client, table_id = header["client"], header["table_id"]
@@ -337,7 +306,7 @@ def read_table_proof(lines: Iterable[str]) -> TableProofFile:
         first_seq=header["first_seq"],
         tree_size=header["tree_size"],
         checkpoint=header["checkpoint"],
-        root=_item(header["map"]["root_entry"], 1),
+        root=proven_item(header["map"]["root_entry"], 1),
         proof=_map_proof(header["map"], client, table_id, 1),
         items=tuple(items),
         rounds=_strings(header, "rounds", 1),

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from rng_service.rpc.log_servicer import ProvenPage
 
 from rng_service.cli.tables_common import (
-    COMPLETENESS_NOT_CHECKED,
     FOUND_UNPROVEN,
     Shared,
     VerifiedExport,
@@ -37,6 +36,7 @@ from rng_service.cli.tables_common import (
     _same_tree,
     _signers,
     _verified_export,
+    unchecked_and_witnessed,
 )
 
 __all__: list[str] = []
@@ -95,13 +95,9 @@ def _dispute_output(
             "These rounds were drawn before entry format 2: their entries are in no table "
             "chain, so nothing is said about entries around them"
         )
-    not_checked = (
-        exported.not_checked if exported is not None
-        else [] if complete else [COMPLETENESS_NOT_CHECKED.format(what="of these rounds")]
-    )  # fmt: skip
-    witnessed = exported.witnessed if exported is not None else None if live is None else (
-        live.witnessed
-    )  # fmt: skip
+    not_checked, witnessed = unchecked_and_witnessed(
+        exported, complete, "of these rounds", None if live is None else live.witnessed
+    )
     data = {
         "ok": not not_checked,
         "proven_complete": complete and not not_checked,

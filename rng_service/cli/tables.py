@@ -60,7 +60,6 @@ from rng_service.cli.dispute import (
     _cmd_dispute,
 )
 from rng_service.cli.tables_common import (
-    COMPLETENESS_NOT_CHECKED,
     FOUND_UNPROVEN,
     Shared,
     VerifiedExport,
@@ -70,6 +69,7 @@ from rng_service.cli.tables_common import (
     _of_table,
     _signers,
     _verified_export,
+    unchecked_and_witnessed,
 )
 
 __all__ = ["FOUND_UNPROVEN", "add_commands"]
@@ -126,13 +126,9 @@ def _history_output(
             "(format 1) entries are in no chain (docs/log-format.md)"
         )
     notes = [n for n in (start_note, end_note) if n]
-    not_checked = (
-        exported.not_checked if exported is not None
-        else [] if complete else [COMPLETENESS_NOT_CHECKED.format(what="of this table's history")]
-    )  # fmt: skip
-    witnessed = exported.witnessed if exported is not None else None if live is None else (
-        live.witnessed
-    )  # fmt: skip
+    not_checked, witnessed = unchecked_and_witnessed(
+        exported, complete, "of this table's history", None if live is None else live.witnessed
+    )
     data = {
         "ok": not not_checked,
         "proven_complete": complete and not not_checked,

@@ -35,7 +35,14 @@ from rng_service.log.merkle import LEAF_PREFIX
 if TYPE_CHECKING:
     from rng_service.rpc.log_servicer import LogClient, ProvenPage
 
-__all__ = ["COMPLETENESS_NOT_CHECKED", "FOUND_UNPROVEN", "Shared", "UsageError", "VerifiedExport"]
+__all__ = [
+    "COMPLETENESS_NOT_CHECKED",
+    "FOUND_UNPROVEN",
+    "Shared",
+    "UsageError",
+    "VerifiedExport",
+    "unchecked_and_witnessed",
+]
 
 FOUND_UNPROVEN = EXIT_NOT_CHECKED
 """Exit status of a live answer (``--target``, or a table-history file it saved): every entry
@@ -50,6 +57,17 @@ COMPLETENESS_NOT_CHECKED = (
     "against a full export (--against EXPORT)."
 )
 """The NOT CHECKED line (and ``"not_checked"`` item) of a FOUND answer (exit status 4)."""
+
+
+def unchecked_and_witnessed(
+    exported: VerifiedExport | None, complete: bool, what: str, live_witnessed: str | None
+) -> tuple[list[str], str | None]:
+    """An answer's NOT CHECKED lines and the witnesses of its checkpoint: the export's, when it
+    was answered against one; otherwise completeness ``what`` (e.g. "of these rounds") unless
+    ``complete`` was proven, and ``live_witnessed`` (None when not read live)."""
+    if exported is not None:
+        return exported.not_checked, exported.witnessed
+    return ([] if complete else [COMPLETENESS_NOT_CHECKED.format(what=what)]), live_witnessed
 
 
 class UsageError(Exception):
