@@ -1,23 +1,30 @@
 """The table map's cost to the whole service (issue 40, "Performance"): CPU per spin of this
-tree's service against the tree before the map, side by side in one run.
+tree's service with and without the map, and against the tree before the map, side by side in
+one run.
 
-``python -m bench.bench_map_service --before TREE`` (or ``RNG_BENCH_BEFORE=TREE python -m bench
-map_service``): TREE is a checkout of the tree before the map with its own ``.venv`` (its
-service runs with ``TREE/.venv/bin/python``, in TREE). Each round starts both services fresh on
-their embedded defaults, as ``bench/bench_service.py`` does (a new dev key and SQLite log in a
-temporary directory, plaintext on a free loopback port), one after the other, the order swapped
-each round (A/B, B/A, ...), so that the load of a shared machine falls on both sides alike. The
-load client of THIS tree (``bench/_load_client.py``; the API is the same) drives each with 32
-SpinRoulette calls in flight dealt round robin over 1,000 tables (``--tables 1000``), for a
-bounded time and count.
+``python -m bench.bench_map_service [--before TREE]`` (or ``RNG_BENCH_BEFORE=TREE python -m
+bench map_service``). Each round starts fresh services on their embedded defaults, as
+``bench/bench_service.py`` does (a new dev key and SQLite log in a temporary directory,
+plaintext on a free loopback port), one after the other, the order rotated each round, so that
+the load of a shared machine falls on every side alike:
 
-Per side and round: the server process tree's CPU-seconds (user + system, ``/proc``) per 1,000
-spins, spins/s and p50 latency; reported: each round's figures (stdout), the medians of each
-side, the ratio of the medians of CPU per spin (target <= 1.10), and the load average.
+- ``this``: this tree's service;
+- ``without``: the same tree and interpreter with the writer's table map work taken out
+  (``python -m bench._without_map serve``: no map path rehashed per entry, no round tail walk,
+  no map rows in the append; the entries keep their size). ``this`` over ``without`` is what
+  the map costs the service, the issue's "with and without the map" (target <= 1.10);
+- ``before`` (with ``--before TREE``): a checkout of the tree before the map with its own
+  ``.venv`` (its service runs with ``TREE/.venv/bin/python``, in TREE). ``this`` over
+  ``before`` also holds every other change made since that tree (reported, no target).
 
-Short form (what ``make test`` runs): one round of 1.5 s a side. Without a tree before
-(neither ``--before`` nor ``RNG_BENCH_BEFORE``), the short form runs this tree against itself
-and names the ratio NOT MEASURED; the long form stops with that message.
+The load client of THIS tree (``bench/_load_client.py``; the API is the same) drives each with
+32 SpinRoulette calls in flight dealt round robin over 1,000 tables, for a bounded time and
+count. Per side and round: the server process tree's CPU-seconds (user + system, ``/proc``) per
+1,000 spins, spins/s and p50 latency; reported: each round's figures (stdout), the medians of
+each side, the ratios of the medians, and the load average.
+
+Short form (what ``make test`` runs): one round of 1.5 s a side, ``this`` against ``without``
+(and ``before`` if given).
 """
 
 from __future__ import annotations
@@ -46,8 +53,11 @@ _TARGET = "<= 1.10"
 class Tree:
     """A checkout whose service is started: its Python and its directory."""
 
-    def __init__(self, label: str, root: Path, python: str) -> None:
+    def __init__(
+        self, label: str, root: Path, python: str, serve: str = "rng_service.cli.service"
+    ) -> None:
         self.label, self.root, self.python = label, root, python
+        self.serve = serve  # the module run as ``python -m MODULE serve``
 
     @classmethod
     def before(cls, root: Path) -> Tree:
@@ -89,7 +99,7 @@ class Tree:
             "RNG_SERVICE__LOG__KEY_NAME": "bench",
         }
         return _start(
-            [self.python, "-m", "rng_service.cli.service", "serve"],
+            [self.python, "-m", self.serve, "serve"],
             env,
             '{"event": "listening"',
             cwd=self.root,
@@ -117,52 +127,67 @@ def _one(tree: Tree, seconds: float, tag: str) -> dict[str, float]:
     }
 
 
-def measure(before: Tree, this: Tree, *, rounds: int, seconds: float) -> dict[str, Any]:
-    """``rounds`` alternated rounds (order swapped each round); every figure of every round."""
+def measure(trees: dict[str, Tree], *, rounds: int, seconds: float) -> dict[str, Any]:
+    """``rounds`` rounds of every side in ``trees`` (the order rotated each round); every
+    figure of every round."""
     if not 1 <= rounds <= 20 or not 0.5 <= seconds <= 60:
         raise ValueError("rounds must be 1-20 and seconds 0.5-60")
-    runs: dict[str, list[dict[str, float]]] = {"before": [], "this": []}
+    runs: dict[str, list[dict[str, float]]] = {side: [] for side in trees}
     loads = [os.getloadavg()[0]]
+    order = list(trees)
     for r in range(rounds):
-        sides = (("before", before), ("this", this))
-        for side, tree in sides if r % 2 == 0 else sides[::-1]:
-            got = _one(tree, seconds, f"m{r}{side[0]}")
+        shift = r % len(order)
+        for side in order[shift:] + order[:shift]:
+            got = _one(trees[side], seconds, f"m{r}{side[0]}")
             runs[side].append(got)
             print(
-                f"  round {r + 1} {side:<6} CPU {got['cpu_per_1000']:.3f} s/1,000 spins  "
+                f"  round {r + 1} {side:<7} CPU {got['cpu_per_1000']:.3f} s/1,000 spins  "
                 f"{got['rate']:,.0f} spins/s  p50 {got['p50'] * 1000:.2f} ms  "
                 f"({got['calls']:,.0f} spins, load {os.getloadavg()[0]:.1f})",
                 flush=True,
             )
             loads.append(os.getloadavg()[0])
-    pairs = [
-        t["cpu_per_1000"] / b["cpu_per_1000"]
-        for t, b in zip(runs["this"], runs["before"], strict=True)
-    ]
-    print("  CPU per spin, this / before, round by round: "
-          + ", ".join(f"{p:.2f}" for p in pairs))  # fmt: skip
+    for other in order[:-1]:
+        pairs = [
+            t["cpu_per_1000"] / o["cpu_per_1000"]
+            for t, o in zip(runs["this"], runs[other], strict=True)
+        ]
+        print(f"  CPU per spin, this / {other}, round by round: "
+              + ", ".join(f"{p:.2f}" for p in pairs))  # fmt: skip
     return {"runs": runs, "loads": loads}
 
 
-def rows(measured: dict[str, Any], *, before_name: str, measured_ratio: bool) -> list[Row]:
+def rows(measured: dict[str, Any], *, before_name: str | None) -> list[Row]:
+    """The medians of ``this`` against ``without`` (the map's cost, with its target) and,
+    when measured, against ``before`` (``before_name``)."""
+
     def median(side: str, key: str) -> float:
         return float(statistics.median(x[key] for x in measured["runs"][side]))
 
     n = len(measured["runs"]["this"])
-    suffix = "" if measured_ratio else f"; ratio NOT MEASURED (set {ENV_BEFORE} or --before)"
-    loads = measured["loads"]
-    return [
+    without = "this tree with the map's work taken out (bench._without_map)"
+    out = [
         Row(f"service CPU-s per 1,000 spins with the table map, 32 in flight, {TABLES:,} "
             f"tables (median of {n})", median("this", "cpu_per_1000"), "CPU-s",
-            f"{before_name}{suffix}", median("before", "cpu_per_1000"),
-            _TARGET if measured_ratio else ""),
-        Row(f"spins/s, same load (median of {n})", median("this", "rate"), "calls/s",
-            f"{before_name}{suffix}", median("before", "rate")),
-        Row(f"spin p50, same load (median of {n})", median("this", "p50") * 1000, "ms",
-            f"{before_name}{suffix}", median("before", "p50") * 1000),
-        Row("machine load average (1 min), highest during the run", max(loads), "load",
-            "lowest", min(loads)),
+            without, median("without", "cpu_per_1000"), _TARGET),
+        Row(f"spins/s with the table map, same load (median of {n})", median("this", "rate"),
+            "calls/s", without, median("without", "rate")),
+        Row(f"spin p50 with the table map, same load (median of {n})",
+            median("this", "p50") * 1000, "ms", without, median("without", "p50") * 1000),
     ]  # fmt: skip
+    if before_name is not None:
+        out += [
+            Row(f"service CPU-s per 1,000 spins, this tree (median of {n})",
+                median("this", "cpu_per_1000"), "CPU-s", before_name,
+                median("before", "cpu_per_1000"), "report: every change since that tree"),
+            Row(f"service CPU-s per 1,000 spins, this tree without the map (median of {n})",
+                median("without", "cpu_per_1000"), "CPU-s", before_name,
+                median("before", "cpu_per_1000"), "report: the changes other than the map"),
+        ]  # fmt: skip
+    loads = measured["loads"]
+    out.append(Row("machine load average (1 min), highest during the run", max(loads), "load",
+                   "lowest", min(loads)))  # fmt: skip
+    return out
 
 
 def _before_root(given: Path | None) -> Path | None:
@@ -173,28 +198,23 @@ def _before_root(given: Path | None) -> Path | None:
 
 
 def run(*, short: bool, before: Path | None = None, rounds: int | None = None) -> list[Row]:
-    rounds = rounds or (1 if short else 5)
+    rounds = rounds or (1 if short else 6)
     seconds = 1.5 if short else 10.0
-    this = Tree("this", ROOT, sys.executable)
+    trees: dict[str, Tree] = {}
     root = _before_root(before)
-    if root is None and not short:
-        raise SystemExit(
-            "bench map_service needs the tree before the map: a checkout with its own .venv, "
-            f"given as --before TREE or in {ENV_BEFORE}"
-        )
-    if root is None:
-        print(f"  no tree before ({ENV_BEFORE} unset): this tree against itself, NOT MEASURED")
-        measured = measure(this, this, rounds=rounds, seconds=seconds)
-        return rows(measured, before_name="this tree again", measured_ratio=False)
-    tree = Tree.before(root)
-    measured = measure(tree, this, rounds=rounds, seconds=seconds)
-    return rows(measured, before_name=f"the tree before the map ({root})", measured_ratio=True)
+    if root is not None:
+        trees["before"] = Tree.before(root)
+    trees["without"] = Tree("without", ROOT, sys.executable, serve="bench._without_map")
+    trees["this"] = Tree("this", ROOT, sys.executable)
+    measured = measure(trees, rounds=rounds, seconds=seconds)
+    name = None if root is None else f"the tree before the map ({root})"
+    return rows(measured, before_name=name)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_map_service")
     parser.add_argument("--before", type=Path, help=f"the tree before the map (or {ENV_BEFORE})")
-    parser.add_argument("--rounds", type=int, help="rounds a side (default 5; short 1), 1-20")
+    parser.add_argument("--rounds", type=int, help="rounds a side (default 6; short 1), 1-20")
     parser.add_argument("--short", action="store_true", help="one round of 1.5 s a side")
     parser.add_argument("--results", type=Path, help="directory for the JSON results")
     args = parser.parse_args(argv)

@@ -35,6 +35,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench._without_map import take_out_the_map
+
 IN_FLIGHT = 32
 
 
@@ -54,26 +56,6 @@ def _config(tmp: Path, defaults: bool) -> object:
     config = load_config(None, environ=environ, base_dir=tmp)
     generate_key_pair(config.log.key_file, name="bench", passphrase=None)
     return config
-
-
-def _without_the_map() -> None:
-    """The writer's table map work taken out (``--no-map``), for the A/B of its cost."""
-    from rng_service.log.table_map import TableMap
-    from rng_service.storage.base import AppendBatch
-    from rng_service.writer import committer, heads
-
-    def no_set(self: object, *args: object) -> None:
-        return None
-
-    def no_tail(self: object, chain: object) -> None:
-        return None
-
-    def no_rows(entries: object, nodes: object, checkpoint: object, rows: object) -> AppendBatch:
-        return AppendBatch(entries, nodes, checkpoint)  # type: ignore[arg-type]
-
-    TableMap.set = no_set  # type: ignore[method-assign]
-    heads.WriterMap.tail = no_tail  # type: ignore[method-assign,assignment]
-    committer.AppendBatch = no_rows  # type: ignore[assignment,misc]
 
 
 async def _run(
@@ -184,7 +166,7 @@ def main() -> int:
     parser.add_argument("--no-map", action="store_true", help="the table map's work taken out")
     args = parser.parse_args()
     if args.no_map:
-        _without_the_map()
+        take_out_the_map()
     if not args.gc:
         gc.disable()
     sys.setswitchinterval(0.0005)  # as rng_service.process.app's serve does

@@ -94,7 +94,7 @@ def test_the_load_client_deals_spins_round_robin_over_tables() -> None:
     assert tables(1) == ["bench-table"] * 7
 
 
-def test_map_service_rows_are_medians_and_say_when_the_ratio_is_not_measured() -> None:
+def test_map_service_rows_are_medians_with_and_without_the_map_and_before() -> None:
     from bench.bench_map_service import rows
 
     def run(cpu: float) -> dict[str, float]:
@@ -102,24 +102,41 @@ def test_map_service_rows_are_medians_and_say_when_the_ratio_is_not_measured() -
 
     measured = {
         "runs": {"this": [run(x) for x in (0.9, 0.5, 0.7)],
-                 "before": [run(x) for x in (0.4, 0.8, 0.6)]},
+                 "without": [run(x) for x in (0.4, 0.8, 0.6)],
+                 "before": [run(x) for x in (0.3, 0.2, 0.1)]},
         "loads": [3.0, 5.0, 4.0],
     }  # fmt: skip
-    got = rows(measured, before_name="before", measured_ratio=True)
+    got = rows(measured, before_name="before")
     assert (got[0].value, got[0].baseline_value, got[0].target) == (0.7, 0.6, "<= 1.10")
-    assert (got[3].value, got[3].baseline_value) == (5.0, 3.0)
-    alone = rows(measured, before_name="this tree again", measured_ratio=False)
-    assert all("ratio NOT MEASURED" in r.baseline_name for r in alone[:3])
-    assert alone[0].target == ""
+    assert "taken out" in got[0].baseline_name
+    assert (got[3].value, got[3].baseline_value, got[3].baseline_name) == (0.7, 0.2, "before")
+    assert (got[4].value, got[4].baseline_value) == (0.6, 0.2)
+    assert (got[-1].value, got[-1].baseline_value) == (5.0, 3.0)
+    alone = rows(measured, before_name=None)
+    assert len(alone) == 4
+    assert all(r.baseline_name != "before" for r in alone)
 
 
-def test_map_service_needs_the_tree_before_in_its_long_form(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_map_service_refuses_a_tree_before_without_its_venv(tmp_path: Path) -> None:
     from bench import bench_map_service
 
-    monkeypatch.delenv(bench_map_service.ENV_BEFORE, raising=False)
-    with pytest.raises(SystemExit, match="needs the tree before the map"):
-        bench_map_service.run(short=False)
     with pytest.raises(SystemExit, match=r"\.venv"):
         bench_map_service.run(short=False, before=tmp_path)
+
+
+def test_the_service_without_the_map_writes_the_empty_maps_root() -> None:
+    """The "without" side of the A/B really takes the map's work out (else the ratio would
+    compare the map with itself), in its own process only."""
+    from rng_service.log.table_map import EMPTY, TableMap
+
+    code = (
+        "from bench._without_map import take_out_the_map; take_out_the_map(); "
+        "from rng_service.log.table_map import TableMap; m = TableMap(); "
+        "m.set('c', 't', 0, 1); print(m.root().hex())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True, timeout=60)  # fmt: skip
+    assert out.stdout.strip() == EMPTY.hex()
+    m = TableMap()
+    m.set("c", "t", 0, 1)
+    assert m.root() != EMPTY
