@@ -49,8 +49,9 @@ Exit status: 0 done (and verified); 1 refused or failed by the service, or somet
 verify (check-store: the store is not the log that was signed); 2 nothing was done: a bad
 option, an unreadable file, a bad key or configuration (serve, dev-run: a startup_failed event
 naming the setting); 3 (call) the outcome is logged but a step after the draw failed; 4
-(verify-receipt offline) what is printed as OK is proven, and what is named NOT CHECKED (that
-the log still holds the entry) is not; 141 the reader of standard output went away. Each
+(verify-receipt offline; check-store without a kept checkpoint of the store's size) what is
+printed as OK is proven, and what is named NOT CHECKED is not; 141 the reader of standard
+output went away. Each
 command's options: rng-service COMMAND --help; the conventions: docs/cli.md; the settings:
 docs/operations/configuration.md."""
 
@@ -160,44 +161,70 @@ def _cmd_dev_run(args: argparse.Namespace) -> int:
     return _run(config, try_it)
 
 
+STORE_TAIL_NOT_CHECKED = (
+    "NOT CHECKED: entries [{start}, {size}) against a signature. No checkpoint, stored or "
+    "kept (--checkpoint), covers them yet: they match their Merkle nodes, but an edit of the "
+    "database can change both. They are covered once a published checkpoint (or a kept one) "
+    "of their size exists."
+)
+STORE_TRUNCATION_NOT_CHECKED = (
+    "NOT CHECKED: truncation. No checkpoint kept outside the database (--checkpoint) covers "
+    "the store's {size}, so nothing here shows whether the log was longer: a store cut back "
+    "to an older checkpoint (its newest entries, nodes, checkpoints and record deleted, or an "
+    "older backup restored) passes every check above. Pass the newest checkpoint that "
+    "auditors, a receipt or a witness kept (docs/operations/running.md)."
+)
+
+
+def _kept_notes(paths: list[Path]) -> list[tuple[str, bytes]]:
+    kept = []
+    for path in paths:
+        try:
+            kept.append((f"checkpoint file {path}", path.read_bytes()))
+        except OSError as e:
+            raise UsageError(f"--checkpoint: cannot read {path}: {e.strerror or e}") from e
+    return kept
+
+
 def _cmd_check_store(args: argparse.Namespace) -> int:
     from rng_service.process.app import StartupError, check_store_offline
     from rng_service.writer.storecheck import StoreCheckFailed
 
     config = load_config(args.config).select(args.origin)
+    kept = _kept_notes(args.checkpoint)
     where = str(config.storage.path) if config.storage.driver == "sqlite" else "the PostgreSQL log"
     try:
-        report = check_store_offline(config)
+        report, checkpoints = check_store_offline(config, kept)
     except StoreCheckFailed as e:
         print(f"FAILED: {where}: {e}", file=sys.stderr)
         return 1
     except StartupError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    newest = report.newest
+    size = report.tree_size
+    entries = count(size, "entry", "entries")
     print(
-        f"OK: {where} holds {count(report.tree_size, 'entry', 'entries')} of "
+        f"OK: {where} holds {entries} of "
         f"{config.log.origin}: every index present, every leaf hash, lookup column and "
         f"{count(report.nodes, 'Merkle node')} match the entries' bytes, "
         f"{count(report.checkpoints, 'stored checkpoint')} verified with the configured keys "
         f"and consistent with the entries ({report.seconds:.1f} s)"
     )
-    if newest is None:
+    kept_size = max((c.size for c in checkpoints), default=None)
+    if kept_size is not None:
         print(
-            f"note: no stored checkpoint covers the {count(report.tree_size, 'entry', 'entries')}"
-            " yet: they were checked against their nodes only, no signature covers them"
+            f"OK: {count(len(checkpoints), 'kept checkpoint')} (newest: tree size {kept_size}) "
+            "verified with the configured keys; the store holds the log each was signed for"
         )
-    elif newest.size < report.tree_size:
-        print(
-            f"note: entries [{newest.size}, {report.tree_size}) are newer than the latest "
-            "published checkpoint: checked against their nodes, not yet signed"
-        )
-    print(
-        "note: a shorter log (newest entries and their checkpoints deleted) passes this check; "
-        "compare the size with a checkpoint kept outside the database (auditors, receipts, "
-        "witnesses)"
-    )
-    return 0
+    signed = max(kept_size or 0, report.newest.size if report.newest is not None else 0)
+    not_checked = []
+    if signed < size:
+        not_checked.append(STORE_TAIL_NOT_CHECKED.format(start=signed, size=size))
+    if kept_size is None or kept_size < size:
+        not_checked.append(STORE_TRUNCATION_NOT_CHECKED.format(size=entries))
+    for line in not_checked:
+        print(line)
+    return EXIT_NOT_CHECKED if not_checked else 0
 
 
 def _cmd_keygen(args: argparse.Namespace) -> int:
@@ -503,12 +530,21 @@ def build_parser() -> argparse.ArgumentParser:
         description="The full check of the log store that the service runs incrementally at "
         "start-up: every index present, every entry's leaf hash and lookup columns (table, "
         "round, session, ... against its signed bytes), every Merkle node, every "
-        "stored checkpoint's signature (active, co-signing and retired keys) and root. Reads "
-        "only. Exit status 0: passed; 1: the store is not the log that was signed (the "
-        "message names the first bad index or checkpoint); 2: configuration or store "
-        "unreadable.",
+        "stored checkpoint's signature (active, co-signing and retired keys) and root; then "
+        "each --checkpoint kept outside the database against the store. Reads only. Exit "
+        "status 0: passed, and a kept checkpoint covers every entry; 1: the store is not the "
+        "log that was signed (the message names the first bad index or checkpoint), or is "
+        "shorter than a kept checkpoint; 2: configuration, store or checkpoint file "
+        "unreadable; 4: passed, but what is named NOT CHECKED (truncation, entries no "
+        "signature covers yet) was not proven.",
     )
     p.add_argument("--config", type=Path, metavar="FILE", help=config_help)
+    p.add_argument(
+        "--checkpoint", type=Path, metavar="FILE", action="append", default=[],
+        help="a signed checkpoint kept outside the database (an auditor's, a receipt's, a "
+        "witness's), repeatable: the store must hold the log it was signed for; one of the "
+        "store's size proves it was not cut back",
+    )  # fmt: skip
     p.add_argument(
         "--origin", metavar="ORIGIN",
         help="the log to work on, by its origin, when [[logs]] configures several (default: "

@@ -29,7 +29,7 @@ from prometheus_client.registry import Collector
 from rng_service.config import Config, ConfigError, check_transport
 from rng_service.drbg import OsEntropySource, ProductionGenerator
 from rng_service.errors import IntegrityError, RngServiceError
-from rng_service.log.note import Ed25519NoteSigner
+from rng_service.log.note import Checkpoint, Ed25519NoteSigner
 from rng_service.metrics import GeneratorCollector, LogLabelCollector, MergedCollector
 from rng_service.ownership import InstanceLock
 from rng_service.process.setup import ServiceSetup
@@ -56,6 +56,7 @@ from rng_service.writer.publisher import Witnessing
 from rng_service.writer.storecheck import (
     StoreCheckFailed,
     StoreCheckReport,
+    check_kept,
     check_store,
 )
 from rng_service.writer.tree import MerkleTree
@@ -72,13 +73,19 @@ __all__ = [
 _log = logging.getLogger("rng_service")
 
 
-def check_store_offline(config: Config) -> StoreCheckReport:
+def check_store_offline(
+    config: Config, kept: Sequence[tuple[str, bytes]] = ()
+) -> tuple[StoreCheckReport, list[Checkpoint]]:
     """``rng-service check-store``: the full store check, reading only (it may run while the
-    service serves the same log). Raises StoreCheckFailed (integrity) or StartupError."""
+    service serves the same log), then the checkpoints ``kept`` outside the database
+    (``(source, note)``) against it (:func:`check_kept`). Raises StoreCheckFailed (integrity)
+    or StartupError."""
     verifiers = configured_verifiers(config)
     storage = open_storage(config.storage, read_only=True)
+    origin = config.log.origin
     try:
-        return check_store(storage, verifiers, origin=config.log.origin, full=True)
+        report = check_store(storage, verifiers, origin=origin, full=True)
+        return report, check_kept(storage, report, kept, verifiers, origin=origin)
     except StoreCheckFailed:
         raise
     except RngServiceError as e:

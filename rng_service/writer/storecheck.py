@@ -52,7 +52,9 @@ or hides anything.
 What a store cannot catch by itself: a consistent rollback (the newest entries, their nodes,
 their checkpoints and the record all deleted or replaced by older ones) leaves a store that is
 a valid, shorter log. Only a checkpoint kept outside the database (by auditors, by clients in
-their receipts, or by witnesses that cosign checkpoints) shows it (docs/operations/running.md).
+their receipts, or by witnesses that cosign checkpoints) shows it (docs/operations/running.md):
+:func:`check_kept` compares such checkpoints with a checked store (``check-store
+--checkpoint``).
 
 The check parses each entry's JSON to compare its columns (format 1 and 2 alike; the canonical
 form is the offline verifier's concern) and writes nothing; :func:`record_verified` is the one
@@ -82,6 +84,7 @@ __all__ = [
     "StoreCheckFailed",
     "StoreCheckReport",
     "UnconfiguredSigner",
+    "check_kept",
     "check_store",
     "record_verified",
 ]
@@ -554,6 +557,43 @@ def _check_signers_configured(recorded: set[str], verifiers: Sequence[NoteVerifi
             f"checkpoints its own check cannot verify",
             keys=missing,
         )
+
+
+def check_kept(
+    storage: LogStorage,
+    report: StoreCheckReport,
+    kept: Sequence[tuple[str, bytes]],
+    verifiers: Sequence[NoteVerifier],
+    *,
+    origin: str,
+) -> list[Checkpoint]:
+    """Checkpoints kept outside the database (``(source, note)``: an auditor's, a receipt's, a
+    witness's) against the store that :func:`check_store` passed as ``report``: each is
+    signed by one of ``verifiers`` and of ``origin`` (as a stored one), is no larger than the
+    stored tree, and the stored tree's root at its size is its root (RFC 6962 section 2.1: the
+    store holds the very log that was signed at that size). Returns them; raises
+    :class:`StoreCheckFailed` naming the first that fails: a store cut back below it (or an
+    older copy restored), or a fork."""
+    tree = MerkleTree(size=report.tree_size, get_nodes=storage.nodes)
+    checked = []
+    for source, note in kept:
+        checkpoint = _open(note, verifiers, origin=origin, source=source)
+        if checkpoint.size > report.tree_size:
+            raise StoreCheckFailed(
+                f"{source} is signed for tree size {checkpoint.size}, but the store holds only "
+                f"{report.tree_size} entries: its newest entries were deleted (or an older copy "
+                f"of the log was restored)",
+                index=report.tree_size,
+            )
+        root = tree.root(checkpoint.size)
+        if root != checkpoint.root_hash:
+            raise StoreCheckFailed(
+                f"fork: {source} is signed for tree size {checkpoint.size} with root "
+                f"{checkpoint.root_hash.hex()}, but the store's first {checkpoint.size} entries "
+                f"give {root.hex()}: the store is not the log that was signed"
+            )
+        checked.append(checkpoint)
+    return checked
 
 
 def record_verified(storage: LogStorage, report: StoreCheckReport) -> bool:

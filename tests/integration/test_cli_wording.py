@@ -34,8 +34,9 @@ def test_one_entry_and_one_checkpoint_are_singular(tmp_path: Path) -> None:
         [BIN / "rng-service", "check-store", "--config", str(config)],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 4, done.stderr  # no kept checkpoint: truncation NOT CHECKED
     assert f"holds 1 entry of {ORIGIN}" in done.stdout
+    assert "the store's 1 entry, so nothing here shows" in done.stdout
     stored = len(sizes)
     assert f"{stored} stored checkpoint{'' if stored == 1 else 's'} verified" in done.stdout
     assert not WRONG.search(done.stdout), done.stdout

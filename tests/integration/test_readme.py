@@ -216,7 +216,10 @@ def test_the_try_it_section_as_written(dev_run: DevRun) -> None:
     )
     assert "NOT CHECKED" not in history
     store = dev_run.cwd / "var" / "outcome-log.sqlite3"
-    assert output("check-store").startswith(f"OK: {store} holds")
+    checked = output("check-store")
+    assert checked.startswith(f"OK: {store} holds {size} entries")
+    assert "OK: 1 kept checkpoint (newest: tree size" in checked
+    assert "NOT CHECKED" not in checked  # exit status 0, asserted above
 
     (python,) = _blocks(section, "python")
     done = subprocess.run(

@@ -26,6 +26,8 @@ from typing import Any
 
 import grpc
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc
 from rng_service.cli.audit import main as audit_main
@@ -146,8 +148,10 @@ def serve_refused(config: Path) -> dict[str, Any]:
     return failed[0]
 
 
-def check_store(config: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    code = cli_main(["check-store", "--config", str(config)])
+def check_store(config: Path, capsys: pytest.CaptureFixture[str], *kept: Path) -> tuple[int, str]:
+    """``check-store``, with each of ``kept`` as a ``--checkpoint``: (exit status, output)."""
+    args = [a for path in kept for a in ("--checkpoint", str(path))]
+    code = cli_main(["check-store", "--config", str(config), *args])
     out, err = capsys.readouterr()
     return code, out + err
 
@@ -210,8 +214,9 @@ def test_an_untouched_log_starts_incrementally_and_check_store_runs_beside_it(
         served.spins("c", 3)
     finally:
         served.stop()
-    assert code == 0, out
+    assert code == 4, out  # no checkpoint kept outside the database: truncation NOT CHECKED
     assert f"holds 44 entries of {ORIGIN}: every index present" in out
+    assert "NOT CHECKED: truncation" in out
     started = [json.loads(line) for line in served.stderr.splitlines() if "store_check" in line]
     assert started[0]["mode"] == "incremental"
     assert started[0]["checked_from"] == 24
@@ -313,11 +318,75 @@ def test_truncation_below_the_verified_checkpoint_is_refused(
         "the store's record of the last verified checkpoint is for tree size 24, beyond the "
         "stored tree of 20 entries: entries [20, 24) were deleted"
     ) in failed["error"]
-    # The full check alone sees a valid shorter log, and says what it cannot know.
+    # The full check alone sees a valid shorter log, and says what it cannot know: exit 4.
     code, out = check_store(config, capsys)
-    assert code == 0, out
+    assert code == 4, out
     assert "holds 20 entries" in out
-    assert "a shorter log (newest entries and their checkpoints deleted) passes" in out
+    assert "NOT CHECKED: truncation" in out
+    # A checkpoint kept outside the database shows the cut.
+    kept = config.parent / "kept.note"
+    kept.write_text(pristine.kept)
+    code, out = check_store(config, capsys, kept)
+    assert code == 1, out
+    assert (
+        f"FAILED: {db}: checkpoint file {kept} is signed for tree size 44, but the store holds "
+        "only 20 entries: its newest entries were deleted"
+    ) in out
+
+
+def _c2sp_checkpoint(key: Path, size: int, root: bytes) -> str:
+    """A C2SP tlog-checkpoint of ORIGIN signed with the log's own key, written here from the
+    C2SP signed-note text (key ID = SHA-256(name || 0x0A || 0x01 || public key)[:4]), not
+    with the service's signer: what a forked log would publish."""
+    private = serialization.load_pem_private_key(key.read_bytes(), password=None)
+    assert isinstance(private, Ed25519PrivateKey)
+    public = private.public_key().public_bytes(serialization.Encoding.Raw,
+                                               serialization.PublicFormat.Raw)  # fmt: skip
+    body = f"{ORIGIN}\n{size}\n{base64.b64encode(root).decode()}\n"
+    key_id = hashlib.sha256(ORIGIN.encode() + b"\n\x01" + public).digest()[:4]
+    signature = base64.b64encode(key_id + private.sign(body.encode())).decode()
+    return f"{body}\n\u2014 {ORIGIN} {signature}\n"
+
+
+def test_check_store_with_kept_checkpoints(
+    pristine: Pristine, log: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A kept checkpoint of the store's size proves it whole (exit 0); an older one proves
+    its prefix, the rest NOT CHECKED (exit 4); a fork, a foreign key or an unreadable file
+    fail (exit 1, 1, 2), naming the file."""
+    config, db = log
+    newest = config.parent / "newest.note"
+    newest.write_text(pristine.kept)
+    code, out = check_store(config, capsys, newest)
+    assert code == 0, out
+    assert "OK: 1 kept checkpoint (newest: tree size 44) verified" in out
+    assert "NOT CHECKED" not in out
+    conn = sqlite3.connect(db)
+    older = bytes(conn.execute("SELECT note FROM checkpoints WHERE size < 44 ORDER BY size")
+                  .fetchone()[0])  # fmt: skip
+    conn.close()
+    old = config.parent / "old.note"
+    old.write_bytes(older)
+    code, out = check_store(config, capsys, old)
+    assert code == 4, out
+    assert "OK: 1 kept checkpoint (newest: tree size" in out
+    assert "NOT CHECKED: truncation" in out
+    fork = config.parent / "fork.note"
+    fork.write_text(_c2sp_checkpoint(pristine.key, 30, hashlib.sha256(b"fork").digest()))
+    code, out = check_store(config, capsys, newest, fork)
+    assert code == 1, out
+    assert f"fork: checkpoint file {fork} is signed for tree size 30 with root" in out
+    stranger = config.parent / "stranger.pem"
+    generate_key_pair(stranger, name=ORIGIN)
+    foreign = config.parent / "foreign.note"
+    foreign.write_text(_c2sp_checkpoint(stranger, 44, hashlib.sha256(b"x").digest()))
+    code, out = check_store(config, capsys, foreign)
+    assert code == 1, out
+    assert f"checkpoint file {foreign}: " in out
+    assert "must verify with one of the configured keys" in out
+    code, out = check_store(config, capsys, config.parent / "missing.note")
+    assert code == 2, out
+    assert "--checkpoint: cannot read" in out
 
 
 def test_what_the_store_alone_cannot_catch(

@@ -343,9 +343,11 @@ def test_a_store_cut_back_is_refused_by_the_witness(
     truncate(db, 30)
     sql(db, "DELETE FROM meta WHERE key = ?", VERIFIED_CHECKPOINT_KEY)
     sql(db, "DELETE FROM cosignatures WHERE size > ?", 30)
-    # The store's own check sees a valid shorter log.
-    assert cli_main(["check-store", "--config", str(config)]) == 0, capsys.readouterr()
-    assert "holds 30 entries" in capsys.readouterr().out
+    # The store's own check sees a valid shorter log, and names truncation NOT CHECKED.
+    assert cli_main(["check-store", "--config", str(config)]) == 4, capsys.readouterr()
+    out = capsys.readouterr().out
+    assert "holds 30 entries" in out
+    assert "NOT CHECKED: truncation" in out
     # The witness does not: the service refuses to start and names it.
     failed = serve_refused(config)
     assert failed["setting"] == "witnesses"
