@@ -223,6 +223,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --witnessed: how many witnesses' cosignatures that checkpoint carries "
         "(default 1)",
     )  # fmt: skip
+    p.add_argument(
+        "--origin",
+        help="the log to export, by its origin (a deployment of several logs): every call to "
+        "--target names it (rng-origin), and every checkpoint read must be of it, else exit "
+        "status 1 and nothing written (default: none named; the log served at --target, or "
+        "the one in --db)",
+    )  # fmt: skip
     refuse_option(p, "--key", KEY_NOT_HERE)
     p.set_defaults(fn=_cmd_export)
 
