@@ -21,11 +21,11 @@ from rng_service.rpc.client import ClientTls, connection_hint
 from rng_service.rpc.origin import ORIGIN_METADATA, origin_channel
 from rng_service.rpc.table_maps import WireMapProof, proof_from_proto
 
-__all__ = ["LogClient", "ProvenEntry", "ProvenPage", "refusal_hint"]
+__all__ = ["LOG_REFUSAL", "LogClient", "ProvenEntry", "ProvenPage", "refusal_hint"]
 
 
 #: The words of the service's refusal of a log (rng_service.security.policy.Policy.check_log).
-_LOG_REFUSAL = "the requested log is not available"
+LOG_REFUSAL = "the requested log is not available"
 
 
 def refusal_hint(origin: str, origin_from: str = "") -> str:
@@ -134,7 +134,7 @@ class LogClient:
             if e.code() == grpc.StatusCode.DATA_LOSS:
                 raise IntegrityError(where) from None
             if e.code() == grpc.StatusCode.PERMISSION_DENIED and self._origin is not None:
-                about_log = _LOG_REFUSAL in details
+                about_log = LOG_REFUSAL in details
                 raise Unavailable(
                     f"{self._target} refused the call naming log {self._origin!r} ({method}: "
                     f"{code}: {details})"

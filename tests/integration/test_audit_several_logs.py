@@ -148,6 +148,13 @@ def _rng_audit(*args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+def _rng_service(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "rng-service"), *args], capture_output=True, text=True, timeout=WAIT,
+        check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
 def _draw(dep: Deployment, origin: str) -> None:
     """Two rounds of table T1 by the log's game server, then a checkpoint published (by the
     operator), so that an export ends at the newest entry; the auditor keeps the checkpoint."""
@@ -223,6 +230,17 @@ def test_each_log_audited_alone_and_the_other_refused(deployment: Deployment) ->
         assert refused.returncode == 2, refused.stderr
         assert f"refused the call naming log {other!r}" in refused.stderr
         assert not (dep.d / "refused.export").exists()
+        # rng-service call reads name the log by --origin; a refusal names it (exit 1: refused
+        # by the service, docs/cli.md convention 9).
+        done = _rng_service("call", *me, "checkpoint", "--target", at, "--origin", origin)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(origin + "\n"), done.stdout
+        refused = _rng_service("call", *me, "checkpoint", "--target", there, "--origin", other)
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert (f"PERMISSION_DENIED: the requested log is not available to client "
+                f"{AUDITOR[origin]!r} (the call named log {other!r}: either no log {other!r} "
+                "is served there") in refused.stderr  # fmt: skip
         # This auditor's own log with the other log's key: nothing verifies (exit 1).
         done = _rng_audit(*me, *history, "--origin", origin, "--key", dep.vkey(other))
         assert done.returncode == 1, done.stdout + done.stderr
