@@ -250,3 +250,45 @@ def test_a_log_refused_is_one_line_naming_it(
         "--origin" in err
     ), err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_export_from_a_store_checks_the_origin_asked_for(
+    logs: Logs, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = logs.tmp / A.split(".")[0] / "log.sqlite3"
+    out = logs.tmp / "db.export"
+    code, text, err = run(["export", "--db", str(db), "--out", str(out), "--origin", B], capsys)
+    assert code == 1, text + err
+    assert f"of log {A!r}, not of the log asked for {B!r} (--origin)" in err, err
+    assert not out.exists()
+    code, text, err = run(["export", "--db", str(db), "--out", str(out), "--origin", A], capsys)
+    assert code == 0, err
+    assert f"of {A} to {out}" in text
+
+
+def test_profiles_asks_the_service_of_the_exports_log(
+    tmp_path: Path, relay: Callable[..., tuple[Relay, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rng_service._proto.rng.v1 import outcomes_pb2
+    from tests.integration.test_profile_directory import approved, ctx
+
+    approved(tmp_path / "approved")
+    running = start(make_config(tmp_path, RNG_SERVICE__LOG__ORIGIN=A,
+                                RNG_SERVICE__PROFILES__DIRECTORY="approved"))  # fmt: skip
+    try:
+        running.outcomes.SelectFireNumbers(
+            outcomes_pb2.SelectFireNumbersRequest(context=ctx("f1"), profile="casino_mfb"),
+            timeout=10,
+        )
+        export = tmp_path / "export.jsonl"
+        code, _, err = run(["export", "--target", f"127.0.0.1:{running.port}", "--out",
+                            str(export)], capsys)  # fmt: skip
+        assert code == 0, err
+        r, target = relay(running.port)
+        code, text, err = run(["profiles", str(export), "--target", target], capsys)
+        assert code == 0, text + err
+        assert "casino_mfb v1, not an example (example = false)" in text
+        assert [m for m, _ in r.seen] == ["GetProfile"], r.seen
+        assert {o for _, o in r.seen} == {A}, r.seen
+    finally:
+        running.stop()
