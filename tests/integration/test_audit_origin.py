@@ -39,7 +39,9 @@ class Relay:
     """A gRPC relay on a loopback port: records (method, rng-origin or None) of every call and
     forwards it to ``to`` (a port), keeping the metadata, or with ``drop_origin`` without it."""
 
-    to: int
+    to: int | dict[str, int]
+    """The port to forward to, or one port per origin (one address serving both logs, routed
+    by ``rng-origin`` as a front end serving several logs on one port does)."""
     drop_origin: bool = False
     seen: list[tuple[str, str | None]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -53,7 +55,10 @@ class Relay:
                 self.seen.append((method.rsplit("/", 1)[-1], origin))
             if self.drop_origin:
                 metadata = [(k, v) for k, v in metadata if k != ORIGIN_METADATA]
-            with grpc.insecure_channel(f"127.0.0.1:{self.to}") as channel:
+            port = self.to if isinstance(self.to, int) else self.to.get(origin or "")
+            if port is None:
+                context.abort(grpc.StatusCode.PERMISSION_DENIED, "no such log here")
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
                 call = channel.unary_unary(method, None, None)
                 try:
                     answer: bytes = call(request, metadata=tuple(metadata), timeout=30)
@@ -125,7 +130,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Logs]:
 def relay() -> Iterator[Callable[..., tuple[Relay, str]]]:
     servers: list[grpc.Server] = []
 
-    def make(to: int, *, drop_origin: bool = False) -> tuple[Relay, str]:
+    def make(to: int | dict[str, int], *, drop_origin: bool = False) -> tuple[Relay, str]:
         r = Relay(to, drop_origin)
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         server.add_generic_rpc_handlers((_Generic(r),))
@@ -292,3 +297,23 @@ def test_profiles_asks_the_service_of_the_exports_log(
         assert {o for _, o in r.seen} == {A}, r.seen
     finally:
         running.stop()
+
+
+def test_both_logs_through_one_address(
+    logs: Logs, relay: Callable[..., tuple[Relay, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The address and the log are separate inputs: one address routing by ``rng-origin`` to
+    either log serves every live command of both, each reading its own log."""
+    r, target = relay({A: logs.a.port, B: logs.b.port})
+    for origin in (A, B):
+        for by_key in (False, True):
+            for name, args in _live_commands(logs, origin, target, by_key=by_key).items():
+                code, text, err = run(args, capsys)
+                assert code == 0, (name, text, err)
+        export = logs.tmp / "one-address.export"
+        code, text, err = run(["export", "--target", target, "--out", str(export), "--origin",
+                               origin], capsys)  # fmt: skip
+        assert code == 0, err
+        code, text, err = run(["verify", str(export), "--key", logs.vkey[origin]], capsys)
+        assert text.startswith(f"OK: 3 entries of {origin}"), text + err
+    assert {o for _, o in r.seen} == {A, B}
