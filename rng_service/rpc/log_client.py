@@ -111,11 +111,6 @@ class LogClient:
         self._origin = origin or None
         self._origin_from = origin_from
 
-    @property
-    def origin(self) -> str | None:
-        """The log every call names (None: none, the log served at the target)."""
-        return self._origin
-
     def close(self) -> None:
         self._raw_channel.close()
 

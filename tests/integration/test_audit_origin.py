@@ -16,6 +16,7 @@ dropped (the other log then answers for itself). Checked:
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from concurrent import futures
@@ -224,6 +225,17 @@ def test_an_answer_of_another_log_fails_naming_both(
     assert code == 1, text + err
     assert f"of log {B!r}, not of the log asked for {A!r} (--origin)" in err, err
     assert not misrouted.exists()
+
+
+@pytest.fixture(autouse=True)
+def quiet_services() -> Iterator[None]:
+    """The in-process services' own log lines (a ``denied`` event for each refusal) stay off
+    this process's stderr, where only the tool's output is checked."""
+    logging.disable(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.disable(logging.NOTSET)
 
 
 def test_a_log_refused_is_one_line_naming_it(
