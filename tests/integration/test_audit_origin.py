@@ -329,3 +329,19 @@ def test_both_logs_through_one_address(
         code, text, err = run(["verify", str(export), "--key", logs.vkey[origin]], capsys)
         assert text.startswith(f"OK: 3 entries of {origin}"), text + err
     assert {o for _, o in r.seen} == {A, B}
+
+
+def test_rng_service_verify_receipt_against_the_live_log_names_it(
+    logs: Logs, relay: Callable[..., tuple[Relay, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rng_service.cli.service import main as service_main
+
+    for origin in (A, B):
+        r, target = relay(logs.port(origin))
+        code = service_main(["verify-receipt", str(logs.receipt[origin]), "--key",
+                             logs.vkey[origin], "--target", target])  # fmt: skip
+        captured = capsys.readouterr()
+        assert code == 0, captured.out + captured.err
+        assert captured.out.startswith("OK: entry 2 "), captured.out
+        assert r.seen, origin
+        assert {o for _, o in r.seen} == {origin}, r.seen
