@@ -41,6 +41,7 @@ from rng_service.log.note import (
     NoteVerifier,
     UnverifiedNote,
     open_note,
+    parse_note,
 )
 from rng_service.log.receipt import Receipt, VerifiedReceipt
 
@@ -148,16 +149,20 @@ def open_head(
     """
     message = note.encode("utf-8") if isinstance(note, str) else note
     try:
+        # The origin first, unverified: another log's checkpoint (signed by its own key, a
+        # service answering for the wrong log) is named as such, with both origins, rather
+        # than as a checkpoint none of the given keys signed.
+        named = Checkpoint.parse(parse_note(message).text).origin
+        if origin is not None and named != origin:
+            raise VerificationFailure(
+                f"{source} is a checkpoint of log {named!r}, not of {origin!r}"
+            )
         opened = open_note(message, verifiers)
         checkpoint = Checkpoint.parse(opened.text)
     except (UnverifiedNote, InvalidNoteSignature) as e:
         raise VerificationFailure(f"{source}: {e}") from e
     except MalformedNote as e:
         raise InvalidArgument(source, f"not a signed checkpoint: {e}") from e
-    if origin is not None and checkpoint.origin != origin:
-        raise VerificationFailure(
-            f"{source} is a checkpoint of log {checkpoint.origin!r}, not of {origin!r}"
-        )
     return VerifiedHead(source=source, checkpoint=checkpoint, key_names=opened.key_names)
 
 

@@ -24,23 +24,25 @@ Exit status: 0 when everything the command checks is proven, 1 when something do
 (the message says what and at which index): tampering, a fork, another log's origin, an export
 with nothing in it (unless ``--allow-empty``), an entry the log does not give while exporting
 (or the service refuses with DATA_LOSS), a broken table chain; 2 for usage errors (keys of
-several names and no ``--origin``), unreadable or malformed files and unreachable services; 4
-(:data:`~rng_service.cli.support.EXIT_NOT_CHECKED`) when the output names something NOT
-CHECKED: what is printed as OK is proven, the rest is not (docs/cli.md, convention 9).
+several names and no ``--origin``), unreadable or malformed files, unreachable services and
+refusals; 4 (:data:`~rng_service.cli.support.EXIT_NOT_CHECKED`) when the output names something
+NOT CHECKED: what is printed as OK is proven, the rest is not (docs/cli.md, convention 9).
 ``table-history`` and ``dispute`` print JSON with ``--json`` (a failure then too, with ``"ok":
 false``; what was not checked in ``"not_checked"``) and show progress on a terminal while they
 read an export.
 
 Which log: ``--origin``, or else the name of the ``--key`` keys (a log's key is named by its
-origin, C2SP tlog-checkpoint). Unless a kept checkpoint (``--checkpoint``) or one with enough
-witness cosignatures (``--witness KEY ... --min-witnesses K``) covers the newest entry, the
-output says that truncation was NOT CHECKED (exit status 4): a copy cut back to an older
-checkpoint, or regrown from one, verifies the same. With ``--witness``, every cosignature of a
-given witness key is checked and listed with its time, and a checkpoint carrying cosignatures
-of K of them must cover the export's newest entry (``verify``, and ``table-history`` and
-``dispute`` ``--against``, which check the export with ``verify``'s code) or the receipt
-(``verify-receipt``), no older than ``--max-witness-age`` if given
-(:mod:`rng_service.audit.witnesses`, docs/auditing.md "Witnesses"); exit status 1 if not,
+origin, C2SP tlog-checkpoint). A command that calls ``--target`` names that log on every call
+(``rng-origin``, docs/security.md "Logs"; ``export``: ``--origin`` or none) and checks every
+answer against it; a refusal of the log is exit status 2 with one line naming it. Unless a kept
+checkpoint (``--checkpoint``) or one with enough witness cosignatures (``--witness KEY ...
+--min-witnesses K``) covers the newest entry, the output says that truncation was NOT CHECKED
+(exit status 4): a copy cut back to an older checkpoint, or regrown from one, verifies the same.
+With ``--witness``, every cosignature of a given witness key is checked and listed with its
+time, and a checkpoint carrying cosignatures of K of them must cover the export's newest entry
+(``verify``, and ``table-history`` and ``dispute`` ``--against``, which check the export with
+``verify``'s code) or the receipt (``verify-receipt``), no older than ``--max-witness-age`` if
+given (:mod:`rng_service.audit.witnesses`, docs/auditing.md "Witnesses"); exit status 1 if not,
 naming the entries no witnessed checkpoint covers.
 
 A service with mTLS (docs/security.md) needs an auditor's certificate for ``--target``:
@@ -173,18 +175,20 @@ Exit status: 0 when everything the command checks is proven; 1 when something do
 (the message says what and at which index): tampering, a fork, another log's origin, an export
 with nothing in it (unless --allow-empty), an entry the log does not give while exporting (or
 the service refuses with DATA_LOSS), a broken table chain; 2 nothing was checked: usage errors
-(keys of several names and no --origin), unreadable or malformed files, unreachable services;
+(keys of several names and no --origin), unreadable or malformed files, unreachable services
+or a service refusing the log;
 4 what is printed as OK is proven, and what is named NOT CHECKED is not: the run proves less
 than all (truncation with no kept or witnessed checkpoint covering the newest entry, verify
 --fast, verify-receipt offline, a live table-history or dispute FOUND); 141 the reader of
 standard output went away.
 
 Which log: --origin, or else the name of the --key keys (a log's key is named by its origin,
-C2SP tlog-checkpoint). Without a kept checkpoint (--checkpoint) or enough witness cosignatures
-(--witness KEY ... --min-witnesses K) the output says that truncation was NOT CHECKED (exit
-status 4): a copy cut back to an older checkpoint verifies the same. With --witness, every
-cosignature of a given witness key is checked and listed with its time, and some checkpoint
-must carry cosignatures of K of them; exit status 1 if not.
+C2SP tlog-checkpoint); a command that calls --target names that log on every call (export:
+--origin, or none) and checks every answer against it. Without a kept checkpoint (--checkpoint)
+or enough witness cosignatures (--witness KEY ... --min-witnesses K) the output says that
+truncation was NOT CHECKED (exit status 4): a copy cut back to an older checkpoint verifies the
+same. With --witness, every cosignature of a given witness key is checked and listed with its
+time, and some checkpoint must carry cosignatures of K of them; exit status 1 if not.
 
 A service with mTLS needs an auditor's certificate for --target: rng-audit export --target
 HOST:PORT --ca CA --cert CERT --tls-key KEY ... (before or after the command; --key is always
@@ -222,6 +226,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--min-witnesses", type=_positive, default=None, metavar="K",
         help="with --witnessed: how many witnesses' cosignatures that checkpoint carries "
         "(default 1)",
+    )  # fmt: skip
+    p.add_argument(
+        "--origin",
+        help="the log to export, by its origin (a deployment of several logs): every call to "
+        "--target names it (rng-origin), and every checkpoint read must be of it, else exit "
+        "status 1 and nothing written (default: none named; the log served at --target, or "
+        "the one in --db)",
     )  # fmt: skip
     refuse_option(p, "--key", KEY_NOT_HERE)
     p.set_defaults(fn=_cmd_export)

@@ -218,6 +218,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
                 for c in stored
             ]  # fmt: skip
             origin, size = _origin_of(stored[-1].note)
+            _asked_log(args.origin, [n for n, _ in notes], f"--db {args.db}")
             if args.witnessed:
                 notes, size = _witnessed_end(notes, args.min_witnesses)
 
@@ -240,9 +241,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
     else:
         from rng_service.rpc.log_servicer import LogClient
 
-        with LogClient(args.target, tls=tls) as client:
+        with LogClient(args.target, tls=tls, origin=args.origin, origin_from="--origin") as client:
             notes = client.published_checkpoints()
             latest = client.latest_checkpoint()
+            _asked_log(args.origin, [latest, *(n for n, _ in notes)], args.target)
             origin, size = _origin_of(latest)
             if all(_origin_of(n)[1] != size for n, _ in notes):
                 notes.append((latest, 0))
@@ -281,6 +283,21 @@ def _cmd_export(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def _asked_log(asked: str | None, notes: Sequence[str], where: str) -> None:
+    """``export --origin``: every checkpoint ``where`` gave must be of the log asked for (read,
+    not verified: ``verify`` checks the signatures), else :class:`VerificationFailure` naming
+    both logs; nothing is written."""
+    if asked is None:
+        return
+    for note in notes:
+        origin, size = _origin_of(note)
+        if origin != asked:
+            raise VerificationFailure(
+                f"{where} answered with a checkpoint (tree size {size}) of log {origin!r}, not "
+                f"of the log asked for {asked!r} (--origin): nothing written"
+            )
 
 
 def _cosigners(note: str) -> int:
@@ -491,7 +508,9 @@ def _cmd_verify_receipt(args: argparse.Namespace) -> int:
     elif args.target is not None:
         from rng_service.rpc.log_servicer import LogClient
 
-        with LogClient(args.target, tls=tls) as client:
+        with LogClient(
+            args.target, tls=tls, origin=origin.origin, origin_from=origin.source
+        ) as client:
             if witnesses:
                 # The newest checkpoint the witnesses cosigned: the receipt is checked inside
                 # the tree they vouched for.
@@ -588,11 +607,10 @@ def _cmd_consistency(args: argparse.Namespace) -> int:
     old_note, old_source = _old_checkpoint(args.old)
     old = open_head(old_note, verifiers, source=old_source, origin=None)
     origin.check(old.checkpoint.origin, old_source)
-    with LogClient(args.target, tls=tls) as client:
+    with LogClient(args.target, tls=tls, origin=origin.origin, origin_from=origin.source) as client:
         new_note = client.latest_checkpoint(witnessed=args.witnessed)
         source = f"the latest{' witnessed' if args.witnessed else ''} checkpoint of {args.target}"
-        new = open_head(new_note, verifiers, source=source, origin=None)
-        origin.check(new.checkpoint.origin, source)
+        new = open_head(new_note, verifiers, source=source, origin=origin.origin)
         if old.checkpoint.size > new.checkpoint.size:
             raise VerificationFailure(
                 f"{old_source} is for tree size {old.checkpoint.size}, beyond {source}'s size "
@@ -664,6 +682,7 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
     entries = 0
     with _export_lines(args.export) as lines:
         reader = ExportReader(lines)
+        log = reader.header.origin  # --target: GetProfile names the export's log
         for _ in reader.checkpoints():
             pass
         for _, index, _, data in reader.entry_rows():
@@ -678,7 +697,7 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
     if args.target is not None and any(sha not in known for sha in used):
         from rng_service.rpc.client import ClientError, RngClient
 
-        with RngClient(args.target, tls=tls) as client:
+        with RngClient(args.target, tls=tls, origin=log) as client:
             for sha in used:
                 if sha in known:
                     continue

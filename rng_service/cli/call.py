@@ -473,6 +473,7 @@ class _Plan:
     receipt_out: Path | None
     tls: ClientTls | None
     verify_url: str | None = None  # the verify page's URL, checked (--verify-url)
+    named: str | None = None  # the log every call names (--origin), None: the one served
 
 
 def _page_url(args: argparse.Namespace) -> str | None:
@@ -518,18 +519,22 @@ def _plan(args: argparse.Namespace) -> _Plan:
     origin = None
     if verifiers:
         try:
-            origin = pinned_origin(verifiers, None)
+            origin = pinned_origin(verifiers, args.origin)
         except InvalidArgument as e:
             raise UsageError(f"--verifier-key: {e}") from e
     receipt = getattr(args, "receipt_out", None)
     receipt_out = writable_file(receipt, "--receipt-out") if receipt else None
     if getattr(args, "out", None):
         writable_file(args.out, "--out")
-    return _Plan(target, out, verifiers, origin, receipt_out, tls, _page_url(args))
+    return _Plan(target, out, verifiers, origin, receipt_out, tls, _page_url(args), args.origin)
 
 
 def _failed(plan: _Plan, e: ClientError, request_id: str | None = None) -> int:
+    from rng_service.rpc.log_client import LOG_REFUSAL, refusal_hint
+
     where = f" (target {plan.target.address}: {plan.target.source})" if e.code in _WHERE else ""
+    if plan.named and e.code == "PERMISSION_DENIED" and LOG_REFUSAL in e.details:
+        where = f" (the call named log {plan.named!r}: {refusal_hint(plan.named)})"
     plan.out.error(f"{e}{where}")
     if request_id is not None and not e.sent:
         plan.out.note(

@@ -243,7 +243,10 @@ def _cmd_dispute(shared: Shared, args: argparse.Namespace) -> int:
     out_file = None if args.out is None else writable_file(args.out, "--out")
     from rng_service.rpc.log_servicer import LogClient
 
-    with LogClient(args.target, tls=tls, timeout=args.timeout) as client:
+    with LogClient(
+        args.target, tls=tls, timeout=args.timeout, origin=origin.origin,
+        origin_from=origin.source,
+    ) as client:  # fmt: skip
         tree = reading_tree(shared, args, client, verifiers=verifiers, origin=origin, kept=kept)
         head: VerifiedHead | None = None if tree is None else tree[0]
         note, witnessed = ("", None) if tree is None else (tree[1], tree[2])

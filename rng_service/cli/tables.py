@@ -353,7 +353,10 @@ def _cmd_table_history(shared: Shared, args: argparse.Namespace) -> int:
         )  # fmt: skip
     from rng_service.rpc.log_servicer import LogClient
 
-    with LogClient(args.target, tls=tls, timeout=args.timeout) as client:
+    with LogClient(
+        args.target, tls=tls, timeout=args.timeout, origin=origin.origin,
+        origin_from=origin.source,
+    ) as client:  # fmt: skip
         tree = reading_tree(shared, args, client, verifiers=verifiers, origin=origin, kept=kept)
         live = read_chain(
             shared, args, client, table_id=args.table, whose=args.client or "", first_seq=first,

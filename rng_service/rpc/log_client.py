@@ -3,6 +3,9 @@
 It returns plain values (:class:`ProvenPage`, :class:`ProvenEntry`, and a table head's map proof
 as :class:`~rng_service.rpc.table_maps.WireMapProof`), so that its callers never touch protobuf
 types; nothing it returns needs trusting: the caller verifies it (``rng_service.audit``).
+Every call names the log it reads (``origin``: the ``rng-origin`` metadata,
+:mod:`rng_service.rpc.origin`, docs/security.md "Logs"), or none when the caller does not know
+the origin (then the log served at the target answers, as before several logs).
 """
 
 from __future__ import annotations
@@ -15,9 +18,31 @@ import grpc
 from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc
 from rng_service.errors import IntegrityError, Unavailable
 from rng_service.rpc.client import ClientTls, connection_hint
+from rng_service.rpc.origin import ORIGIN_METADATA, origin_channel
 from rng_service.rpc.table_maps import WireMapProof, proof_from_proto
 
-__all__ = ["LogClient", "ProvenEntry", "ProvenPage"]
+__all__ = ["LOG_REFUSAL", "LogClient", "ProvenEntry", "ProvenPage", "refusal_hint"]
+
+
+#: The words of the service's refusal of a log (rng_service.security.policy.Policy.check_log).
+LOG_REFUSAL = "the requested log is not available"
+
+
+def refusal_hint(origin: str, origin_from: str = "") -> str:
+    """What a PERMISSION_DENIED of a call naming the log ``origin`` means (docs/security.md,
+    "Logs": a log not served there and a log the caller is not bound to are refused in the
+    same words, so it cannot say which), and, when ``origin`` is the keys' name rather than
+    ``--origin``, that a log whose key is named otherwise needs ``--origin``."""
+    hint = (
+        f"either no log {origin!r} is served there, or this client's certificate is not bound "
+        f'to it (its [[clients]] logs; docs/security.md, "Logs")'
+    )
+    if origin_from and origin_from != "--origin":
+        hint += (
+            f"; the call named the log ({ORIGIN_METADATA}) after {origin_from}: if the log's "
+            "key is not named by its origin, pass --origin"
+        )
+    return hint
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,21 +82,37 @@ class LogClient:
     are auditors' only), else plaintext (a development service on loopback). Nothing it returns
     needs trusting, the caller verifies it. DATA_LOSS (the service found its store's entries
     failing their checks) becomes :class:`~rng_service.errors.IntegrityError`, other gRPC errors
-    :class:`~rng_service.errors.Unavailable`, with the status code and details."""
+    :class:`~rng_service.errors.Unavailable`, with the status code and details; a refusal
+    (PERMISSION_DENIED) of a call naming a log says which log it named and what that refusal
+    means (:func:`refusal_hint`).
 
-    def __init__(self, target: str, *, timeout: float = 30.0, tls: ClientTls | None = None) -> None:
-        self._channel = (
+    ``origin``: the log every call names (``rng-origin``); None names none. ``origin_from``
+    says where the caller took it (``--origin``, the keys' name), for the refusal's hint."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout: float = 30.0,
+        tls: ClientTls | None = None,
+        origin: str | None = None,
+        origin_from: str = "",
+    ) -> None:
+        self._raw_channel = (
             grpc.insecure_channel(target)
             if tls is None
             else grpc.secure_channel(target, tls.credentials())
         )
+        self._channel = origin_channel(self._raw_channel, origin)
         self._stub = log_pb2_grpc.LogServiceStub(self._channel)
         self._target = target
         self._timeout = timeout
         self._tls = tls is not None
+        self._origin = origin or None
+        self._origin_from = origin_from
 
     def close(self) -> None:
-        self._channel.close()
+        self._raw_channel.close()
 
     def __enter__(self) -> LogClient:
         return self
@@ -87,6 +128,13 @@ class LogClient:
             where = f"{self._target}: {method}: {code}: {details}"
             if e.code() == grpc.StatusCode.DATA_LOSS:
                 raise IntegrityError(where) from None
+            if e.code() == grpc.StatusCode.PERMISSION_DENIED and self._origin is not None:
+                about_log = LOG_REFUSAL in details
+                raise Unavailable(
+                    f"{self._target} refused the call naming log {self._origin!r} ({method}: "
+                    f"{code}: {details})"
+                    + (": " + refusal_hint(self._origin, self._origin_from) if about_log else "")
+                ) from None
             hint = connection_hint(code, details, tls=self._tls)
             raise Unavailable(where + (f" (hint: {hint})" if hint else "")) from None
 
