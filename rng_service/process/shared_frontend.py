@@ -45,7 +45,6 @@ from typing import Any
 from grpc_health.v1 import health_pb2
 from prometheus_client import CollectorRegistry
 
-from rng_service._proto.rng.v1 import lab_pb2, log_pb2, outcomes_pb2
 from rng_service.config import Config
 from rng_service.process import handoff
 from rng_service.process.bootstrap import Bootstrap, profile_ids, read_bootstrap
@@ -55,7 +54,7 @@ from rng_service.rpc.auth import Authorizer
 from rng_service.rpc.drain import Drain
 from rng_service.rpc.lab_servicer import LabServicer
 from rng_service.rpc.log_servicer import LogServicer
-from rng_service.rpc.router import LogHealth, Router
+from rng_service.rpc.router import LogHealth, routers
 from rng_service.rpc.server import SERVICE_NAMES, HealthMonitor, build_server
 from rng_service.rpc.servicers import OutcomeServicer
 from rng_service.storage.base import LogStorage
@@ -238,13 +237,6 @@ def _round_clients(config: Config) -> frozenset[str]:
     return round_clients(config)
 
 
-_SERVICES = {
-    "outcome": outcomes_pb2.DESCRIPTOR.services_by_name["OutcomeService"],
-    "log": log_pb2.DESCRIPTOR.services_by_name["LogService"],
-    "lab": lab_pb2.DESCRIPTOR.services_by_name["LabService"],
-}
-
-
 async def _attach_all(shared: SharedFrontEnd, ctrl: socket.socket) -> None:
     """Reads ``attach`` messages until every configured log is attached."""
     wanted = set(shared.boot.config.origins)
@@ -286,12 +278,9 @@ async def _serve(ctrl: socket.socket, boot: SharedBoot) -> int:
     shared = SharedFrontEnd(boot, gate, LogHealth(gate, lambda: shared.origins()))
     await _attach_all(shared, ctrl)
     drain = Drain()
-    routers = {
-        name: Router(service, lambda name=name: shared.by_service[name], shared.gate)  # type: ignore[misc]
-        for name, service in _SERVICES.items()
-    }
+    routed = routers(lambda name: shared.by_service[name], shared.gate)
     server = build_server(
-        outcome=routers["outcome"], log=routers["log"], lab=routers["lab"],
+        outcome=routed["outcome"], log=routed["log"], lab=routed["lab"],
         health=shared.health, reuse_port=True, drain=drain,
     )  # fmt: skip
     host = cfg.server.host

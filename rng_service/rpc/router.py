@@ -26,12 +26,13 @@ from typing import Any
 from google.protobuf.descriptor import ServiceDescriptor
 from grpc_health.v1 import health_pb2
 
+from rng_service._proto.rng.v1 import lab_pb2, log_pb2, outcomes_pb2
 from rng_service.errors import RngServiceError
 from rng_service.rpc.auth import Authorizer
 from rng_service.rpc.errors import status_for
 from rng_service.rpc.server import HealthService
 
-__all__ = ["LogHealth", "Router"]
+__all__ = ["SERVICES", "LogHealth", "Router", "routers"]
 
 Method = Callable[[Any, Any], Awaitable[Any]]
 
@@ -64,6 +65,25 @@ class Router:
 
         dispatch.__name__ = name
         return dispatch
+
+
+#: Our gRPC services by the keyword of :func:`rng_service.rpc.server.build_server`.
+SERVICES: dict[str, ServiceDescriptor] = {
+    "outcome": outcomes_pb2.DESCRIPTOR.services_by_name["OutcomeService"],
+    "log": log_pb2.DESCRIPTOR.services_by_name["LogService"],
+    "lab": lab_pb2.DESCRIPTOR.services_by_name["LabService"],
+}
+
+
+def routers(
+    servicers: Callable[[str], Mapping[str, object]], gate: Authorizer
+) -> dict[str, Router]:
+    """A router per service of :data:`SERVICES`; ``servicers(name)``: each log's servicer of
+    that service, by origin."""
+    return {
+        name: Router(service, lambda name=name: servicers(name), gate)  # type: ignore[misc]
+        for name, service in SERVICES.items()
+    }
 
 
 class LogHealth(HealthService):

@@ -95,6 +95,7 @@ def _config(d: Path, pg_dsn: str, witnesses: dict[str, WitnessProc]) -> Path:
         "interval_seconds = 0.3",
         "timeout_seconds = 2",
         "[server]",
+        "port = 0",  # the shared port of every log (tests/integration/test_shared_port.py)
         f'lock_dir = "{d}/run"',
         "shutdown_grace_seconds = 1",
         "[tls]",
