@@ -279,11 +279,11 @@ def test_the_shared_port_serves_the_sqlite_and_postgresql_logs(deployment: Deplo
     for origin in (A, B, C):
         with RngClient(f"127.0.0.1:{dep.shared_port}", tls=dep.tls(GAME[origin])) as c:
             index = c.spin(wheel="double_zero", table_id="T1", round_id="R-shared",
-                           request_id=f"shared-{origin}").receipt.index  # fmt: skip
-        dep.acknowledged.setdefault(origin, []).append((f"shared-{origin}", index))
+                           request_id=f"shared-{GAME[origin]}").receipt.index  # fmt: skip
+        dep.acknowledged.setdefault(origin, []).append((f"shared-{GAME[origin]}", index))
     for origin in (A, B, C):
         entries = _entries(dep, origin)
-        assert [e.request_id for e in entries] == [f"shared-{origin}"]
+        assert [e.request_id for e in entries] == [f"shared-{GAME[origin]}"]
         assert {e.client for e in entries} == {GAME[origin]}
     with RngClient(f"127.0.0.1:{dep.shared_port}", tls=dep.tls(AUDITOR[B]), origin=B) as c:
         assert int(c.latest_checkpoint()["size"]) == 1
@@ -301,7 +301,8 @@ def test_a_log_not_bound_is_refused_as_a_log_that_does_not_exist(deployment: Dep
     for origin in (B, "no-such-log.test/rng-log"):  # the shared port: the same refusal
         with RngClient(f"127.0.0.1:{dep.shared_port}", tls=dep.tls("game-a"),
                        origin=origin) as c, pytest.raises(ClientError) as e:  # fmt: skip
-            c.spin(wheel="double_zero", table_id="T1", round_id="R", request_id=f"s-{origin}")
+            c.spin(wheel="double_zero", table_id="T1", round_id="R",
+                   request_id=f"s-{origin.split('/')[0]}")  # fmt: skip
         refusals.append((e.value.code, e.value.details))
     assert refusals[0] == ("PERMISSION_DENIED", "the requested log is not available to client "
                            "'game-a'")  # fmt: skip

@@ -362,3 +362,36 @@ def test_kill_9_of_one_writer_the_other_log_serves_on_the_shared_port(
         for request_id, index in dep.acknowledged[origin]:
             assert logged.get(request_id) == index, (origin, request_id)
     assert dep.proc.poll() is None  # the supervisor serves on
+
+
+def test_kill_9_of_the_shared_front_end_it_and_every_log_serve_again(
+    deployment: Deployment,
+) -> None:
+    """The front end's channels die with it; the supervisor starts it again and restarts every
+    log process so that each hands it a new channel (docs/operations/deployment.md)."""
+    dep = deployment
+    for origin in (A, B):
+        dep.spin(origin, f"before-{GAME[origin]}")
+    (started,) = [e for e in dep.events("started") if "pids" in e]
+    front_ends = started["front_ends"]
+    assert isinstance(front_ends, list)
+    os.kill(int(front_ends[0]), signal.SIGKILL)
+    killed = time.monotonic()
+    served: dict[str, float] = {}
+    while len(served) < 2 and time.monotonic() - killed < WAIT:
+        for origin in (A, B):
+            if origin in served:
+                continue
+            try:
+                dep.spin(origin, f"after-{GAME[origin]}-{len(dep.acknowledged[origin])}")
+            except ClientError:
+                time.sleep(0.1)
+                continue
+            served[origin] = time.monotonic() - killed
+    assert set(served) == {A, B}, "the shared port did not serve both logs again"
+    print(f"\nafter SIGKILL of the shared front end: served again after {served} s")
+    for origin in (A, B):
+        logged = {e.request_id: i for i, e in enumerate(_entries(dep, origin))}
+        for request_id, index in dep.acknowledged[origin]:
+            assert logged.get(request_id) == index, (origin, request_id)
+    assert dep.proc.poll() is None
