@@ -389,7 +389,9 @@ def test_the_log_processes_stop_with_the_supervisor(deployment: Deployment) -> N
     (started,) = [e for e in dep.events("started") if "pids" in e]
     pids = started["pids"]
     assert isinstance(pids, dict)
-    log_pids = [int(p) for p in pids.values()]
+    front_ends = started["front_ends"]  # the shared port's: they stop with it too
+    assert isinstance(front_ends, list)
+    log_pids = [int(p) for p in [*pids.values(), *front_ends]]
     assert all(_alive(p) for p in log_pids)
     dep.proc.kill()  # SIGKILL: the supervisor cannot stop them itself
     dep.proc.wait(WAIT)
