@@ -1,4 +1,5 @@
-"""The supervising process of a deployment with several logs (``[[logs]]``): a process per log.
+"""The supervising process of a deployment with several logs (``[[logs]]``): a process per log,
+and the front ends of the deployment's one port.
 
 ``rng-service serve`` with several ``[[logs]]`` runs this. For each log it starts a log process
 (``python -m rng_service.process.log_process``, a fresh interpreter: no gRPC object crosses a
@@ -21,8 +22,20 @@ the new process checks the store before it serves. A graceful stop (SIGTERM or S
 SIGTERM to every log process, each draining for ``server.shutdown_grace_seconds``, and waits
 for them.
 
-Readiness: once every log serves, one JSON line on standard output, ``{"event": "listening",
-"logs": {ORIGIN: {"grpc_port": ..., "metrics_port": ...}, ...}}``.
+The deployment's one port, ``server.port``: once every log serves, the supervisor takes the
+port's lock (``rng_service.ownership``) and starts ``--front-ends N`` shared front ends
+(``rng_service.process.shared_frontend``; N defaults to 1), each with a control channel
+(``rng_service.process.handoff``). Each log process is started with its ends of N new
+socketpairs (inherited, their numbers in its frame); once it serves, the supervisor hands each
+front end its end of one (``attach``, over the control channel), so every front end holds a
+channel to every log's writer, and again after every restart of a log. A shared front end that
+exits is started again, and since its channels died with it, every log process is stopped
+gracefully and started again (its keeper restarts it), handing the new front end a channel.
+A log with a ``port`` of its own also serves that port itself.
+
+Readiness: once every log and the shared port serve, one JSON line on standard output,
+``{"event": "listening", "grpc_port": SHARED_PORT, "logs": {ORIGIN: {"grpc_port": OWN_PORT or
+null, "metrics_port": ...}, ...}}``.
 """
 
 from __future__ import annotations
