@@ -146,6 +146,15 @@ def _wait_line(proc: subprocess.Popen[str]) -> dict[str, object]:
 
 @pytest.fixture
 def deployment(tmp_path: Path) -> Iterator[Deployment]:
+    yield from _deploy(tmp_path)
+
+
+@pytest.fixture
+def two_front_ends(tmp_path: Path) -> Iterator[Deployment]:
+    yield from _deploy(tmp_path, "--front-ends", "2")
+
+
+def _deploy(tmp_path: Path, *options: str) -> Iterator[Deployment]:
     d = tmp_path
     write_dev_ca(d / "certs", IDENTITIES, now=dt.datetime.now(dt.UTC))
     for origin in (A, B):
@@ -154,7 +163,8 @@ def deployment(tmp_path: Path) -> Iterator[Deployment]:
     stderr = d / "stderr.jsonl"
     with open(stderr, "w", encoding="utf-8") as err:
         proc = subprocess.Popen(
-            [str(BIN / "rng-service"), "serve", "--config", str(config)], cwd=d, env=_env(),
+            [str(BIN / "rng-service"), "serve", "--config", str(config), *options], cwd=d,
+            env=_env(),
             stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True,
         )  # fmt: skip
     try:
@@ -395,3 +405,34 @@ def test_kill_9_of_the_shared_front_end_it_and_every_log_serve_again(
         for request_id, index in dep.acknowledged[origin]:
             assert logged.get(request_id) == index, (origin, request_id)
     assert dep.proc.poll() is None
+
+
+def test_two_shared_front_ends_serve_every_log_and_follow_a_restart(
+    two_front_ends: Deployment,
+) -> None:
+    """``--front-ends 2``: two shared front ends on the one port (SO_REUSEPORT spreads the
+    connections), each attached to both logs, and each attached again to a restarted log."""
+    dep = two_front_ends
+    (started,) = [e for e in dep.events("started") if "pids" in e]
+    front_ends, pids = started["front_ends"], started["pids"]
+    assert isinstance(front_ends, list)
+    assert isinstance(pids, dict)
+    assert len(front_ends) == 2
+    attached = {(e["front_end"], e["log"]) for e in dep.events("log_attached")}
+    assert attached == {(i, o) for i in (0, 1) for o in (A, B)}
+    for i in range(8):  # a connection each: both front ends get some
+        for origin in (A, B):
+            dep.spin(origin, f"two-{i}")
+    os.kill(int(pids[A]), signal.SIGKILL)
+    deadline = time.monotonic() + WAIT
+    again: set[object] = set()
+    while len(again) < 2 and time.monotonic() < deadline:
+        again = {e["front_end"] for e in dep.events("log_attached") if e["again"]}
+        time.sleep(0.1)
+    assert again == {0, 1}
+    for i in range(8):
+        dep.spin(A, f"after-{i}")
+    for origin in (A, B):
+        logged = {e.request_id: i for i, e in enumerate(_entries(dep, origin))}
+        for request_id, index in dep.acknowledged[origin]:
+            assert logged.get(request_id) == index, (origin, request_id)
