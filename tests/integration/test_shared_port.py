@@ -215,6 +215,19 @@ def test_each_operator_reaches_its_own_log_on_one_port(deployment: Deployment) -
         # Each log's auditor reads its own log on the shared port, naming it.
         with dep.client(AUDITOR[origin], origin) as c:
             assert int(c.latest_checkpoint()["size"]) == len(entries)
+    # The command line names the log with --origin, as a person types it.
+    certs = dep.d / "certs"
+    tls = ["--ca", str(certs / "ca.pem"), "--cert", str(certs / "auditor-b.pem"),
+           "--tls-key", str(certs / "auditor-b.key")]  # fmt: skip
+    for origin, status in ((B, 0), (A, 1)):  # its own log; another: refused (exit status 1)
+        call = subprocess.run(
+            [str(BIN / "rng-service"), "call", "checkpoint", "--target",
+             f"127.0.0.1:{dep.port}", *tls, "--origin", origin],
+            capture_output=True, text=True, timeout=WAIT, check=False, cwd=dep.d, env=_env(),
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert call.returncode == status, call.stdout + call.stderr
+        assert (status == 0) == (B in call.stdout), call.stdout
     # Each log's store checks alone, while the deployment serves.
     for origin in (A, B):
         done = subprocess.run(
