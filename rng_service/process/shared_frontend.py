@@ -114,7 +114,11 @@ class SharedFrontEnd:
             sock.close()
             raise ValueError(f"a channel to a log that is not configured: {origin!r}")
         client = await WriterClient.connect(sock)
-        log = _build_log(boot, client, self._metrics_of(boot), self)
+        try:
+            log = _build_log(boot, client, self._metrics_of(boot), self)
+        except BaseException:
+            client.close()
+            raise
         old = self.logs.get(origin)
         self.logs[origin] = log
         for name, servicer in log.servicers.items():
@@ -182,7 +186,7 @@ def _build_log(boot: Bootstrap, client: WriterClient, metrics: _Metrics,
         raise ValueError(f"logs ({cfg.log.origin}).profiles: the profiles changed since the "
                          "log's writer started; restart the deployment")  # fmt: skip
     authorizer = shared.gate.for_log(cfg.log.origin, helper.metrics)
-    storage = helper_storage(cfg)
+    storage = _read_only_store(cfg)
     tree = MerkleTree.load(storage)
 
     def sync() -> int:
@@ -217,7 +221,7 @@ def _build_log(boot: Bootstrap, client: WriterClient, metrics: _Metrics,
     return _Log(cfg.log.origin, client, storage, servicers, monitor)
 
 
-def helper_storage(cfg: Config) -> LogStorage:
+def _read_only_store(cfg: Config) -> LogStorage:
     """The log's store, read-only: SQLite opens the WAL database for reading; PostgreSQL
     never migrates here."""
     from rng_service.process.app import open_storage
