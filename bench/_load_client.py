@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import time
@@ -95,8 +96,16 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         for target in args.target
     ]
     streaming = args.kind == "stream"
-    unaries = [channel.unary_unary(args.path, None, None) for channel in channels]
-    streams = [channel.unary_stream(args.path, None, None) for channel in channels]
+    # --origin: every call names its log (rng-origin metadata), as on a shared port
+    metadata = (("rng-origin", args.origin),) if args.origin else None
+    unaries = [
+        functools.partial(channel.unary_unary(args.path, None, None), metadata=metadata)
+        for channel in channels
+    ]
+    streams = [
+        functools.partial(channel.unary_stream(args.path, None, None), metadata=metadata)
+        for channel in channels
+    ]
     per_call = 1 if args.kind == "spin" else args.items
 
     async def once(body: bytes, target: int) -> int:
@@ -196,6 +205,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=1000, help="outcomes or messages a call")
     parser.add_argument("--payload", type=int, default=16, help="bytes a streamed message")
     parser.add_argument("--tag", default="bench")
+    parser.add_argument("--origin", default="", help="the log every call names (rng-origin)")
     parser.add_argument("--tables", type=int, default=1, help="tables the calls are dealt over")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=10.0)

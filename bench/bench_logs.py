@@ -9,6 +9,9 @@ in flight, every call a fresh request id, each load client its own process
 - Measured: ``rng-service serve`` with two ``[[logs]]`` entries (two SQLite files): the
   supervisor and a process per log (``rng_service.process.supervisor``); two load clients at
   once, each 32 in flight to its own log's port. Aggregate spins/s is the sum of the two.
+- The same two logs served on the shared port only (``server.port``, one shared front end,
+  ``rng_service.process.shared_frontend``), each load client naming its log in ``rng-origin``,
+  against the two logs on their own ports in the same run.
 
 CPU per spin is the CPU-seconds of every process of the deployment (the supervisor, the log
 processes, their idle standbys) over the run divided by the calls acknowledged; the load
@@ -79,15 +82,18 @@ def _cpu(pids: list[int]) -> dict[int, float]:
     return out
 
 
-def _config(d: Path, logs: int) -> Path:
-    lines = ["[server]", f'lock_dir = "{d}/run"', "[metrics]", "enabled = false"]
+def _config(d: Path, logs: int, *, shared: bool = False) -> Path:
+    """``logs`` logs, each on a port of its own (and, with two, the shared ``server.port``,
+    idle); ``shared``: on the shared port only."""
+    lines = ["[server]", "port = 0", f'lock_dir = "{d}/run"', "[metrics]", "enabled = false"]
+    tag = f"{logs}-shared" if shared else f"{logs}"
     for origin in ORIGINS[:logs]:
         name = origin.split(".")[0]
         lines += [
             "[[logs]]", f'origin = "{origin}"', f'key_file = "{d}/{name}.pem"',
-            f'store = "{d}/{name}-{logs}.sqlite3"', "port = 0",
+            f'store = "{d}/{name}-{tag}.sqlite3"', *([] if shared else ["port = 0"]),
         ]  # fmt: skip
-    path = d / f"logs-{logs}.toml"
+    path = d / f"logs-{tag}.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -105,16 +111,18 @@ def _start(config: Path) -> tuple[subprocess.Popen[str], dict[str, int]]:
         proc.kill()
         raise RuntimeError(f"rng-service serve --config {config} did not start")
     event = json.loads(line)
-    if "logs" in event:
-        return proc, {o: int(p["grpc_port"]) for o, p in event["logs"].items()}
+    if "logs" in event:  # a log without a port of its own is served on the shared port
+        shared = int(event["grpc_port"])
+        return proc, {o: int(p["grpc_port"] or shared) for o, p in event["logs"].items()}
     return proc, {ORIGINS[0]: int(event["grpc_port"])}
 
 
-def _load_client(port: int, seconds: float, tag: str) -> subprocess.Popen[str]:
+def _load_client(port: int, seconds: float, tag: str, origin: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [PY, "-m", "bench._load_client", "--target", f"127.0.0.1:{port}", "--path", SPIN,
          "--kind", "spin", "--seconds", str(seconds), "--concurrency", str(CONCURRENCY),
-         "--tag", tag, "--max-calls", str(int(seconds * _MAX_CALL_RATE) + CONCURRENCY)],
+         "--tag", tag, "--max-calls", str(int(seconds * _MAX_CALL_RATE) + CONCURRENCY),
+         "--origin", origin],
         cwd=ROOT, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
 
@@ -134,13 +142,14 @@ def _checked_size(config: Path, origin: str) -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def _measure(d: Path, logs: int, seconds: float) -> dict[str, Any]:
-    config = _config(d, logs)
+def _measure(d: Path, logs: int, seconds: float, *, shared: bool = False) -> dict[str, Any]:
+    config = _config(d, logs, shared=shared)
     proc, ports = _start(config)
     try:
         pids = _tree(proc.pid)
         cpu0 = _cpu(pids)
-        clients = [_load_client(ports[o], seconds, f"{logs}-{i}") for i, o in enumerate(ports)]
+        clients = [_load_client(ports[o], seconds, f"{logs}-{shared}-{i}", o)
+                   for i, o in enumerate(ports)]  # fmt: skip
         results = []
         for client in clients:
             out, _ = client.communicate(timeout=seconds + 120)
@@ -184,6 +193,7 @@ def run(*, short: bool) -> list[Row]:
             )  # fmt: skip
         one = _measure(d, 1, seconds)
         two = _measure(d, 2, seconds)
+        port = _measure(d, 2, seconds, shared=True)
     per_log = [f"{r:,.0f}" for r in two["rates"]]
     print(
         f"   1 log : {one['rate']:,.0f} spins/s, p50 {one['p50'] * 1000:.1f} ms, p99 "
@@ -191,7 +201,10 @@ def run(*, short: bool) -> list[Row]:
         f"   2 logs: {two['rate']:,.0f} spins/s ({' + '.join(per_log)}), p50 (worse log) "
         f"{two['p50'] * 1000:.1f} ms, p99 {two['p99'] * 1000:.1f} ms, "
         f"{two['cpu_per_1000']:.3f} CPU-s per 1,000 spins; every log checked (check-store) "
-        "and holding exactly the calls acknowledged"
+        "and holding exactly the calls acknowledged\n"
+        f"   2 logs on the one shared port (server.port, each call naming its log): "
+        f"{port['rate']:,.0f} spins/s, p50 (worse log) {port['p50'] * 1000:.1f} ms, p99 "
+        f"{port['p99'] * 1000:.1f} ms, {port['cpu_per_1000']:.3f} CPU-s per 1,000 spins"
     )
     cpu_per_spin = two["cpu_per_1000"] / 1000
     for cores in (16, 64):
@@ -207,4 +220,9 @@ def run(*, short: bool) -> list[Row]:
             "1 log", one["cpu_per_1000"]),
         Row("2 logs: p99 of the worse log", two["p99"] * 1000, "ms", "1 log p99",
             one["p99"] * 1000),
+        Row("2 logs on the shared port: aggregate spins/s", port["rate"], "calls/s",
+            "2 logs, each on its own port", two["rate"]),
+        Row("2 logs on the shared port: deployment CPU-s per 1,000 spins",
+            port["cpu_per_1000"], "CPU-s", "2 logs, each on its own port",
+            two["cpu_per_1000"]),
     ]  # fmt: skip

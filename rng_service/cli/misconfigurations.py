@@ -234,11 +234,12 @@ MISCONFIGURATIONS: tuple[Misconfiguration, ...] = (
         toml=_two_logs('origin = "b.test"', 'store = "{dir}/b.sqlite3"'),
     ),
     Misconfiguration(
-        "several `[[logs]]`, one without a port of its own",
+        "a log's own port is `server.port`, which serves every log (several `[[logs]]`)",
         "logs[1] (b.test).port",
         _ALL,
-        set=_NO_SINGLE_LOG,
-        toml=_two_logs('origin = "b.test"', 'store = "{dir}/b.sqlite3"').removesuffix("port = 0\n"),
+        set={**_NO_SINGLE_LOG, "server.port": 50061},
+        toml=_two_logs('origin = "b.test"', 'store = "{dir}/b.sqlite3"').removesuffix("port = 0\n")
+        + "port = 50061\n",
     ),
     Misconfiguration(
         "`[verify_page]` with several `[[logs]]` (serve the static page elsewhere)",

@@ -170,8 +170,16 @@ class Config:
                 )
 
     def _check_several_logs(self) -> None:
-        """A metrics port of its own for each log; no verify page."""
+        """A metrics port of its own for each log, a log's own port not the shared one; no
+        verify page, no raw output stream."""
         for i, d in enumerate(self.logs):
+            _require(
+                not d.port or d.port != self.server.port,
+                f"logs[{i}] ({d.origin}).port",
+                f"a port of its own, not server.port ({self.server.port}), which serves every "
+                "log; or no port (the log is served on server.port only)",
+                d.port,
+            )
             _require(
                 not self.metrics.enabled or d.metrics_port is not None,
                 f"logs[{i}] ({d.origin}).metrics_port",
@@ -184,6 +192,13 @@ class Config:
             "verify_page.enabled",
             "false when several [[logs]] are configured (serve the page from web/verify "
             "with any static web server: it holds no log data)",
+            True,
+        )
+        _require(
+            not self.certification.raw_stream_enabled,
+            "certification.raw_stream_enabled",
+            "false when several [[logs]] are configured (the shared port's front ends hold "
+            "no generator; a laboratory certifies a deployment of one log)",
             True,
         )
 

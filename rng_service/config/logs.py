@@ -53,8 +53,8 @@ class LogDefinition:
     publish_interval_seconds: float | None = None
     #: Names of the game profiles (``[profiles]``) this log serves; ``"*"``: all of them.
     profiles: tuple[str, ...] = ("*",)
-    #: The gRPC port this log is served on when the deployment has several logs
-    #: (None: ``server.port``, the only log's).
+    #: With several logs, a gRPC port of this log's own beside ``server.port`` (which serves
+    #: every log, each call naming its log); None: none. With one log: ``server.port``.
     port: int | None = None
     #: Its Prometheus port with several logs and ``[metrics] enabled`` (None: ``metrics.port``,
     #: the only log's). Each log's series carry the label ``log`` = its origin.
@@ -215,11 +215,6 @@ def build_logs(raw: Any, base: Path) -> tuple[LogDefinition, ...]:
             )
         keys[key] = i
         if len(logs) > 1:
-            if log.port is None:
-                raise ConfigError(
-                    f"{where}.port: required when several [[logs]] are configured "
-                    "(allowed: a port of its own for each log, 1 to 65535)"
-                )
             for setting, port in (("port", log.port), ("metrics_port", log.metrics_port)):
                 if port is None or port == 0:  # 0: any free port, nobody else's
                     continue

@@ -13,6 +13,7 @@ import functools
 import json
 import logging
 import signal
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ from rng_service.errors import IntegrityError, RngServiceError
 from rng_service.log.note import Checkpoint, Ed25519NoteSigner
 from rng_service.metrics import GeneratorCollector, LogLabelCollector, MergedCollector
 from rng_service.ownership import InstanceLock
+from rng_service.process.bootstrap import Bootstrap, profile_ids, write_bootstrap
+from rng_service.process.ipc import serve_front_end
 from rng_service.process.setup import ServiceSetup
 from rng_service.process.startup import (
     Endpoints,
@@ -185,6 +188,9 @@ class Service(ServiceSetup):
         appender = self._start_appender(storage, tree, generator, keys)
         await self._check_witnesses_at_start(appender, storage, tree)
         health = await self._start_health(generator)
+        await self._serve_shared(profiles, keys.public_keys())
+        if not self.own_port:
+            return self._start_without_port(tree, keys.signer, generator)
         if self.front_ends > 1:  # this process stays the log writer; N front ends serve gRPC
             self.metrics.expect_integrity_errors(
                 (*LogServicer.CHECKED_METHODS, "sequencer"), CHECKS
@@ -204,6 +210,44 @@ class Service(ServiceSetup):
             grpc_port=port, metrics_port=metrics_port, verify_page_port=verify_page_port
         )
         self._log_started(port, metrics_port, verify_page_port, tree, keys.signer, generator)
+        return self.endpoints
+
+    async def _serve_shared(self, profiles: ProfileRegistry, keys: Sequence[PublicKeyInfo]) -> None:
+        """Serves the channel of each shared front end (several ``[[logs]]`` on one port) as
+        a front end's of ``serve --front-ends N``: first the log's bootstrap frame (its view
+        of the configuration, public keys, profiles), then the writer's side of the channel."""
+        if not self.shared:
+            return
+        generator, store_health = self.generator, self.store_health
+        if generator is None or store_health is None:
+            raise RuntimeError("_serve_shared before the generator and store health started")
+        for index, fd in enumerate(self.shared):
+            sock = socket.socket(fileno=fd)
+            boot = Bootstrap(self.config, profile_ids(profiles), tuple(keys), 0, index)
+            await asyncio.to_thread(write_bootstrap, sock, boot)
+            if self.appender is None:  # not reached: the appender started first
+                raise RuntimeError("_serve_shared before the log writer started")
+            self._shared_endpoints.append(
+                await serve_front_end(
+                    sock, self.appender, lambda: (generator.status(), store_health.status())
+                )
+            )
+
+    def _front_end_families(self) -> list[list[Any]]:
+        """The metric families the front ends pushed: this log's own and the shared ones'."""
+        own = self._writer.metric_families() if self._writer is not None else []
+        return [*own, *(e.metric_families for e in self._shared_endpoints)]
+
+    def _start_without_port(
+        self, tree: MerkleTree, signer: Ed25519NoteSigner, generator: ProductionGenerator
+    ) -> Endpoints:
+        """A log served on a deployment's shared port only: the writer of its shared front
+        ends, with its witnesses and metrics, and no gRPC port of its own."""
+        if self.witnessing is not None:
+            self.witnessing.start()
+        metrics_port = self._start_metrics()
+        self.endpoints = Endpoints(grpc_port=0, metrics_port=metrics_port, verify_page_port=None)
+        self._log_started(0, metrics_port, None, tree, signer, generator)
         return self.endpoints
 
     def _load_keys(self) -> _Keys:
@@ -410,8 +454,11 @@ class Service(ServiceSetup):
         if not cfg.enabled:
             return None
         try:
+            source: Collector = self.registry
+            if self._shared_endpoints:
+                source = MergedCollector(self.registry, self._front_end_families)
             self._metrics_server, _ = start_http_server(
-                cfg.port, addr=cfg.host, registry=self._labelled(self.registry)
+                cfg.port, addr=cfg.host, registry=self._labelled(source)
             )
         except OSError as e:
             raise StartupError(f"metrics.port: cannot listen on {cfg.host}:{cfg.port}: {e}") from e
@@ -553,7 +600,7 @@ class Service(ServiceSetup):
             self.witnessing.start()
         metrics_port: int | None = None
         if cfg.metrics.enabled:
-            served = self._labelled(MergedCollector(self.registry, self._writer.metric_families))
+            served = self._labelled(MergedCollector(self.registry, self._front_end_families))
             try:
                 self._metrics_server, _ = start_http_server(
                     cfg.metrics.port, addr=cfg.metrics.host, registry=served
@@ -602,8 +649,10 @@ async def _serve(
     on_ready: Callable[[int], None] | None = None,
     front_ends: int = 1,
     on_refusal: Callable[[dict[str, str]], None] | None = None,
+    shared: tuple[int, ...] = (),
+    own_port: bool = True,
 ) -> int:
-    service = Service(config, front_ends=front_ends)
+    service = Service(config, front_ends=front_ends, shared=shared, own_port=own_port)
     try:
         endpoints = await service.start()
     except StartupError as e:
@@ -633,8 +682,8 @@ async def _serve(
         json.dumps(
             {
                 "event": "listening",
-                "grpc": f"{config.server.host}:{endpoints.grpc_port}",
-                "grpc_port": endpoints.grpc_port,
+                "grpc": f"{config.server.host}:{endpoints.grpc_port}" if own_port else None,
+                "grpc_port": endpoints.grpc_port if own_port else None,
                 "metrics_port": endpoints.metrics_port,
                 "verify_page_port": endpoints.verify_page_port,
             }
@@ -663,16 +712,20 @@ def run(
     on_ready: Callable[[int], None] | None = None,
     front_ends: int = 1,
     on_refusal: Callable[[dict[str, str]], None] | None = None,
+    shared: tuple[int, ...] = (),
+    own_port: bool = True,
 ) -> int:
     """Runs the service until SIGTERM or SIGINT; returns the process exit status.
     ``on_ready(grpc_port)`` is called once it serves, after the readiness line.
     ``front_ends`` above 1: this process is the log writer and starts that many gRPC
-    front-end processes on the port (``rng_service.process.writer_process``)."""
+    front-end processes on the port (``rng_service.process.writer_process``). ``shared``:
+    channels to a deployment's shared front ends (``rng_service.process.shared_frontend``);
+    ``own_port`` False: no port of its own (a log served on the shared port only)."""
     # The log writer thread hands every group back to the event loop right after its fsync;
     # with the default 5 ms switch interval it could wait that long for the GIL each time.
     sys.setswitchinterval(0.0005)
     with contextlib.suppress(ImportError):
         import uvloop
 
-        return uvloop.run(_serve(config, on_ready, front_ends, on_refusal))
-    return asyncio.run(_serve(config, on_ready, front_ends, on_refusal))
+        return uvloop.run(_serve(config, on_ready, front_ends, on_refusal, shared, own_port))
+    return asyncio.run(_serve(config, on_ready, front_ends, on_refusal, shared, own_port))

@@ -472,6 +472,8 @@ class WriterClient(_Framed):
 
     def generator_status(self) -> Any:
         """The writer's generator status, or an error state when the writer is silent."""
+        if self.transport is None:  # at once: a shared front end serves the other logs on
+            return _RemoteStatus("error", "the log writer process is gone")
         snap = self._snapshot()
         if snap is None:
             return _RemoteStatus("error", "no status from the log writer process")

@@ -73,8 +73,18 @@ class ServiceSetup:
         storage: LogStorage | None = None,
         registry: CollectorRegistry | None = None,
         front_ends: int = 1,
+        shared: tuple[int, ...] = (),
+        own_port: bool = True,
     ) -> None:
         self.config = config
+        #: Channels to the shared front ends of a deployment's one port (their descriptors,
+        #: ``rng_service.process.shared_frontend``): this process serves each as it serves
+        #: its own front ends.
+        self.shared = shared
+        #: Whether this process serves ``server.port`` (False: a log of a deployment served
+        #: on the shared port only).
+        self.own_port = own_port
+        self._shared_endpoints: list[Any] = []
         #: gRPC front-end processes (``serve --front-ends``); above 1, this process is the log
         #: writer and serves no gRPC itself (``rng_service.process.writer_process``).
         self.front_ends = front_ends
@@ -254,7 +264,9 @@ class ServiceSetup:
         """One instance per gRPC port and per SQLite log (docs/operations/running.md, "One owner per
         log"): a second one stops here, naming the pid that holds what it wanted."""
         cfg = self.config
-        if cfg.server.port != 0:  # port 0: the kernel picks a free port, nobody else's
+        # port 0: the kernel picks a free port, nobody else's; no port of its own: the
+        # supervisor holds the shared port's lock
+        if cfg.server.port != 0 and self.own_port:
             self._lock(
                 lambda: self._owner.lock_port(cfg.server.lock_dir, cfg.server.port),
                 setting="server.port",

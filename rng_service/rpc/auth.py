@@ -35,10 +35,11 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
 from rng_service.clock import Clock
-from rng_service.errors import Unauthenticated
+from rng_service.errors import InvalidArgument, Unauthenticated
 from rng_service.rpc.origin import ORIGIN_METADATA
 from rng_service.security.policy import (
     ALL_ROLES,
+    ANY,
     ClientPolicy,
     Denied,
     Policy,
@@ -285,23 +286,80 @@ class Authorizer:
             origin=origin,
         )  # fmt: skip
 
+    def for_log(self, origin: str, observer: DenialObserver | None) -> Authorizer:
+        """This authorizer for the log ``origin`` of a shared port (``rng_service.rpc.router``):
+        the same clients, rate-limit buckets and refusal log, its own denial counter."""
+        other = Authorizer(policy=self._policy, fixed=self._fixed, observer=observer,
+                           origin=origin)  # fmt: skip
+        other.refusal_log = self.refusal_log
+        return other
+
+    def _identify(self, method: str, context: _Context) -> Principal:
+        """The caller's configured client, or the refusal (counted and logged)."""
+        if self._fixed is not None:
+            return self._fixed
+        names = _names(context)
+        found = (
+            self._policy.identify(names)
+            if names
+            else Denied(Unauthenticated("no client certificate", cause="no_identity"))
+        )
+        if isinstance(found, Denied):
+            self._refuse(method, found, None, names[:1])
+        return found
+
+    def route(self, method: str, context: _Context, served: tuple[str, ...]) -> str:
+        """The log a call on a shared port goes to (docs/security.md, "Logs"): the one its
+        :data:`ORIGIN_METADATA` names, if ``served`` here (its own authorizer then checks the
+        binding); a log not served here gets the refusal of a log the caller is not bound to,
+        word for word. A call that names none goes to the one served log its caller is bound
+        to (a game server is bound to exactly one); a caller bound to several gets
+        INVALID_ARGUMENT naming them, its own logs only."""
+        principal = self._identify(method, context)
+        asked = _requested_origin(context)
+        if asked in served:
+            return asked
+        logs = principal.client.logs
+        bound = tuple(o for o in served if ANY in logs or o in logs)
+        if not asked and len(bound) == 1:
+            return bound[0]
+        if not asked and bound:
+            error = InvalidArgument(
+                ORIGIN_METADATA,
+                "this port serves several logs and the call names none; name its log in the "
+                f"{ORIGIN_METADATA} request metadata (rng-service call --origin, "
+                "RngClient(origin=...))",
+                allowed=", ".join(repr(o) for o in bound),
+            )
+            raise error
+        # A log not served here, or no served log bound: the refusal of a log not bound.
+        denied = self._policy.check_log(principal, asked or "\n", "")
+        if denied is None:  # not reached: "" is never a served origin
+            raise RuntimeError("a log not served here was admitted")
+        self._refuse(method, denied, principal, [principal.identity])
+
+    def may_see_log(self, context: _Context, origin: str) -> bool:
+        """Whether the caller may learn the health of the log ``origin`` (bound to it); no
+        refusal is counted or logged (health checks are frequent)."""
+        if self._fixed is not None:
+            principal: Principal | Denied = self._fixed
+        else:
+            names = _names(context)
+            principal = (
+                self._policy.identify(names)
+                if names
+                else Denied(Unauthenticated("no client certificate", cause="no_identity"))
+            )
+        if isinstance(principal, Denied):
+            return False
+        return self._policy.check_log(principal, origin, origin) is None
+
     def admit(self, method: str, context: _Context) -> Principal:
         """The caller, if it may call ``method`` at all now: identity, role, outcome kinds and
         rate limit, none of which needs the request body (the ``rpc`` wrapper runs this
         before it decodes the request). Otherwise the domain error, after counting and
         logging the refusal."""
-        if self._fixed is not None:
-            principal = self._fixed
-        else:
-            names = _names(context)
-            found = (
-                self._policy.identify(names)
-                if names
-                else Denied(Unauthenticated("no client certificate", cause="no_identity"))
-            )
-            if isinstance(found, Denied):
-                self._refuse(method, found, None, names[:1])
-            principal = found
+        principal = self._identify(method, context)
         if self._origin:
             asked = _requested_origin(context) or self._origin
             denied = self._policy.check_log(principal, asked, self._origin)

@@ -57,9 +57,9 @@ class HealthService(HealthServicer):  # type: ignore[misc]
 
 def build_server(
     *,
-    outcome: OutcomeServicer,
-    log: LogServicer,
-    lab: LabServicer,
+    outcome: OutcomeServicer | object,
+    log: LogServicer | object,
+    lab: LabServicer | object,
     health: HealthServicer,
     reuse_port: bool = False,
     decode_observer: DecodeObserver | None = None,
@@ -171,8 +171,14 @@ class HealthMonitor:
         *,
         store: StoreHealthLike | None = None,
         interval: float = 0.5,
+        names: tuple[str, ...] = ("", *SERVICE_NAMES),
+        log: str = "",
     ) -> None:
         self._health = health
+        #: The health service names it sets (a shared port: the log's origin).
+        self._names = names
+        #: The log it follows, named in its events on a shared port ("": the only one).
+        self._log_field = {"log": log} if log else {}
         self._status = status
         self._store = store
         self._interval = interval
@@ -229,11 +235,17 @@ class HealthMonitor:
             if ready
             else health_pb2.HealthCheckResponse.NOT_SERVING
         )
-        for name in ("", *SERVICE_NAMES):
+        for name in self._names:
             await self._health.set(name, code)
         if self._serving is not None:
-            _log.warning({"event": "health", "health": "SERVING" if ready else "NOT_SERVING"})
+            _log.warning({"event": "health", "health": "SERVING" if ready else "NOT_SERVING",
+                          **self._log_field})  # fmt: skip
         self._serving = ready
+
+    @property
+    def serving(self) -> bool:
+        """Whether it last found every dependency ready."""
+        return bool(self._serving)
 
     def _check_store(self) -> bool:
         store = self._store
@@ -267,11 +279,14 @@ class HealthMonitor:
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
-    async def stop(self) -> None:
+    async def stop(self, *, shutdown: bool = True) -> None:
+        """Stops following; with ``shutdown``, every name of the health service says
+        NOT_SERVING from now on (the server's graceful stop)."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         if self._probe is not None and not self._probe.done():
             self._probe.cancel()  # the worker thread finishes its one write on its own
-        await self._health.enter_graceful_shutdown()
+        if shutdown:
+            await self._health.enter_graceful_shutdown()

@@ -60,6 +60,8 @@ class Deployment:
     ports: dict[str, int]
     stderr: Path
     witnesses: dict[str, WitnessProc]
+    #: server.port: every log, each call naming its log (tests/integration/test_shared_port.py)
+    shared_port: int = 0
     acknowledged: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
     def tls(self, identity: str) -> ClientTls:
@@ -95,6 +97,7 @@ def _config(d: Path, pg_dsn: str, witnesses: dict[str, WitnessProc]) -> Path:
         "interval_seconds = 0.3",
         "timeout_seconds = 2",
         "[server]",
+        "port = 0",  # the shared port of every log (tests/integration/test_shared_port.py)
         f'lock_dir = "{d}/run"',
         "shutdown_grace_seconds = 1",
         "[tls]",
@@ -175,7 +178,8 @@ def deployment(tmp_path: Path, pg_cluster: Cluster) -> Iterator[Deployment]:
         logs = line["logs"]
         assert isinstance(logs, dict)
         ports = {origin: int(logs[origin]["grpc_port"]) for origin in (A, B, C)}
-        yield Deployment(d=d, proc=proc, ports=ports, stderr=stderr, witnesses=witnesses)
+        yield Deployment(d=d, proc=proc, ports=ports, stderr=stderr, witnesses=witnesses,
+                         shared_port=int(str(line["grpc_port"])))  # fmt: skip
     finally:
         for w in witnesses.values():
             w.stop()
@@ -268,6 +272,24 @@ def test_three_operators_three_logs(deployment: Deployment) -> None:
         assert foreign.returncode != 0, foreign.stdout
 
 
+def test_the_shared_port_serves_the_sqlite_and_postgresql_logs(deployment: Deployment) -> None:
+    """server.port beside the logs' own ports: each game server, naming no log, reaches its
+    own (the PostgreSQL log C too), and log B's auditor reads B there, naming it."""
+    dep = deployment
+    for origin in (A, B, C):
+        with RngClient(f"127.0.0.1:{dep.shared_port}", tls=dep.tls(GAME[origin])) as c:
+            index = c.spin(wheel="double_zero", table_id="T1", round_id="R-shared",
+                           request_id=f"shared-{GAME[origin]}").receipt.index  # fmt: skip
+        dep.acknowledged.setdefault(origin, []).append((f"shared-{GAME[origin]}", index))
+    for origin in (A, B, C):
+        entries = _entries(dep, origin)
+        assert [e.request_id for e in entries] == [f"shared-{GAME[origin]}"]
+        assert {e.client for e in entries} == {GAME[origin]}
+    with RngClient(f"127.0.0.1:{dep.shared_port}", tls=dep.tls(AUDITOR[B]), origin=B) as c:
+        assert int(c.latest_checkpoint()["size"]) == 1
+        assert c.health(B) == "SERVING"
+
+
 def test_a_log_not_bound_is_refused_as_a_log_that_does_not_exist(deployment: Deployment) -> None:
     dep = deployment
     refusals = []
@@ -275,6 +297,12 @@ def test_a_log_not_bound_is_refused_as_a_log_that_does_not_exist(deployment: Dep
                        (B, A)):  # fmt: skip
         with dep.client("game-a", origin, at=at) as c, pytest.raises(ClientError) as e:
             c.spin(wheel="double_zero", table_id="T1", round_id="R", request_id=f"x-{origin}{at}")
+        refusals.append((e.value.code, e.value.details))
+    for origin in (B, "no-such-log.test/rng-log"):  # the shared port: the same refusal
+        with RngClient(f"127.0.0.1:{dep.shared_port}", tls=dep.tls("game-a"),
+                       origin=origin) as c, pytest.raises(ClientError) as e:  # fmt: skip
+            c.spin(wheel="double_zero", table_id="T1", round_id="R",
+                   request_id=f"s-{origin.split('/')[0]}")  # fmt: skip
         refusals.append((e.value.code, e.value.details))
     assert refusals[0] == ("PERMISSION_DENIED", "the requested log is not available to client "
                            "'game-a'")  # fmt: skip
@@ -361,7 +389,9 @@ def test_the_log_processes_stop_with_the_supervisor(deployment: Deployment) -> N
     (started,) = [e for e in dep.events("started") if "pids" in e]
     pids = started["pids"]
     assert isinstance(pids, dict)
-    log_pids = [int(p) for p in pids.values()]
+    front_ends = started["front_ends"]  # the shared port's: they stop with it too
+    assert isinstance(front_ends, list)
+    log_pids = [int(p) for p in [*pids.values(), *front_ends]]
     assert all(_alive(p) for p in log_pids)
     dep.proc.kill()  # SIGKILL: the supervisor cannot stop them itself
     dep.proc.wait(WAIT)

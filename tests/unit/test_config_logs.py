@@ -203,9 +203,10 @@ def test_a_table_id_may_recur_in_another_log_but_not_in_one(tmp_path: Path) -> N
             "logs[2] (casino-c.example/log).key_file: the same signing key as logs[0] "
             "(casino-a.example/log)",
         ),
-        (
-            ("port = 50062\n", ""),
-            "logs[1] (casino-b.example/log).port: required when several [[logs]]",
+        (  # server.port serves every log: a log's own port is another one
+            ("port = 50062", "port = 50051"),
+            "logs[1] (casino-b.example/log).port: 50051 is not allowed (allowed: a port of its "
+            "own, not server.port (50051), which serves every log",
         ),
         (
             ("port = 50062", "port = 50061"),
