@@ -10,10 +10,10 @@ refused (PERMISSION_DENIED, one line naming the log, exit status 2: nothing was 
 the other log's key on the auditor's own log, nothing verifies (exit status 1).
 
 Where each log is reached (``address``) and which log a command names (``--origin``) are
-separate inputs: today each log has its own port; with one port serving every log (routing
-by ``rng-origin``) the same test runs with every origin mapped to that one address, and every
-case here keeps its outcome (a refusal for a log the certificate is not bound to is the same
-wherever it arrives, docs/security.md "Logs").
+separate inputs: every test runs twice, with each log reached on its own port and with both
+reached on the shared ``server.port`` that routes by ``rng-origin``; every case keeps its
+outcome (a refusal for a log the certificate is not bound to is the same wherever it arrives,
+docs/security.md "Logs").
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class Deployment:
 
 def _config(d: Path) -> Path:
     text = [
-        "[server]", f'lock_dir = "{d}/run"', "shutdown_grace_seconds = 1",
+        "[server]", "port = 0", f'lock_dir = "{d}/run"', "shutdown_grace_seconds = 1",
         "[tls]", f'cert_file = "{d}/certs/server.pem"', f'key_file = "{d}/certs/server.key"',
         f'client_ca_file = "{d}/certs/ca.pem"',
         "[log]", "publish_interval_seconds = 0.5",
@@ -105,15 +105,20 @@ def _first_line(proc: subprocess.Popen[str]) -> dict[str, object]:
     return event
 
 
-def _addresses(listening: dict[str, object]) -> dict[str, str]:
-    """Each log's address from ``serve``'s listening line: its own port per log today."""
+def _addresses(listening: dict[str, object], where: str) -> dict[str, str]:
+    """Each log's address from ``serve``'s listening line: its own port (``own``), or the
+    shared port that serves both (``shared``)."""
     logs = listening["logs"]
     assert isinstance(logs, dict)
+    if where == "shared":
+        shared = int(str(listening["grpc_port"]))
+        assert all(int(logs[o]["grpc_port"]) != shared for o in (A, B))
+        return {origin: f"127.0.0.1:{shared}" for origin in (A, B)}
     return {origin: f"127.0.0.1:{int(logs[origin]['grpc_port'])}" for origin in (A, B)}
 
 
-@pytest.fixture
-def deployment(tmp_path: Path) -> Iterator[Deployment]:
+@pytest.fixture(params=["own", "shared"])
+def deployment(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Deployment]:
     d = tmp_path
     write_dev_ca(d / "certs", [*GAME.values(), *AUDITOR.values(), "operator"],
                  now=dt.datetime.now(dt.UTC))  # fmt: skip
@@ -129,7 +134,7 @@ def deployment(tmp_path: Path) -> Iterator[Deployment]:
     try:
         line = _first_line(proc)
         assert line.get("event") == "listening", line
-        yield Deployment(d, _addresses(line))
+        yield Deployment(d, _addresses(line, request.param))
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
