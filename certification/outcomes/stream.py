@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from certification.outcomes._buffered import BufferedStream
 from certification.outcomes._stats import (
     MIN_EXPECTED,
     REPEAT_EXPECTATION,
@@ -191,48 +192,32 @@ class _Runs:
         self.length, self.last = length, last
 
 
-class IntegerStream:
-    """The sequence tests of one group's values, accumulated in one pass (module docstring)."""
+class IntegerStream(BufferedStream):
+    """The sequence tests of one group's values, accumulated in one pass (module docstring;
+    the switch is :class:`certification.outcomes._buffered.BufferedStream`'s)."""
 
     def __init__(self, d: int, group: str, symbols: tuple[str, ...] = (), *,
                  buffer_values: int = BUFFER_VALUES) -> None:  # fmt: skip
+        super().__init__(buffer_values)
         self.d = d
         self.group = group
         self.symbols = symbols
-        self.buffer_values = buffer_values
-        self.n = 0
-        self._buffer: list[IntArray] = []
-        self._streaming = False
 
-    @property
-    def streaming(self) -> bool:
-        return self._streaming
+    def _count(self, chunk: IntArray) -> int:
+        return int(chunk.size)
 
-    def add(self, values: IntArray) -> None:
-        values = np.asarray(values, dtype=np.int64)
-        if not self._streaming and self.n + values.size <= self.buffer_values:
-            self._buffer.append(values)
-            self.n += int(values.size)
-            return
-        if not self._streaming:
-            self._start()
-        for begin in range(0, values.size, FEED_CHUNK):
-            self._feed(values[begin : begin + FEED_CHUNK])
+    def _batch(self, outcomes: IntArray) -> list[TestResult]:
+        return run_sequence_tests(outcomes, self.d, self.group, self.symbols)
 
-    def results(self) -> list[TestResult]:
-        if not self._streaming:
-            values = np.concatenate(self._buffer) if self._buffer else np.zeros(0, np.int64)
-            return run_sequence_tests(values, self.d, self.group, self.symbols)
-        return self._results()
+    def _stream(self, chunk: IntArray) -> None:
+        for begin in range(0, chunk.size, FEED_CHUNK):  # bounded working arrays
+            self._feed(chunk[begin : begin + FEED_CHUNK])
 
     # --- the tallies ------------------------------------------------------------------------
 
-    def _start(self) -> None:
-        buffered = np.concatenate(self._buffer) if self._buffer else np.zeros(0, np.int64)
-        self._buffer = []
-        self._streaming = True
+    def _start(self, chunk: IntArray) -> None:
+        buffered = self._joined(self._take_buffer())
         d = self.d
-        self.n = 0
         self._jitter = np.random.default_rng(JITTER_SEED)
         self._values = np.zeros(d, dtype=np.int64)
         self._disjoint = {k: np.zeros(d**k, dtype=np.int64) for k in (2, 3)
@@ -272,12 +257,11 @@ class IntegerStream:
         self._kept_pos: list[IntArray] = []
         self._kept = 0
         self._sample_bits = 0
-        for begin in range(0, buffered.size, FEED_CHUNK):  # bounded working arrays
-            self._feed(buffered[begin : begin + FEED_CHUNK])
+        self._stream(buffered)
 
     def _tuple_alphabet(self, k: int) -> int:
         """The overlapping k-tuples' alphabet, fixed at the switch (module docstring)."""
-        return tuple_alphabet(self.buffer_values, self.d, k)
+        return tuple_alphabet(self.limit, self.d, k)
 
     def _collision(self) -> float:
         """P(two values are equal) under the null hypothesis."""
@@ -424,7 +408,7 @@ class IntegerStream:
 
     # --- the results -------------------------------------------------------------------------
 
-    def _results(self) -> list[TestResult]:
+    def _streamed(self) -> list[TestResult]:
         d, g, n = self.d, self.group, self.n
         out: list[TestResult] = [self._runs_up_and_down()]
         for name, runs in (("runs_up", self._up), ("runs_down", self._down)):
@@ -566,10 +550,10 @@ class DiscreteStream(IntegerStream):
         self._below = np.concatenate(([0.0], np.cumsum(self._p)[:-1]))
         self._q = float(sum((x * x for x in probabilities), Fraction(0)))
 
-    def results(self) -> list[TestResult]:
-        if not self._streaming:
-            values = np.concatenate(self._buffer) if self._buffer else np.zeros(0, np.int64)
-            return discrete_stream_tests(values, self.probabilities, self.group)
+    def _batch(self, outcomes: IntArray) -> list[TestResult]:
+        return discrete_stream_tests(outcomes, self.probabilities, self.group)
+
+    def _streamed(self) -> list[TestResult]:
         out = [self._runs_up_and_down()]
         for name, runs in (("runs_up", self._up), ("runs_down", self._down)):
             expected = {r: Fraction(1, math.factorial(r)) - Fraction(1, math.factorial(r + 1))
@@ -586,7 +570,7 @@ class DiscreteStream(IntegerStream):
         return out
 
     def _tuple_alphabet(self, k: int) -> int:
-        return tuple_alphabet(self.buffer_values, 0, k)
+        return tuple_alphabet(self.limit, 0, k)
 
     def _collision(self) -> float:
         return self._q
