@@ -10,8 +10,15 @@ tallies in order and then each chunk as it comes, and forms the results from the
 end. From the switch on, memory is bounded by the tallies, not by the outcomes.
 
 What the subclasses say: how outcomes are counted in a chunk, the batch tests, and how the
-tallies start, take a chunk and give their results. Nothing here reads files or imports
-``rng_service``.
+tallies start, take a chunk and give their results.
+
+:class:`SampledHashes` is what the streamed repeat checks keep instead of the outcomes: a 64-bit
+hash of each repeatable unit (a whole shuffle, a window of values) whose hash falls in a sampled
+share 2^-s of the hash space, s raised and the kept hashes thinned whenever more than a limit
+are held. Equal units have equal hashes, so a repeat is kept whole or not at all: the equal
+pairs counted are a subset of all equal pairs (plus hash collisions, whose expectation
+:meth:`SampledHashes.collisions` gives), so Markov's bound with the full expectation
+(:func:`markov_p`) stays valid. Nothing here reads files or imports ``rng_service``.
 """
 
 from __future__ import annotations
@@ -24,9 +31,10 @@ import numpy.typing as npt
 
 from certification.outcomes._stats import TestResult
 
-__all__ = ["BufferedStream"]
+__all__ = ["BufferedStream", "SampledHashes", "markov_p"]
 
 IntArray = npt.NDArray[np.int64]
+HashArray = npt.NDArray[np.uint64]
 
 
 class BufferedStream(ABC):
@@ -95,3 +103,54 @@ class BufferedStream(ABC):
     @abstractmethod
     def _streamed(self) -> list[TestResult]:
         """The tests formed from the tallies."""
+
+
+class SampledHashes:
+    """The hash-sampled units a streamed repeat check keeps, at most ``limit`` of them
+    (module docstring), each with its position in the stream when one is given."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        #: s: a hash is kept when its s lowest bits are 0
+        self.bits = 0
+        self._hashes: list[HashArray] = []
+        self._positions: list[IntArray] = []
+        self._kept = 0
+
+    def add(self, hashes: HashArray, first: int | None = None) -> None:
+        """Keep the sampled ones of ``hashes`` (and, if ``first`` is given, their positions:
+        ``first`` is the first hash's)."""
+        keep = (hashes & np.uint64((1 << self.bits) - 1)) == 0
+        if not keep.any():
+            return
+        self._hashes.append(hashes[keep])
+        if first is not None:
+            self._positions.append(first + np.flatnonzero(keep).astype(np.int64))
+        self._kept += int(keep.sum())
+        while self._kept > self.limit:
+            self._thin()
+
+    def _thin(self) -> None:
+        self.bits += 1
+        hashes = np.concatenate(self._hashes)
+        keep = (hashes & np.uint64((1 << self.bits) - 1)) == 0
+        self._hashes = [hashes[keep]]
+        if self._positions:
+            self._positions = [np.concatenate(self._positions)[keep]]
+        self._kept = int(keep.sum())
+
+    def kept(self) -> tuple[HashArray, IntArray]:
+        """The kept hashes and their positions (none if no position was given), in order."""
+        hashes = np.concatenate(self._hashes) if self._hashes else np.zeros(0, np.uint64)
+        positions = np.concatenate(self._positions) if self._positions else np.zeros(0, np.int64)
+        return hashes, positions
+
+    def collisions(self) -> float:
+        """The expected equal pairs among the kept hashes from 64-bit hash collisions alone."""
+        return self._kept**2 / 2 * 2.0**-64
+
+
+def markov_p(observed: int, expected: float) -> float:
+    """Markov's bound on P(at least ``observed`` equal pairs) given their ``expected`` number:
+    1 when none is seen."""
+    return 1.0 if observed == 0 else min(1.0, expected / observed)

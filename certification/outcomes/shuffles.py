@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from certification.outcomes._buffered import BufferedStream
+from certification.outcomes._buffered import BufferedStream, SampledHashes, markov_p
 from certification.outcomes._stats import (
     MIN_EXPECTED,
     TestResult,
@@ -303,9 +303,7 @@ class ShuffleStream(BufferedStream):
         self._adjacent = np.zeros(size if labels == size else labels * labels, np.int64)
         self._rising = np.zeros(size + 1, dtype=np.int64)
         self._top: dict[int, int] = {}
-        self._hashes: list[npt.NDArray[np.uint64]] = []
-        self._kept = 0
-        self._bits = 0
+        self._hashes = SampledHashes(REPEAT_KEPT_SHUFFLES)
         for shuffles in buffered:
             self._feed(shuffles)
 
@@ -326,14 +324,7 @@ class ShuffleStream(BufferedStream):
             [int.from_bytes(hashlib.blake2b(row.tobytes(), digest_size=8).digest(), "big")
              for row in np.ascontiguousarray(shuffles)], dtype=np.uint64,
         )  # fmt: skip
-        keep = digests[(digests & np.uint64((1 << self._bits) - 1)) == 0]
-        self._hashes.append(keep)
-        self._kept += int(keep.size)
-        while self._kept > REPEAT_KEPT_SHUFFLES:
-            self._bits += 1
-            kept = np.concatenate(self._hashes)
-            kept = kept[(kept & np.uint64((1 << self._bits) - 1)) == 0]
-            self._hashes, self._kept = [kept], int(kept.size)
+        self._hashes.add(digests)
         self.n += int(shuffles.shape[0])
 
     def _streamed(self) -> list[TestResult]:
@@ -353,14 +344,14 @@ class ShuffleStream(BufferedStream):
         size = int(self._table.shape[0])
         collision = Fraction(math.prod(math.factorial(int(c)) for c in self._copies),
                              math.factorial(size))  # fmt: skip
-        hashes = np.sort(np.concatenate(self._hashes))
+        hashes = np.sort(self._hashes.kept()[0])
         equal = int(np.count_nonzero(hashes[1:] == hashes[:-1]))
         pairs = self.n * (self.n - 1) // 2
-        expected = pairs * float(collision) + hashes.size**2 / 2 * 2.0**-64
-        p = 1.0 if equal == 0 else min(1.0, expected / equal)
+        expected = pairs * float(collision) + self._hashes.collisions()
+        p = markov_p(equal, expected)
         return TestResult(
             "repeats", self.group, float(equal), None, p,
             "repeated shuffles, sampled by hash (Markov bound)", self.n, second_level=False,
             details={"expected_pairs": expected, "pairs": equal,
-                     "sampled_share": f"2^-{self._bits}", "kept": int(hashes.size)},
+                     "sampled_share": f"2^-{self._hashes.bits}", "kept": int(hashes.size)},
         )  # fmt: skip

@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from certification.outcomes._buffered import BufferedStream
+from certification.outcomes._buffered import BufferedStream, SampledHashes, markov_p
 from certification.outcomes._stats import (
     MIN_EXPECTED,
     REPEAT_EXPECTATION,
@@ -253,10 +253,7 @@ class IntegerStream(BufferedStream):
             window += 1
         self._window = window
         self._window_tail: IntArray = np.zeros(0, dtype=np.int64)
-        self._kept_hash: list[npt.NDArray[np.uint64]] = []
-        self._kept_pos: list[IntArray] = []
-        self._kept = 0
-        self._sample_bits = 0
+        self._sampled = SampledHashes(REPEAT_KEPT)
         self._stream(buffered)
 
     def _tuple_alphabet(self, k: int) -> int:
@@ -386,25 +383,8 @@ class IntegerStream(BufferedStream):
             with np.errstate(over="ignore"):
                 for t in range(w):
                     h = h * np.uint64(1_000_003) + joined[t : t + m].astype(np.uint64)
-            mixed = _mix(h)
-            keep = (mixed & np.uint64((1 << self._sample_bits) - 1)) == 0
-            if keep.any():
-                first_pos = start - self._window_tail.size
-                self._kept_hash.append(mixed[keep])
-                self._kept_pos.append(first_pos + np.flatnonzero(keep).astype(np.int64))
-                self._kept += int(keep.sum())
-                while self._kept > REPEAT_KEPT:
-                    self._thin()
+            self._sampled.add(_mix(h), start - self._window_tail.size)
         self._window_tail = joined[-(w - 1) :] if w > 1 else joined[:0]
-
-    def _thin(self) -> None:
-        self._sample_bits += 1
-        mask = np.uint64((1 << self._sample_bits) - 1)
-        hashes = np.concatenate(self._kept_hash)
-        positions = np.concatenate(self._kept_pos)
-        keep = (hashes & mask) == 0
-        self._kept_hash, self._kept_pos = [hashes[keep]], [positions[keep]]
-        self._kept = int(keep.sum())
 
     # --- the results -------------------------------------------------------------------------
 
@@ -503,8 +483,7 @@ class IntegerStream(BufferedStream):
     def _repeats_result(self) -> TestResult:
         n, w = self.n, self._window
         method = "repeated windows, sampled by hash (Markov bound)"
-        hashes = np.concatenate(self._kept_hash) if self._kept_hash else np.zeros(0, np.uint64)
-        positions = np.concatenate(self._kept_pos) if self._kept_pos else np.zeros(0, np.int64)
+        hashes, positions = self._sampled.kept()
         order = np.lexsort((positions, hashes))
         hashes, positions = hashes[order], positions[order]
         observed = 0
@@ -522,14 +501,14 @@ class IntegerStream(BufferedStream):
                     period[int(far[0])] = period.get(int(far[0]), 0) + 1
         windows = n - w + 1
         far_pairs = max(windows - w, 0) * (max(windows - w, 0) + 1) // 2
-        expected = far_pairs * self._collision() ** w + float(hashes.size) ** 2 / 2 * 2.0**-64
+        expected = far_pairs * self._collision() ** w + self._sampled.collisions()
         details: dict[str, float | int | str] = {
             "window": w, "expected_pairs": expected, "pairs": observed,
-            "sampled_share": f"2^-{self._sample_bits}", "kept_windows": int(hashes.size),
+            "sampled_share": f"2^-{self._sampled.bits}", "kept_windows": int(hashes.size),
         }  # fmt: skip
         if period:
             details["period"] = max(period, key=period.__getitem__)
-        p = 1.0 if observed == 0 else min(1.0, expected / observed)
+        p = markov_p(observed, expected)
         return TestResult("repeats", self.group, float(observed), None, p, method, n,
                           details=details, second_level=False)  # fmt: skip
 
@@ -660,10 +639,7 @@ class _HashWindows(IntegerStream):
             w += 1
         self._window = w
         self._window_tail = np.zeros(0, dtype=np.int64)
-        self._kept_hash = []
-        self._kept_pos = []
-        self._kept = 0
-        self._sample_bits = 0
+        self._sampled = SampledHashes(REPEAT_KEPT)
 
     def _collision(self) -> float:
         return self._q
