@@ -5,7 +5,8 @@ memory bounded by the cells, not by the outcomes (docs/certification.md, "Stream
 null hypothesis, in log order) in chunks. Up to :data:`BUFFER_VALUES` values it keeps them and
 runs :func:`certification.outcomes.sequence.run_sequence_tests` on them, so a sample of that
 size gets exactly the batch results. Beyond that it switches, once, to running tallies from
-which every test of ``run_sequence_tests`` is formed at the end:
+which every test of ``run_sequence_tests`` is formed at the end (the switch, shared with the
+shuffles, is :class:`certification.outcomes._buffered.BufferedStream`'s):
 
 * counts of the values and of disjoint pairs and triples (single-cell tests), the gap table
   per value, the gap, poker and coupon collector's counts, run lengths up and down, the runs
@@ -21,7 +22,8 @@ which every test of ``run_sequence_tests`` is formed at the end:
 * ``repeats`` on sampled windows: the window length is the one a fair stream of
   :data:`REPEAT_MAX_VALUES` values would not repeat; each window is hashed (64 bits) and kept
   when its hash falls in a sampled fraction 2^-s of the hash space (s raised, and the kept
-  windows thinned, whenever more than :data:`REPEAT_KEPT` are held). Equal windows have equal
+  windows thinned, whenever more than :data:`REPEAT_KEPT` are held:
+  :class:`certification.outcomes._buffered.SampledHashes`). Equal windows have equal
   hashes, so a repeat is kept whole or not at all; the equal pairs counted are a subset of all
   equal pairs (plus hash collisions, whose expectation is added), so Markov's bound with the
   full expectation stays valid. A stream repeating with period T is caught once about 2^s x
