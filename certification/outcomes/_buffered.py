@@ -18,7 +18,9 @@ share 2^-s of the hash space, s raised and the kept hashes thinned whenever more
 are held. Equal units have equal hashes, so a repeat is kept whole or not at all: the equal
 pairs counted are a subset of all equal pairs (plus hash collisions, whose expectation
 :meth:`SampledHashes.collisions` gives), so Markov's bound with the full expectation
-(:func:`markov_p`) stays valid. Nothing here reads files or imports ``rng_service``.
+(:func:`certification.outcomes._stats.markov_p`) stays valid.
+
+Nothing here reads files or imports ``rng_service``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import numpy.typing as npt
 
 from certification.outcomes._stats import TestResult
 
-__all__ = ["BufferedStream", "SampledHashes", "markov_p"]
+__all__ = ["BufferedStream", "SampledHashes"]
 
 IntArray = npt.NDArray[np.int64]
 HashArray = npt.NDArray[np.uint64]
@@ -148,9 +150,3 @@ class SampledHashes:
     def collisions(self) -> float:
         """The expected equal pairs among the kept hashes from 64-bit hash collisions alone."""
         return self._kept**2 / 2 * 2.0**-64
-
-
-def markov_p(observed: int, expected: float) -> float:
-    """Markov's bound on P(at least ``observed`` equal pairs) given their ``expected`` number:
-    1 when none is seen."""
-    return 1.0 if observed == 0 else min(1.0, expected / observed)

@@ -40,11 +40,12 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from certification.outcomes._buffered import BufferedStream, SampledHashes, markov_p
+from certification.outcomes._buffered import BufferedStream, SampledHashes
 from certification.outcomes._stats import (
     MIN_EXPECTED,
     TestResult,
     chi_square_gof,
+    markov_p,
     max_cell,
     repeats,
 )
@@ -303,7 +304,7 @@ class ShuffleStream(BufferedStream):
         self._adjacent = np.zeros(size if labels == size else labels * labels, np.int64)
         self._rising = np.zeros(size + 1, dtype=np.int64)
         self._top: dict[int, int] = {}
-        self._hashes = SampledHashes(REPEAT_KEPT_SHUFFLES)
+        self._sampled = SampledHashes(REPEAT_KEPT_SHUFFLES)
         for shuffles in buffered:
             self._feed(shuffles)
 
@@ -324,7 +325,7 @@ class ShuffleStream(BufferedStream):
             [int.from_bytes(hashlib.blake2b(row.tobytes(), digest_size=8).digest(), "big")
              for row in np.ascontiguousarray(shuffles)], dtype=np.uint64,
         )  # fmt: skip
-        self._hashes.add(digests)
+        self._sampled.add(digests)
         self.n += int(shuffles.shape[0])
 
     def _streamed(self) -> list[TestResult]:
@@ -344,14 +345,14 @@ class ShuffleStream(BufferedStream):
         size = int(self._table.shape[0])
         collision = Fraction(math.prod(math.factorial(int(c)) for c in self._copies),
                              math.factorial(size))  # fmt: skip
-        hashes = np.sort(self._hashes.kept()[0])
+        hashes = np.sort(self._sampled.kept()[0])
         equal = int(np.count_nonzero(hashes[1:] == hashes[:-1]))
         pairs = self.n * (self.n - 1) // 2
-        expected = pairs * float(collision) + self._hashes.collisions()
+        expected = pairs * float(collision) + self._sampled.collisions()
         p = markov_p(equal, expected)
         return TestResult(
             "repeats", self.group, float(equal), None, p,
             "repeated shuffles, sampled by hash (Markov bound)", self.n, second_level=False,
             details={"expected_pairs": expected, "pairs": equal,
-                     "sampled_share": f"2^-{self._hashes.bits}", "kept": int(hashes.size)},
+                     "sampled_share": f"2^-{self._sampled.bits}", "kept": int(hashes.size)},
         )  # fmt: skip

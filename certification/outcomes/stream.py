@@ -44,13 +44,14 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from certification.outcomes._buffered import BufferedStream, SampledHashes, markov_p
+from certification.outcomes._buffered import BufferedStream, SampledHashes
 from certification.outcomes._stats import (
     MIN_EXPECTED,
     REPEAT_EXPECTATION,
     Cell,
     TestResult,
     chi_square_gof,
+    markov_p,
     max_cell,
     repeats,
 )
