@@ -51,6 +51,7 @@ __all__ = [
     "holm_adjusted",
     "inclusion_test",
     "ks_uniform",
+    "markov_p",
     "max_cell",
     "min_observations",
     "pool_cells",
@@ -338,6 +339,12 @@ def _window_pairs(n_windows: int, window: int) -> int:
     return far * (far + 1) // 2 if far > 0 else 0
 
 
+def markov_p(observed: int, expected: float) -> float:
+    """Markov's bound on P(at least ``observed`` equal pairs) given their ``expected`` number
+    under the null hypothesis: 1 when none is seen."""
+    return 1.0 if observed == 0 else min(1.0, expected / observed)
+
+
 def repeats(
     name: str,
     group: str,
@@ -396,7 +403,7 @@ def repeats(
             details["period"] = int(np.bincount(gaps).argmax())
         repeated = sorted_pos[1:][same][np.diff(sorted_pos)[same] >= window]
         details["first_repeat_at"] = int(repeated.min()) if repeated.size else -1
-    p = 1.0 if observed == 0 else min(1.0, expected / observed)
+    p = markov_p(observed, expected)
     return TestResult(name, group, float(observed), None, p, method, n, details=details,
                       second_level=False)  # fmt: skip
 

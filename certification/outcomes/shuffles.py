@@ -40,10 +40,12 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from certification.outcomes._buffered import BufferedStream, SampledHashes
 from certification.outcomes._stats import (
     MIN_EXPECTED,
     TestResult,
     chi_square_gof,
+    markov_p,
     max_cell,
     repeats,
 )
@@ -266,54 +268,48 @@ BUFFER_SHUFFLES = 1 << 16
 REPEAT_KEPT_SHUFFLES = 1 << 20
 
 
-class ShuffleStream:
+class ShuffleStream(BufferedStream):
     """The shuffle tests of one shoe accumulated in one pass (docs/certification.md,
-    "Streaming"). Up to :data:`BUFFER_SHUFFLES` shuffles are kept and tested by
-    :func:`run_shuffle_tests`; beyond that the stream keeps the top-card counts, the position
-    x label table, the adjacent-pair counts, the rising-sequence counts and, for the repeat
-    check, a 64-bit hash of each shuffle whose hash falls in a sampled share 2^-s of the hash
-    space (s raised whenever more than :data:`REPEAT_KEPT_SHUFFLES` are held; equal shuffles
-    have equal hashes, so a repeat is kept whole or not at all, and Markov's bound with the
-    full expectation stays valid)."""
+    "Streaming"; the switch is :class:`certification.outcomes._buffered.BufferedStream`'s). Up
+    to :data:`BUFFER_SHUFFLES` shuffles are kept and tested by :func:`run_shuffle_tests`;
+    beyond that the stream keeps the top-card counts, the position x label table, the
+    adjacent-pair counts, the rising-sequence counts and, for the repeat check, a 64-bit hash
+    of each shuffle whose hash falls in a sampled share 2^-s of the hash space (s raised
+    whenever more than :data:`REPEAT_KEPT_SHUFFLES` are held; equal shuffles have equal
+    hashes, so a repeat is kept whole or not at all, and Markov's bound with the full
+    expectation stays valid)."""
+
+    EMPTY_SHAPE = (0, 0)
 
     def __init__(self, top_expected: Mapping[int, Fraction], *, distinct: bool, group: str,
                  buffer_shuffles: int = BUFFER_SHUFFLES) -> None:  # fmt: skip
+        super().__init__(buffer_shuffles)
         self.top_expected = top_expected
         self.distinct = distinct
         self.group = group
-        self.buffer_shuffles = buffer_shuffles
-        self.n = 0
-        self._buffer: list[IntArray] = []
-        self._streaming = False
 
-    @property
-    def streaming(self) -> bool:
-        return self._streaming
+    def _count(self, chunk: IntArray) -> int:
+        return int(chunk.shape[0])
 
-    def add(self, shuffles: IntArray) -> None:
-        shuffles = np.asarray(shuffles, dtype=np.int64)
-        if not self._streaming and self.n + shuffles.shape[0] <= self.buffer_shuffles:
-            self._buffer.append(shuffles)
-            self.n += int(shuffles.shape[0])
-            return
-        if not self._streaming:
-            buffered = self._buffer
-            self._buffer = []
-            self._streaming = True
-            self.n = 0
-            first = buffered[0] if buffered else shuffles
-            self._codes, self._copies = np.unique(first[0], return_counts=True)
-            size, labels = int(first.shape[1]), int(self._codes.size)
-            self._table = np.zeros((size, labels), dtype=np.int64)
-            self._adjacent = np.zeros(size if labels == size else labels * labels, np.int64)
-            self._rising = np.zeros(size + 1, dtype=np.int64)
-            self._top: dict[int, int] = {}
-            self._hashes: list[npt.NDArray[np.uint64]] = []
-            self._kept = 0
-            self._bits = 0
-            for chunk in buffered:
-                self._feed(chunk)
-        self._feed(shuffles)
+    def _batch(self, outcomes: IntArray) -> list[TestResult]:
+        return run_shuffle_tests(outcomes, self.top_expected, distinct=self.distinct,
+                                 group=self.group)  # fmt: skip
+
+    def _start(self, chunk: IntArray) -> None:
+        buffered = self._take_buffer()
+        first = buffered[0] if buffered else chunk
+        self._codes, self._copies = np.unique(first[0], return_counts=True)
+        size, labels = int(first.shape[1]), int(self._codes.size)
+        self._table = np.zeros((size, labels), dtype=np.int64)
+        self._adjacent = np.zeros(size if labels == size else labels * labels, np.int64)
+        self._rising = np.zeros(size + 1, dtype=np.int64)
+        self._top: dict[int, int] = {}
+        self._sampled = SampledHashes(REPEAT_KEPT_SHUFFLES)
+        for shuffles in buffered:
+            self._feed(shuffles)
+
+    def _stream(self, chunk: IntArray) -> None:
+        self._feed(chunk)
 
     def _feed(self, shuffles: IntArray) -> None:
         ranks = np.searchsorted(self._codes, shuffles).astype(np.int64)
@@ -329,21 +325,10 @@ class ShuffleStream:
             [int.from_bytes(hashlib.blake2b(row.tobytes(), digest_size=8).digest(), "big")
              for row in np.ascontiguousarray(shuffles)], dtype=np.uint64,
         )  # fmt: skip
-        keep = digests[(digests & np.uint64((1 << self._bits) - 1)) == 0]
-        self._hashes.append(keep)
-        self._kept += int(keep.size)
-        while self._kept > REPEAT_KEPT_SHUFFLES:
-            self._bits += 1
-            kept = np.concatenate(self._hashes)
-            kept = kept[(kept & np.uint64((1 << self._bits) - 1)) == 0]
-            self._hashes, self._kept = [kept], int(kept.size)
+        self._sampled.add(digests)
         self.n += int(shuffles.shape[0])
 
-    def results(self) -> list[TestResult]:
-        if not self._streaming:
-            rows = np.concatenate(self._buffer) if self._buffer else np.zeros((0, 0), np.int64)
-            return run_shuffle_tests(rows, self.top_expected, distinct=self.distinct,
-                                     group=self.group)  # fmt: skip
+    def _streamed(self) -> list[TestResult]:
         g, n, size = self.group, self.n, int(self._table.shape[0])
         results = [
             chi_square_gof("top_card", g, self._top, self.top_expected),
@@ -360,14 +345,14 @@ class ShuffleStream:
         size = int(self._table.shape[0])
         collision = Fraction(math.prod(math.factorial(int(c)) for c in self._copies),
                              math.factorial(size))  # fmt: skip
-        hashes = np.sort(np.concatenate(self._hashes))
+        hashes = np.sort(self._sampled.kept()[0])
         equal = int(np.count_nonzero(hashes[1:] == hashes[:-1]))
         pairs = self.n * (self.n - 1) // 2
-        expected = pairs * float(collision) + hashes.size**2 / 2 * 2.0**-64
-        p = 1.0 if equal == 0 else min(1.0, expected / equal)
+        expected = pairs * float(collision) + self._sampled.collisions()
+        p = markov_p(equal, expected)
         return TestResult(
             "repeats", self.group, float(equal), None, p,
             "repeated shuffles, sampled by hash (Markov bound)", self.n, second_level=False,
             details={"expected_pairs": expected, "pairs": equal,
-                     "sampled_share": f"2^-{self._bits}", "kept": int(hashes.size)},
+                     "sampled_share": f"2^-{self._sampled.bits}", "kept": int(hashes.size)},
         )  # fmt: skip

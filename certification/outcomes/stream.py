@@ -5,7 +5,8 @@ memory bounded by the cells, not by the outcomes (docs/certification.md, "Stream
 null hypothesis, in log order) in chunks. Up to :data:`BUFFER_VALUES` values it keeps them and
 runs :func:`certification.outcomes.sequence.run_sequence_tests` on them, so a sample of that
 size gets exactly the batch results. Beyond that it switches, once, to running tallies from
-which every test of ``run_sequence_tests`` is formed at the end:
+which every test of ``run_sequence_tests`` is formed at the end (the switch, shared with the
+shuffles, is :class:`certification.outcomes._buffered.BufferedStream`'s):
 
 * counts of the values and of disjoint pairs and triples (single-cell tests), the gap table
   per value, the gap, poker and coupon collector's counts, run lengths up and down, the runs
@@ -21,7 +22,8 @@ which every test of ``run_sequence_tests`` is formed at the end:
 * ``repeats`` on sampled windows: the window length is the one a fair stream of
   :data:`REPEAT_MAX_VALUES` values would not repeat; each window is hashed (64 bits) and kept
   when its hash falls in a sampled fraction 2^-s of the hash space (s raised, and the kept
-  windows thinned, whenever more than :data:`REPEAT_KEPT` are held). Equal windows have equal
+  windows thinned, whenever more than :data:`REPEAT_KEPT` are held:
+  :class:`certification.outcomes._buffered.SampledHashes`). Equal windows have equal
   hashes, so a repeat is kept whole or not at all; the equal pairs counted are a subset of all
   equal pairs (plus hash collisions, whose expectation is added), so Markov's bound with the
   full expectation stays valid. A stream repeating with period T is caught once about 2^s x
@@ -42,12 +44,14 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from certification.outcomes._buffered import BufferedStream, SampledHashes
 from certification.outcomes._stats import (
     MIN_EXPECTED,
     REPEAT_EXPECTATION,
     Cell,
     TestResult,
     chi_square_gof,
+    markov_p,
     max_cell,
     repeats,
 )
@@ -191,48 +195,32 @@ class _Runs:
         self.length, self.last = length, last
 
 
-class IntegerStream:
-    """The sequence tests of one group's values, accumulated in one pass (module docstring)."""
+class IntegerStream(BufferedStream):
+    """The sequence tests of one group's values, accumulated in one pass (module docstring;
+    the switch is :class:`certification.outcomes._buffered.BufferedStream`'s)."""
 
     def __init__(self, d: int, group: str, symbols: tuple[str, ...] = (), *,
                  buffer_values: int = BUFFER_VALUES) -> None:  # fmt: skip
+        super().__init__(buffer_values)
         self.d = d
         self.group = group
         self.symbols = symbols
-        self.buffer_values = buffer_values
-        self.n = 0
-        self._buffer: list[IntArray] = []
-        self._streaming = False
 
-    @property
-    def streaming(self) -> bool:
-        return self._streaming
+    def _count(self, chunk: IntArray) -> int:
+        return int(chunk.size)
 
-    def add(self, values: IntArray) -> None:
-        values = np.asarray(values, dtype=np.int64)
-        if not self._streaming and self.n + values.size <= self.buffer_values:
-            self._buffer.append(values)
-            self.n += int(values.size)
-            return
-        if not self._streaming:
-            self._start()
-        for begin in range(0, values.size, FEED_CHUNK):
-            self._feed(values[begin : begin + FEED_CHUNK])
+    def _batch(self, outcomes: IntArray) -> list[TestResult]:
+        return run_sequence_tests(outcomes, self.d, self.group, self.symbols)
 
-    def results(self) -> list[TestResult]:
-        if not self._streaming:
-            values = np.concatenate(self._buffer) if self._buffer else np.zeros(0, np.int64)
-            return run_sequence_tests(values, self.d, self.group, self.symbols)
-        return self._results()
+    def _stream(self, chunk: IntArray) -> None:
+        for begin in range(0, chunk.size, FEED_CHUNK):  # bounded working arrays
+            self._feed(chunk[begin : begin + FEED_CHUNK])
 
     # --- the tallies ------------------------------------------------------------------------
 
-    def _start(self) -> None:
-        buffered = np.concatenate(self._buffer) if self._buffer else np.zeros(0, np.int64)
-        self._buffer = []
-        self._streaming = True
+    def _start(self, chunk: IntArray) -> None:
+        buffered = self._joined(self._take_buffer())
         d = self.d
-        self.n = 0
         self._jitter = np.random.default_rng(JITTER_SEED)
         self._values = np.zeros(d, dtype=np.int64)
         self._disjoint = {k: np.zeros(d**k, dtype=np.int64) for k in (2, 3)
@@ -268,16 +256,12 @@ class IntegerStream:
             window += 1
         self._window = window
         self._window_tail: IntArray = np.zeros(0, dtype=np.int64)
-        self._kept_hash: list[npt.NDArray[np.uint64]] = []
-        self._kept_pos: list[IntArray] = []
-        self._kept = 0
-        self._sample_bits = 0
-        for begin in range(0, buffered.size, FEED_CHUNK):  # bounded working arrays
-            self._feed(buffered[begin : begin + FEED_CHUNK])
+        self._sampled = SampledHashes(REPEAT_KEPT)
+        self._stream(buffered)
 
     def _tuple_alphabet(self, k: int) -> int:
         """The overlapping k-tuples' alphabet, fixed at the switch (module docstring)."""
-        return tuple_alphabet(self.buffer_values, self.d, k)
+        return tuple_alphabet(self.limit, self.d, k)
 
     def _collision(self) -> float:
         """P(two values are equal) under the null hypothesis."""
@@ -402,29 +386,12 @@ class IntegerStream:
             with np.errstate(over="ignore"):
                 for t in range(w):
                     h = h * np.uint64(1_000_003) + joined[t : t + m].astype(np.uint64)
-            mixed = _mix(h)
-            keep = (mixed & np.uint64((1 << self._sample_bits) - 1)) == 0
-            if keep.any():
-                first_pos = start - self._window_tail.size
-                self._kept_hash.append(mixed[keep])
-                self._kept_pos.append(first_pos + np.flatnonzero(keep).astype(np.int64))
-                self._kept += int(keep.sum())
-                while self._kept > REPEAT_KEPT:
-                    self._thin()
+            self._sampled.add(_mix(h), start - self._window_tail.size)
         self._window_tail = joined[-(w - 1) :] if w > 1 else joined[:0]
-
-    def _thin(self) -> None:
-        self._sample_bits += 1
-        mask = np.uint64((1 << self._sample_bits) - 1)
-        hashes = np.concatenate(self._kept_hash)
-        positions = np.concatenate(self._kept_pos)
-        keep = (hashes & mask) == 0
-        self._kept_hash, self._kept_pos = [hashes[keep]], [positions[keep]]
-        self._kept = int(keep.sum())
 
     # --- the results -------------------------------------------------------------------------
 
-    def _results(self) -> list[TestResult]:
+    def _streamed(self) -> list[TestResult]:
         d, g, n = self.d, self.group, self.n
         out: list[TestResult] = [self._runs_up_and_down()]
         for name, runs in (("runs_up", self._up), ("runs_down", self._down)):
@@ -519,8 +486,7 @@ class IntegerStream:
     def _repeats_result(self) -> TestResult:
         n, w = self.n, self._window
         method = "repeated windows, sampled by hash (Markov bound)"
-        hashes = np.concatenate(self._kept_hash) if self._kept_hash else np.zeros(0, np.uint64)
-        positions = np.concatenate(self._kept_pos) if self._kept_pos else np.zeros(0, np.int64)
+        hashes, positions = self._sampled.kept()
         order = np.lexsort((positions, hashes))
         hashes, positions = hashes[order], positions[order]
         observed = 0
@@ -538,14 +504,14 @@ class IntegerStream:
                     period[int(far[0])] = period.get(int(far[0]), 0) + 1
         windows = n - w + 1
         far_pairs = max(windows - w, 0) * (max(windows - w, 0) + 1) // 2
-        expected = far_pairs * self._collision() ** w + float(hashes.size) ** 2 / 2 * 2.0**-64
+        expected = far_pairs * self._collision() ** w + self._sampled.collisions()
         details: dict[str, float | int | str] = {
             "window": w, "expected_pairs": expected, "pairs": observed,
-            "sampled_share": f"2^-{self._sample_bits}", "kept_windows": int(hashes.size),
+            "sampled_share": f"2^-{self._sampled.bits}", "kept_windows": int(hashes.size),
         }  # fmt: skip
         if period:
             details["period"] = max(period, key=period.__getitem__)
-        p = 1.0 if observed == 0 else min(1.0, expected / observed)
+        p = markov_p(observed, expected)
         return TestResult("repeats", self.group, float(observed), None, p, method, n,
                           details=details, second_level=False)  # fmt: skip
 
@@ -566,10 +532,10 @@ class DiscreteStream(IntegerStream):
         self._below = np.concatenate(([0.0], np.cumsum(self._p)[:-1]))
         self._q = float(sum((x * x for x in probabilities), Fraction(0)))
 
-    def results(self) -> list[TestResult]:
-        if not self._streaming:
-            values = np.concatenate(self._buffer) if self._buffer else np.zeros(0, np.int64)
-            return discrete_stream_tests(values, self.probabilities, self.group)
+    def _batch(self, outcomes: IntArray) -> list[TestResult]:
+        return discrete_stream_tests(outcomes, self.probabilities, self.group)
+
+    def _streamed(self) -> list[TestResult]:
         out = [self._runs_up_and_down()]
         for name, runs in (("runs_up", self._up), ("runs_down", self._down)):
             expected = {r: Fraction(1, math.factorial(r)) - Fraction(1, math.factorial(r + 1))
@@ -586,7 +552,7 @@ class DiscreteStream(IntegerStream):
         return out
 
     def _tuple_alphabet(self, k: int) -> int:
-        return tuple_alphabet(self.buffer_values, 0, k)
+        return tuple_alphabet(self.limit, 0, k)
 
     def _collision(self) -> float:
         return self._q
@@ -676,10 +642,7 @@ class _HashWindows(IntegerStream):
             w += 1
         self._window = w
         self._window_tail = np.zeros(0, dtype=np.int64)
-        self._kept_hash = []
-        self._kept_pos = []
-        self._kept = 0
-        self._sample_bits = 0
+        self._sampled = SampledHashes(REPEAT_KEPT)
 
     def _collision(self) -> float:
         return self._q
