@@ -1,14 +1,15 @@
 """MultiMMC's and LZ78Y's dictionary limits (SP 800-90B 6.3.9, 6.3.10) against NIST's tool.
 
 MultiMMC keeps at most 100,000 (context, next) entries per model and LZ78Y at most 65,536
-contexts in all; once full, nothing new is added. The two inputs below are made here from
-SHAKE-256 (tests/vectors/README.md, "sp800_90b") so that each dictionary fills and the limit
-moves the figure: NIST's ``ea_non_iid -vv`` on them (version 1.1.7, unchanged) is the known
-answer in ``tests/vectors/sp800_90b/<name>.res``; the same tool built with one more entry of
-room (``<name>.plus1.res``) and with both limits raised to 10^8 (``<name>.nolimit.res``)
-counts other numbers of correct predictions. Our estimate must match the first and, with our
-limit constant raised the same way, the other two. C, N and r are compared exactly, the
-min-entropy to a relative 1e-6 as for NIST's sample files.
+contexts in all; once full, nothing new is added. The inputs below (8-bit samples for both,
+1-bit for MultiMMC's binary path) are made here from SHAKE-256 (tests/vectors/README.md,
+"sp800_90b") so that each dictionary fills and the limit moves the figure: NIST's
+``ea_non_iid -vv`` on them (version 1.1.7, unchanged) is the known answer in
+``tests/vectors/sp800_90b/<name>.res``; the same tool built with one more entry of room
+(``<name>.plus1.res``) and with both limits raised to 10^8 (``<name>.nolimit.res``) counts
+other numbers of correct predictions (one more entry: the same on the 1-bit input). Our
+estimate must match the first and, with our limit constant raised the same way, the other two.
+C, N and r are compared exactly, the min-entropy to a relative 1e-6 as for NIST's sample files.
 """
 
 from __future__ import annotations
@@ -56,10 +57,31 @@ def lz78y_input() -> bytes:
     return fill + bytes(motif[:64]) * 16
 
 
+def lfsr16() -> bytes:
+    """One period (65,535 bits) of the 16-bit LFSR x^16 + x^14 + x^13 + x^11 + 1 from state 1."""
+    out = bytearray()
+    state = 1
+    for _ in range(65_535):
+        out.append(state & 1)
+        state = (state >> 1) | ((state ^ state >> 2 ^ state >> 3 ^ state >> 5) & 1) << 15
+    assert state == 1  # maximal length
+    return bytes(out)
+
+
+def multimmc_bits_input() -> bytes:
+    """400,000 SHAKE-256 bits (most significant first), which offer the 16-bit model more than
+    100,000 of its 131,072 pairs, then four periods of a 16-bit LFSR, whose next bit the 16-bit
+    context decides: the pairs refused keep it from learning a quarter of them."""
+    stream = np.frombuffer(shake(b"SP 800-90B binary dictionary limit", 50_000), dtype=np.uint8)
+    return np.unpackbits(stream).tobytes() + lfsr16() * 4
+
+
 Estimator = Callable[..., Estimate]
+# name: (input, bits per sample, estimator, our limit constant, its value)
 CASES = {
-    "multimmc_limit": (multimmc_input, "MultiMMC Prediction", "_MMC_ENTRIES", 100_000),
-    "lz78y_limit": (lz78y_input, "LZ78Y Prediction", "_LZ_ENTRIES", 65_536),
+    "multimmc_limit": (multimmc_input, 8, "MultiMMC Prediction", "_MMC_ENTRIES", 100_000),
+    "multimmc_limit_bits": (multimmc_bits_input, 1, "MultiMMC Prediction", "_MMC_ENTRIES", 100_000),
+    "lz78y_limit": (lz78y_input, 8, "LZ78Y Prediction", "_LZ_ENTRIES", 65_536),
 }
 ESTIMATORS: dict[str, Estimator] = {
     "MultiMMC Prediction": predictors.multi_mmc,
@@ -91,20 +113,23 @@ def check(got: Estimate, want: dict[str, str]) -> None:
 
 
 def ours(name: str) -> Estimate:
-    make, label, _, _ = CASES[name]
-    samples = Samples.from_bytes(make(), 8)
+    make, bits, label, _, _ = CASES[name]
+    samples = Samples.from_bytes(make(), bits)
     return ESTIMATORS[label](samples.symbols, samples.alphabet, bitstring=False)
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_inputs_are_the_bytes_the_tool_read_and_fill_the_dictionary(name: str) -> None:
-    make, label, _, limit = CASES[name]
+    make, bits, label, _, limit = CASES[name]
     data = make()
     digest = hashlib.sha256(data).hexdigest()
     for file in (f"{name}.{build}" for build in BUILDS):
         assert f"SHA-256 hash {digest}" in (VECTORS / file).read_text(), file
     s = np.frombuffer(data, dtype=np.uint8)
-    if label == "MultiMMC Prediction":
+    if label == "MultiMMC Prediction" and bits == 1:
+        # Only the 16-bit model can fill: the others have at most 2^16 pairs.
+        assert distinct(s, 17) > limit
+    elif label == "MultiMMC Prediction":
         # The models of 2 .. 16 samples see more distinct (context, next) pairs than they keep
         # (a longer substring has at least as many distinct values less one); the 1-sample
         # model of 8-bit samples has at most 65,536.
@@ -112,9 +137,10 @@ def test_inputs_are_the_bytes_the_tool_read_and_fill_the_dictionary(name: str) -
     else:
         # Contexts of length 1 .. 16 before the predicted samples 16 .. n-1.
         assert sum(distinct(s[16 - j : -1], j) for j in range(1, 17)) > limit
-    # The limit, and one more entry of room, move the tool's count of correct predictions.
+    # The limit moves the tool's count of correct predictions (on the 8-bit inputs, so does
+    # one more entry of room).
     counts = {tool(f"{name}.{build}", label)["C"] for build in BUILDS}
-    assert len(counts) == len(BUILDS), counts
+    assert len(counts) == (2 if bits == 1 else 3), counts
 
 
 @pytest.mark.slow
@@ -123,7 +149,7 @@ def test_inputs_are_the_bytes_the_tool_read_and_fill_the_dictionary(name: str) -
 def test_estimate_agrees_with_the_tool_built_with_that_limit(
     name: str, build: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _, label, constant, limit = CASES[name]
+    _, _, label, constant, limit = CASES[name]
     if BUILDS[build]:  # else our constant as it is
         monkeypatch.setattr(predictors, constant, min(limit + BUILDS[build], UNLIMITED))
     check(ours(name), tool(f"{name}.{build}", label))
