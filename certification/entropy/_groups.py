@@ -31,11 +31,16 @@ def _sorted_groups(keys: I64) -> tuple[I64, I64, I64]:
     return order, group, starts
 
 
-def earlier_count(keys: I64) -> I64:
-    """For each event, how many earlier events have the same key."""
+def earlier_count(keys: I64, where: npt.NDArray[np.bool_] | None = None) -> I64:
+    """For each event, how many earlier events have the same key (of those ``where`` marks)."""
     order, group, starts = _sorted_groups(keys)
     out = np.empty(keys.size, dtype=np.int64)
-    out[order] = np.arange(keys.size, dtype=np.int64) - starts[group]
+    if where is None:
+        out[order] = np.arange(keys.size, dtype=np.int64) - starts[group]
+        return out
+    marked = where[order].astype(np.int64)
+    running = np.cumsum(marked) - marked  # marked events before, in key-then-time order
+    out[order] = running - running[starts][group]
     return out
 
 

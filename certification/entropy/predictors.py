@@ -12,8 +12,9 @@ holds the top score, or the previous winner when none was (the order in which se
 step 3c, 6.3.8 step 3c and 6.3.9 step 3c compare scores). Tie rules follow NIST's reference
 tool: a mode's ties go to the most recently seen symbol (MultiMCW) or to the larger symbol
 (MultiMMC, LZ78Y); LZ78Y's ties between context lengths go to the longer context. Dictionary
-limits (MultiMMC: 100,000 (context, next) pairs per order; LZ78Y: 65,536 contexts in all) admit
-the first entries in order of appearance, as the sample-at-a-time dictionaries do.
+limits are kept as the tool keeps them: LZ78Y (65,536 contexts in all) admits the first contexts
+in order of appearance; MultiMMC (100,000 (context, next) entries per model) also stops looking
+at longer models once a shorter one misses its context (:func:`_mmc_order`).
 """
 
 from __future__ import annotations
@@ -251,33 +252,36 @@ _ORDERS = 16
 _MMC_ENTRIES = 100_000
 
 
-def _admitted_first(first: I64, limit: int) -> B:
-    """Events whose key was among the first ``limit`` distinct keys to appear."""
-    distinct = np.unique(first)
-    if distinct.size <= limit:
-        return np.ones(first.size, dtype=bool)
-    admitted: B = first <= distinct[limit - 1]
-    return admitted
+def _mmc_order(win: Windows, x: I64, k: int, m: int, chain: B) -> tuple[B, B]:
+    """One Markov model (context length ``m``) of MultiMMC over a wide alphabet.
 
+    Events ``e = 0 .. n-m-1``: the context ``x[e .. e+m-1]`` followed by ``x[e+m]``; event 0 is
+    the dictionary's first entry (section 6.3.9 step 2), event ``e >= 1`` the step predicting
+    ``x[e+m]``. ``chain`` (per event): every shorter model found its context at that step.
+    Returns (found, correct) for events ``e >= 1``.
 
-def _order_predictions(
-    windows: Windows, s: I64, k: int, m: int, admitted: B | None
-) -> tuple[I64, I64]:
-    """Running (count, prediction) of each context of length ``m`` before each target ``i >= m``.
-
-    Returns ``best`` (count * k + symbol of the context's most common successor so far, -1 when
-    the context has not been counted) indexed by ``i - m``. ``admitted`` marks the events that
-    are counted (dictionary limits); ``None``: all.
+    The dictionary is kept as NIST's tool keeps it (``multi_mmc_test.h``, version 1.1.7), which
+    matters once it is full (100,000 (context, next) entries, section 6.3.9): a model looks its
+    context up only when every shorter one found its own (section 6.3.9 step 3: a context not
+    seen means no prediction, and the tool stops looking at longer ones); a model that did not
+    look adds or counts the pair while there is room and counts an entry whether or not the pair
+    was already there; once full, nothing is added and a pair that did not look is not counted.
+    Before any model is full, this is the plain reading of section 6.3.9.
     """
-    n = s.size
-    ctx = windows.key(m)[: n - m]
-    pair = windows.key(m + 1)
-    y = s[m:]
-    after = earlier_count(pair) + 1
-    value = after * k + y
-    if admitted is not None:
-        value = np.where(admitted, value, -1)
-    return earlier_max(ctx, value), pair
+    n = x.size
+    ctx = win.key(m)[: n - m]
+    pair = win.key(m + 1)[: n - m]
+    y = x[m:]
+    first = first_event(pair)
+    new_pair = first == np.arange(first.size)
+    grows = new_pair | ~chain  # steps that add a dictionary entry while there is room
+    room = (np.cumsum(grows) - grows) < _MMC_ENTRIES
+    counted = room[first] & (chain | room)  # the pair got in at its first event
+    value = np.where(counted, (earlier_count(pair, counted) + 1) * k + y, -1)
+    best = earlier_max(ctx, value)[1:]
+    found: B = (best >= 0) & chain[1:]
+    correct: B = found & (best % k == y[1:])
+    return found, correct
 
 
 def multi_mmc(s: U8, k: int, *, bitstring: bool, windows: Windows | None = None) -> Estimate:
@@ -292,6 +296,9 @@ def multi_mmc(s: U8, k: int, *, bitstring: bool, windows: Windows | None = None)
     found = np.zeros((_ORDERS, steps), dtype=bool)
     if k == 2:
         # Order d + 1 predicts targets i >= d + 2 from the d + 1 bits before (columns i - 2).
+        # Only the 16-bit model can fill (2^17 pairs); the shorter ones keep every context, so
+        # a context they miss is new to the longer model too: admission in order of appearance
+        # is then all of the tool's bookkeeping.
         for d, level in enumerate(_binary_levels(s, lambda m: m, min(_ORDERS, n - 2))):
             firsts = [level.first_with(0), level.first_with(1)]
             appear = np.concatenate(firsts)
@@ -310,17 +317,15 @@ def multi_mmc(s: U8, k: int, *, bitstring: bool, windows: Windows | None = None)
             found[d, cols[use]] = has[use]
             correct[d, cols[use]] = hit[use]
     else:
+        chain = np.ones(steps, dtype=bool)  # every shorter model found its context
         for d in range(_ORDERS):
             m = d + 1
             if m + 1 > n - 1:
                 break
-            pair = win.key(m + 1)
-            admitted = _admitted_first(first_event(pair), _MMC_ENTRIES)
-            best, _ = _order_predictions(win, x, k, m, admitted)
-            # Target i = m + e; predictions are scored from i = m + 1 (= d + 2).
-            has = best[1:] >= 0
-            correct[d, m - 1 :] = has & (best[1:] % k == x[m + 1 :])
-            found[d, m - 1 :] = has
+            # Target i = m + e; predictions are scored from i = m + 1 (= d + 2), column i - 2.
+            events = np.concatenate([[True], chain[m - 1 :]])
+            found[d, m - 1 :], correct[d, m - 1 :] = _mmc_order(win, x, k, m, events)
+            chain &= found[d]
 
     def block(a: int, b: int) -> tuple[B, B]:
         return correct[:, a:b], found[:, a:b]
