@@ -35,6 +35,8 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -193,17 +195,25 @@ def main(argv: list[str] | None = None) -> int:
     jsonlog.route_process_output()  # gRPC core's own lines become JSON events too
     sock = socket.socket(fileno=int(args[0]))
     boot = read_bootstrap(sock)
-    sys.setswitchinterval(0.0005)
     _log.info({"event": "front_end_starting", "front_end": boot.index, "pid": os.getpid()})
+    return run_front_end(lambda: _serve(sock, boot), boot.index)
+
+
+def run_front_end(serve: Callable[[], Coroutine[Any, Any, int]], index: int) -> int:
+    """A front end's event loop (this module's and the shared port's,
+    ``rng_service.process.shared_frontend``): ``serve()`` on uvloop (asyncio without it), with
+    the service's switch interval; its exit status, or 1 after one ``front_end_failed`` JSON
+    event carrying the traceback."""
+    sys.setswitchinterval(0.0005)
     try:
         with contextlib.suppress(ImportError):
             import uvloop
 
-            return uvloop.run(_serve(sock, boot))
-        return asyncio.run(_serve(sock, boot))
+            return uvloop.run(serve())
+        return asyncio.run(serve())
     except Exception as e:  # one JSON event with the traceback in a field, then exit 1
         _log.critical(
-            {"event": "front_end_failed", "front_end": boot.index,
+            {"event": "front_end_failed", "front_end": index,
              "error": f"{type(e).__name__}: {e}"},
             exc_info=True,
         )  # fmt: skip

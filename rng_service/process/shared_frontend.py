@@ -33,7 +33,6 @@ stays the one owner of its store, generator and key, as before.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import signal
@@ -48,6 +47,7 @@ from prometheus_client import CollectorRegistry
 from rng_service.config import Config
 from rng_service.process import handoff
 from rng_service.process.bootstrap import Bootstrap, profile_ids, read_bootstrap
+from rng_service.process.frontend import run_front_end
 from rng_service.process.handoff import SharedBoot
 from rng_service.process.ipc import RemoteStoreHealth, WriterClient
 from rng_service.rpc.auth import Authorizer
@@ -346,22 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     boot, _ = handoff.receive(ctrl)
     if not isinstance(boot, SharedBoot):
         raise TypeError("not a shared front end's boot message")
-    sys.setswitchinterval(0.0005)
     _log.info({"event": "shared_front_end_starting", "front_end": boot.index,
                "pid": os.getpid()})  # fmt: skip
-    try:
-        with contextlib.suppress(ImportError):
-            import uvloop
-
-            return uvloop.run(_serve(ctrl, boot))
-        return asyncio.run(_serve(ctrl, boot))
-    except Exception as e:  # one JSON event with the traceback in a field, then exit 1
-        _log.critical(
-            {"event": "front_end_failed", "front_end": boot.index,
-             "error": f"{type(e).__name__}: {e}"},
-            exc_info=True,
-        )  # fmt: skip
-        return 1
+    return run_front_end(lambda: _serve(ctrl, boot), boot.index)
 
 
 if __name__ == "__main__":

@@ -18,23 +18,18 @@ docs/security.md "Logs").
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import os
-import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from rng_service.log.keys import generate_key_pair
 from rng_service.rpc.client import ClientTls, RngClient
 from rng_service.rpc.log_servicer import LogClient
-from rng_service.security.certs import write_dev_ca
+from tests.several_logs import client_lines, prepare, serve, server_lines
 
 pytestmark = [pytest.mark.serial]
 
@@ -70,39 +65,16 @@ class Deployment:
 
 
 def _config(d: Path) -> Path:
-    text = [
-        "[server]", "port = 0", f'lock_dir = "{d}/run"', "shutdown_grace_seconds = 1",
-        "[tls]", f'cert_file = "{d}/certs/server.pem"', f'key_file = "{d}/certs/server.key"',
-        f'client_ca_file = "{d}/certs/ca.pem"',
-        "[log]", "publish_interval_seconds = 0.5",
-    ]  # fmt: skip
+    text = server_lines(d)
     for origin in (A, B):
         name = origin.split(".")[0]
         text += ["[[logs]]", f'origin = "{origin}"', f'key_file = "{d}/{name}.pem"',
                  f'store = "{d}/{name}.sqlite3"', "port = 0", "metrics_port = 0"]  # fmt: skip
-    for origin in (A, B):
-        text += [
-            "[[clients]]", f'identity = "{GAME[origin]}"', 'roles = ["game_server"]',
-            'tables = ["T1"]', f'logs = ["{origin}"]',
-            "[[clients]]", f'identity = "{AUDITOR[origin]}"', 'roles = ["auditor"]',
-            f'logs = ["{origin}"]',
-        ]  # fmt: skip
+    text += client_lines(GAME, AUDITOR)
     text += ["[[clients]]", 'identity = "operator"', 'roles = ["operator"]', 'logs = ["*"]']
     path = d / "config.toml"
     path.write_text("\n".join(text) + "\n", encoding="utf-8")
     return path
-
-
-def _first_line(proc: subprocess.Popen[str]) -> dict[str, object]:
-    assert proc.stdout is not None
-    stdout = proc.stdout
-    result: list[str] = []
-    reader = threading.Thread(target=lambda: result.append(stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(WAIT)
-    assert result, "the deployment did not print its listening line"
-    event: dict[str, object] = json.loads(result[0])
-    return event
 
 
 def _addresses(listening: dict[str, object], where: str) -> dict[str, str]:
@@ -119,31 +91,9 @@ def _addresses(listening: dict[str, object], where: str) -> dict[str, str]:
 
 @pytest.fixture(params=["own", "shared"])
 def deployment(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Deployment]:
-    d = tmp_path
-    write_dev_ca(d / "certs", [*GAME.values(), *AUDITOR.values(), "operator"],
-                 now=dt.datetime.now(dt.UTC))  # fmt: skip
-    for origin in (A, B):
-        generate_key_pair(d / f"{origin.split('.')[0]}.pem", name=origin, passphrase=None)
-    config = _config(d)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RNG_SERVICE_", "GRPC_"))}
-    with open(d / "stderr.jsonl", "w", encoding="utf-8") as err:
-        proc = subprocess.Popen(
-            [str(BIN / "rng-service"), "serve", "--config", str(config)], cwd=d, env=env,
-            stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
-    try:
-        line = _first_line(proc)
-        assert line.get("event") == "listening", line
-        yield Deployment(d, _addresses(line, request.param))
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(WAIT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+    prepare(tmp_path, (A, B), [*GAME.values(), *AUDITOR.values(), "operator"])
+    with serve(tmp_path, _config(tmp_path)) as (_, line):
+        yield Deployment(tmp_path, _addresses(line, request.param))
 
 
 def _rng_audit(*args: str) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,6 @@ restart time is printed, and it is asserted only that it happens: no timed asser
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import signal
@@ -30,13 +29,12 @@ from pathlib import Path
 import pytest
 
 from rng_service.log.entry import LogEntry
-from rng_service.log.keys import generate_key_pair
 from rng_service.rpc.client import ClientError, ClientTls, RngClient
 from rng_service.rpc.log_servicer import LogClient
-from rng_service.security.certs import write_dev_ca
 from tests.integration.test_witnesses import ORIGIN as WITNESS_TEST_ORIGIN
 from tests.integration.test_witnesses import WitnessProc, free_port
 from tests.postgres_cluster import Cluster
+from tests.several_logs import client_lines, prepare, serve, server_lines
 
 pytestmark = [pytest.mark.postgres, pytest.mark.serial]
 
@@ -92,23 +90,9 @@ class Deployment:
 
 def _config(d: Path, pg_dsn: str, witnesses: dict[str, WitnessProc]) -> Path:
     stores = {A: f'"{d}/a.sqlite3"', B: f'"{d}/b.sqlite3"', C: json.dumps(pg_dsn)}
-    text = [
-        "[witnessing]",
-        "interval_seconds = 0.3",
-        "timeout_seconds = 2",
-        "[server]",
-        "port = 0",  # the shared port of every log (tests/integration/test_shared_port.py)
-        f'lock_dir = "{d}/run"',
-        "shutdown_grace_seconds = 1",
-        "[tls]",
-        f'cert_file = "{d}/certs/server.pem"',
-        f'key_file = "{d}/certs/server.key"',
-        f'client_ca_file = "{d}/certs/ca.pem"',
-        "[log]",
-        "publish_interval_seconds = 0.5",
-        "[storage]",
-        "postgres_migrate = true",
-    ]
+    text = ["[witnessing]", "interval_seconds = 0.3", "timeout_seconds = 2"]
+    text += server_lines(d)  # server.port = 0: the shared port of every log (test_shared_port)
+    text += ["[storage]", "postgres_migrate = true"]
     for origin in (A, B, C):
         name = origin.split(".")[0]
         text += [
@@ -124,36 +108,17 @@ def _config(d: Path, pg_dsn: str, witnesses: dict[str, WitnessProc]) -> Path:
     for origin, w in witnesses.items():
         text += ["[[witnesses]]", f'url = "{w.url}"', f'key = "{w.vkey_file}"',
                  f'name = "{WITNESSED[origin]}"']  # fmt: skip
-    for origin in (A, B, C):
-        text += [
-            "[[clients]]", f'identity = "{GAME[origin]}"', 'roles = ["game_server"]',
-            'tables = ["T1"]', f'logs = ["{origin}"]',
-            "[[clients]]", f'identity = "{AUDITOR[origin]}"', 'roles = ["auditor"]',
-            f'logs = ["{origin}"]',
-        ]  # fmt: skip
+    text += client_lines(GAME, AUDITOR)
     text += ["[[clients]]", 'identity = "operator"', 'roles = ["operator"]', 'logs = ["*"]']
     path = d / "config.toml"
     path.write_text("\n".join(text) + "\n", encoding="utf-8")
     return path
 
 
-def _wait_line(proc: subprocess.Popen[str]) -> dict[str, object]:
-    assert proc.stdout is not None
-    result: list[str] = []
-    reader = threading.Thread(target=lambda: result.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    reader.join(WAIT)
-    assert result, "the deployment did not print its listening line"
-    event: dict[str, object] = json.loads(result[0])
-    return event
-
-
 @pytest.fixture
 def deployment(tmp_path: Path, pg_cluster: Cluster) -> Iterator[Deployment]:
     d = tmp_path
-    write_dev_ca(d / "certs", IDENTITIES, now=dt.datetime.now(dt.UTC))
-    for origin in (A, B, C):
-        generate_key_pair(d / f"{origin.split('.')[0]}.pem", name=origin, passphrase=None)
+    prepare(d, (A, B, C), IDENTITIES)
     witnesses = {}
     for origin, name in WITNESSED.items():  # each trusts its own log only
         log_vkey = d / f"{origin.split('.')[0]}.pem.vkey"
@@ -165,32 +130,17 @@ def deployment(tmp_path: Path, pg_cluster: Cluster) -> Iterator[Deployment]:
         witnesses[origin] = w.start()
     pg_dsn = pg_cluster.dsn(pg_cluster.database_for(d))
     config = _config(d, pg_dsn, witnesses)
-    stderr = d / "stderr.jsonl"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RNG_SERVICE_", "GRPC_"))}
-    with open(stderr, "w", encoding="utf-8") as err:
-        proc = subprocess.Popen(
-            [str(BIN / "rng-service"), "serve", "--config", str(config)], cwd=d, env=env,
-            stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
     try:
-        line = _wait_line(proc)
-        assert line.get("event") == "listening", line
-        logs = line["logs"]
-        assert isinstance(logs, dict)
-        ports = {origin: int(logs[origin]["grpc_port"]) for origin in (A, B, C)}
-        yield Deployment(d=d, proc=proc, ports=ports, stderr=stderr, witnesses=witnesses,
-                         shared_port=int(str(line["grpc_port"])))  # fmt: skip
+        with serve(d, config) as (proc, line):
+            logs = line["logs"]
+            assert isinstance(logs, dict)
+            ports = {origin: int(logs[origin]["grpc_port"]) for origin in (A, B, C)}
+            shared = int(str(line["grpc_port"]))
+            yield Deployment(d=d, proc=proc, ports=ports, stderr=d / "stderr.jsonl",
+                             witnesses=witnesses, shared_port=shared)  # fmt: skip
     finally:
         for w in witnesses.values():
             w.stop()
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(WAIT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
         pg_cluster.drop_database_for(d)
 
 
@@ -399,17 +349,7 @@ def test_the_log_processes_stop_with_the_supervisor(deployment: Deployment) -> N
     while any(_alive(p) for p in log_pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(p) for p in log_pids), "log processes outlived their supervisor"
-    # Their locks and ports are free: the same deployment starts again.
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RNG_SERVICE_", "GRPC_"))}
-    again = subprocess.Popen(
-        [str(BIN / "rng-service"), "serve", "--config", str(dep.d / "config.toml")], cwd=dep.d,
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-        text=True,
-    )  # fmt: skip
-    try:
-        assert _wait_line(again).get("event") == "listening"
-    finally:
-        again.send_signal(signal.SIGTERM)
-        again.wait(WAIT)
-        if again.stdout is not None:
-            again.stdout.close()
+    # Their locks and ports are free: the same deployment starts again (serve() asserts its
+    # listening line).
+    with serve(dep.d, dep.d / "config.toml"):
+        pass

@@ -18,7 +18,6 @@ acknowledged is in its log afterwards.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import signal
@@ -34,9 +33,8 @@ from pathlib import Path
 import pytest
 
 from rng_service.log.entry import LogEntry
-from rng_service.log.keys import generate_key_pair
 from rng_service.rpc.client import ClientError, ClientTls, RngClient
-from rng_service.security.certs import write_dev_ca
+from tests.several_logs import client_lines, prepare, serve, server_lines
 
 pytestmark = [pytest.mark.serial]
 
@@ -89,40 +87,14 @@ class Deployment:
 
 
 def _config(d: Path) -> Path:
-    text = [
-        "[server]",
-        "port = 0",
-        f'lock_dir = "{d}/run"',
-        "shutdown_grace_seconds = 1",
-        "[tls]",
-        f'cert_file = "{d}/certs/server.pem"',
-        f'key_file = "{d}/certs/server.key"',
-        f'client_ca_file = "{d}/certs/ca.pem"',
-        "[log]",
-        "publish_interval_seconds = 0.5",
-    ]
+    text = server_lines(d)
     for origin in (A, B):
         name = origin.split(".")[0]
-        text += [
-            "[[logs]]",
-            f'origin = "{origin}"',
-            f'key_file = "{d}/{name}.pem"',
-            f'store = "{d}/{name}.sqlite3"',
-            "metrics_port = 0",
-        ]
-    for origin in (A, B):
-        text += [
-            "[[clients]]", f'identity = "{GAME[origin]}"', 'roles = ["game_server"]',
-            'tables = ["T1"]', f'logs = ["{origin}"]',
-            "[[clients]]", f'identity = "{AUDITOR[origin]}"', 'roles = ["auditor"]',
-            f'logs = ["{origin}"]',
-        ]  # fmt: skip
-    text += [
-        "[[clients]]",
-        'identity = "operator"',
-        'roles = ["operator", "auditor"]',
-        'logs = ["*"]',
-    ]
+        text += ["[[logs]]", f'origin = "{origin}"', f'key_file = "{d}/{name}.pem"',
+                 f'store = "{d}/{name}.sqlite3"', "metrics_port = 0"]  # fmt: skip
+    text += client_lines(GAME, AUDITOR)
+    text += ["[[clients]]", 'identity = "operator"', 'roles = ["operator", "auditor"]',
+             'logs = ["*"]']  # fmt: skip
     path = d / "config.toml"
     path.write_text("\n".join(text) + "\n", encoding="utf-8")
     return path
@@ -130,18 +102,6 @@ def _config(d: Path) -> Path:
 
 def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("RNG_SERVICE_", "GRPC_"))}
-
-
-def _wait_line(proc: subprocess.Popen[str]) -> dict[str, object]:
-    assert proc.stdout is not None
-    result: list[str] = []
-    reader = threading.Thread(target=lambda: result.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    reader.join(WAIT)
-    assert result, "the deployment did not print its listening line"
-    assert result[0], "the deployment ended without its listening line"
-    event: dict[str, object] = json.loads(result[0])
-    return event
 
 
 @pytest.fixture
@@ -154,37 +114,15 @@ def two_front_ends(tmp_path: Path) -> Iterator[Deployment]:
     yield from _deploy(tmp_path, "--front-ends", "2")
 
 
-def _deploy(tmp_path: Path, *options: str) -> Iterator[Deployment]:
-    d = tmp_path
-    write_dev_ca(d / "certs", IDENTITIES, now=dt.datetime.now(dt.UTC))
-    for origin in (A, B):
-        generate_key_pair(d / f"{origin.split('.')[0]}.pem", name=origin, passphrase=None)
-    config = _config(d)
-    stderr = d / "stderr.jsonl"
-    with open(stderr, "w", encoding="utf-8") as err:
-        proc = subprocess.Popen(
-            [str(BIN / "rng-service"), "serve", "--config", str(config), *options], cwd=d,
-            env=_env(),
-            stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
-    try:
-        line = _wait_line(proc)
-        assert line.get("event") == "listening", line
+def _deploy(d: Path, *options: str) -> Iterator[Deployment]:
+    prepare(d, (A, B), IDENTITIES)
+    with serve(d, _config(d), *options) as (proc, line):
         logs = line["logs"]
         assert isinstance(logs, dict)
         assert all(logs[o]["grpc_port"] is None for o in (A, B))  # no port of their own
         metrics = {o: int(logs[o]["metrics_port"]) for o in (A, B)}
         yield Deployment(d=d, proc=proc, port=int(str(line["grpc_port"])), metrics=metrics,
-                         stderr=stderr)  # fmt: skip
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(WAIT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+                         stderr=d / "stderr.jsonl")  # fmt: skip
 
 
 def _entries(dep: Deployment, origin: str) -> list[LogEntry]:
