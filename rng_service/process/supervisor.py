@@ -411,13 +411,17 @@ class Supervisor:
         for shared in self._shared:
             with contextlib.suppress(ProcessLookupError):
                 shared.proc.send_signal(signal.SIGTERM)
+            # Our end of its control channel too: its reader thread, blocked on the channel,
+            # reads EOF and lets the front end's interpreter exit (else it waited out the 30 s).
+            with contextlib.suppress(OSError):
+                shared.ctrl.shutdown(socket.SHUT_RDWR)
+            shared.ctrl.close()
         for shared in self._shared:
             try:
                 await asyncio.wait_for(asyncio.to_thread(shared.proc.wait), grace + 30.0)
             except TimeoutError:
                 shared.proc.kill()
                 await asyncio.to_thread(shared.proc.wait)
-            shared.ctrl.close()
         for log in self._logs:
             if log.proc is not None and log.proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):

@@ -10,9 +10,9 @@ refused (PERMISSION_DENIED, one line naming the log, exit status 2: nothing was 
 the other log's key on the auditor's own log, nothing verifies (exit status 1).
 
 Where each log is reached (``address``) and which log a command names (``--origin``) are
-separate inputs: every test runs twice, with each log reached on its own port and with both
-reached on the shared ``server.port`` that routes by ``rng-origin``; every case keeps its
-outcome (a refusal for a log the certificate is not bound to is the same wherever it arrives,
+separate inputs: log A is reached on its own port, log B on the shared ``server.port`` that
+routes by ``rng-origin`` (one deployment covers both routes); every case keeps its outcome
+(a refusal for a log the certificate is not bound to is the same wherever it arrives,
 docs/security.md "Logs").
 """
 
@@ -77,23 +77,22 @@ def _config(d: Path) -> Path:
     return path
 
 
-def _addresses(listening: dict[str, object], where: str) -> dict[str, str]:
-    """Each log's address from ``serve``'s listening line: its own port (``own``), or the
-    shared port that serves both (``shared``)."""
+def _addresses(listening: dict[str, object]) -> dict[str, str]:
+    """Log A at its own port, log B at the shared port that serves both (from ``serve``'s
+    listening line)."""
     logs = listening["logs"]
     assert isinstance(logs, dict)
-    if where == "shared":
-        shared = int(str(listening["grpc_port"]))
-        assert all(int(logs[o]["grpc_port"]) != shared for o in (A, B))
-        return {origin: f"127.0.0.1:{shared}" for origin in (A, B)}
-    return {origin: f"127.0.0.1:{int(logs[origin]['grpc_port'])}" for origin in (A, B)}
+    shared = int(str(listening["grpc_port"]))
+    own = int(logs[A]["grpc_port"])
+    assert own != shared
+    return {A: f"127.0.0.1:{own}", B: f"127.0.0.1:{shared}"}
 
 
-@pytest.fixture(params=["own", "shared"])
-def deployment(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Deployment]:
+@pytest.fixture
+def deployment(tmp_path: Path) -> Iterator[Deployment]:
     prepare(tmp_path, (A, B), [*GAME.values(), *AUDITOR.values(), "operator"])
     with serve(tmp_path, _config(tmp_path)) as (_, line):
-        yield Deployment(tmp_path, _addresses(line, request.param))
+        yield Deployment(tmp_path, _addresses(line))
 
 
 def _rng_audit(*args: str) -> subprocess.CompletedProcess[str]:
