@@ -330,6 +330,33 @@ def test_kill_9_of_one_writer_the_other_log_serves_on_the_shared_port(
     assert dep.proc.poll() is None  # the supervisor serves on
 
 
+#: server.shutdown_grace_seconds in this deployment (tests/several_logs.py) and the bound of a
+#: stop beyond it: an operator's service manager stops the deployment and expects it gone.
+GRACE, STOP_BOUND = 1.0, 10.0
+
+
+def test_sigterm_stops_the_deployment_after_its_drain(deployment: Deployment) -> None:
+    """SIGTERM: every process of the deployment drains and exits within the grace period and a
+    bound (a shared front end once waited 30 s for its control reader, and was killed)."""
+    dep = deployment
+    dep.spin(A, "before-stop")
+    (started,) = [e for e in dep.events("started") if "pids" in e]
+    front_ends = started["front_ends"]
+    assert isinstance(front_ends, list)
+    began = time.monotonic()
+    dep.proc.send_signal(signal.SIGTERM)
+    dep.proc.wait(WAIT)
+    took = time.monotonic() - began
+    assert dep.proc.returncode == 0
+    assert took < GRACE + STOP_BOUND, f"the deployment took {took:.1f} s to stop"
+    assert not [e for e in dep.events("front_end_failed")]
+    for pid in front_ends:
+        assert (
+            not Path(f"/proc/{int(pid)}").exists()
+            or "Z" in Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[:1]
+        )
+
+
 def test_kill_9_of_the_shared_front_end_it_and_every_log_serve_again(
     deployment: Deployment,
 ) -> None:
