@@ -33,7 +33,7 @@ from rng_service._proto.rng.v1 import (
     outcomes_pb2_grpc,
 )
 from rng_service.log.receipt import Receipt
-from rng_service.rpc.origin import origin_channel
+from rng_service.rpc.origin import open_channels
 
 __all__ = [
     "ClientError",
@@ -238,13 +238,10 @@ class RngClient:
         tls: ClientTls | None = None,
         origin: str | None = None,
     ) -> None:
-        self._raw_channel = (
-            grpc.insecure_channel(target)
-            if tls is None
-            else grpc.secure_channel(target, tls.credentials())
-        )
         #: Every call names the log ``origin`` (None: the log served at ``target``).
-        self._channel = origin_channel(self._raw_channel, origin)
+        self._raw_channel, self._channel = open_channels(
+            target, None if tls is None else tls.credentials(), origin
+        )
         self._outcomes = outcomes_pb2_grpc.OutcomeServiceStub(self._channel)
         self._log = log_pb2_grpc.LogServiceStub(self._channel)
         self._lab = lab_pb2_grpc.LabServiceStub(self._channel)

@@ -18,7 +18,7 @@ import grpc
 from rng_service._proto.rng.v1 import log_pb2, log_pb2_grpc
 from rng_service.errors import IntegrityError, Unavailable
 from rng_service.rpc.client import ClientTls, connection_hint
-from rng_service.rpc.origin import ORIGIN_METADATA, origin_channel
+from rng_service.rpc.origin import ORIGIN_METADATA, open_channels
 from rng_service.rpc.table_maps import WireMapProof, proof_from_proto
 
 __all__ = ["LOG_REFUSAL", "LogClient", "ProvenEntry", "ProvenPage", "refusal_hint"]
@@ -98,12 +98,9 @@ class LogClient:
         origin: str | None = None,
         origin_from: str = "",
     ) -> None:
-        self._raw_channel = (
-            grpc.insecure_channel(target)
-            if tls is None
-            else grpc.secure_channel(target, tls.credentials())
+        self._raw_channel, self._channel = open_channels(
+            target, None if tls is None else tls.credentials(), origin
         )
-        self._channel = origin_channel(self._raw_channel, origin)
         self._stub = log_pb2_grpc.LogServiceStub(self._channel)
         self._target = target
         self._timeout = timeout

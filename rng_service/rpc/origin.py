@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-__all__ = ["ORIGIN_METADATA", "origin_channel"]
+__all__ = ["ORIGIN_METADATA", "open_channels", "origin_channel"]
 
 #: The request metadata key naming the log (gRPC metadata keys are lowercase ASCII).
 ORIGIN_METADATA = "rng-origin"
@@ -53,3 +53,17 @@ def origin_channel(channel: grpc.Channel, origin: str | None) -> grpc.Channel:
     if not origin:
         return channel
     return grpc.intercept_channel(channel, _NameTheLog(origin))
+
+
+def open_channels(
+    target: str, credentials: grpc.ChannelCredentials | None, origin: str | None
+) -> tuple[grpc.Channel, grpc.Channel]:
+    """A channel to ``target`` (plaintext without ``credentials``) and the same channel with
+    every call naming the log ``origin`` (:func:`origin_channel`): the first to close, the
+    second to call through (``RngClient``, ``LogClient``)."""
+    raw = (
+        grpc.insecure_channel(target)
+        if credentials is None
+        else grpc.secure_channel(target, credentials)
+    )
+    return raw, origin_channel(raw, origin)
